@@ -1,0 +1,210 @@
+# -*- coding: utf-8 -*-
+# Copyright: Lakekeeper for Ansible contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+
+class ModuleDocFragment(object):
+
+    # Table selectors and the engine's options shared by every module.
+    DOCUMENTATION = r"""
+options:
+  table:
+    description:
+      - One table, as C(DB.TABLE).
+      - Exactly one of O(table), O(tables) and O(database) is required.
+    type: str
+  tables:
+    description:
+      - Several tables, each as C(DB.TABLE) (passed to the engine as C(--tables DB.T,DB.U)).
+      - Exactly one of O(table), O(tables) and O(database) is required.
+    type: list
+    elements: str
+  database:
+    description:
+      - Every table of this database.
+      - Exactly one of O(table), O(tables) and O(database) is required.
+    type: str
+  config_file:
+    description:
+      - Path, B(on the target), of a lakekeeper YAML configuration file, accepted as-is.
+      - It is passed to the engine as C(--config-file) (the engine reads C(block_size_mb),
+        C(compaction_ratio_threshold), C(target_file_size_mb), C(backup_prefix), C(dry_run), C(log_level), ...).
+      - Its C(spark_submit:) section is read by the module and merged under O(spark_submit),
+        the module's keys winning (C(extra_conf) is merged key by key).
+      - Module options passed as engine flags override the file's values.
+      - Reading the file needs PyYAML on the target.
+    type: path
+  block_size_mb:
+    description:
+      - HDFS block size in MB used by the compaction rule (C(--block-size)).
+      - When not set, the config file's value or the engine's default (128) applies.
+    type: int
+  compaction_ratio_threshold:
+    description:
+      - A table or partition is compacted when its average file size is below O(block_size_mb) divided by this
+        ratio (C(--ratio-threshold)).
+      - When not set, the config file's value or the engine's default (10) applies.
+    type: float
+  target_file_size_mb:
+    description:
+      - Size in MB of the files written (C(--target-file-size)).
+      - When not set, the config file's value or the engine's default (the block size) applies.
+    type: int
+  backup_prefix:
+    description:
+      - Prefix of the backup table names (C(--backup-prefix)).
+      - When not set, the config file's value or the engine's default (C(__bkp)) applies.
+    type: str
+  log_level:
+    description:
+      - Log level of the engine (its logs go to stderr, returned on failure).
+      - When not set, the config file's value or the engine's default (C(INFO)) applies.
+    type: str
+    choices: [DEBUG, INFO, WARNING, ERROR]
+"""
+
+    # How the engine is launched: embedded python or spark-submit.
+    SPARK = r"""
+options:
+  spark_submit:
+    description:
+      - The C(spark_submit) settings of the lakekeeper reference configuration.
+      - Merged over the C(spark_submit:) section of O(config_file) (keys set here win).
+      - When C(enabled) is false (the default) the engine runs B(embedded) on the target
+        as C(<python> <app>/run_lakekeeper.py <command> ... --state-dir <state_dir> --master <master>),
+        with a local Spark and an embedded Derby Metastore in O(state_dir).
+        Only C(master), C(script_path) and C(extra_conf) apply then.
+      - When C(enabled) is true the module runs C(spark-submit) with these flags, in the order of the
+        reference configuration, then the script and the engine's arguments.
+    type: dict
+    suboptions:
+      enabled:
+        description:
+          - Launch the engine through C(spark-submit) instead of the embedded C(python).
+          - Defaults to V(false) when neither this option nor the config file sets it.
+        type: bool
+      master:
+        description:
+          - Spark master URL (C(--master)).
+          - Defaults to V(yarn) when O(spark_submit.enabled) is true, V(local[*]) when not.
+        type: str
+      deploy_mode:
+        description:
+          - C(--deploy-mode). Not emitted when not set (spark-submit then uses C(client)).
+          - V(cluster) is refused; the driver would run inside the cluster and the module could not read the
+            engine's JSON result back from a local file.
+        type: str
+        choices: [client, cluster]
+      principal:
+        description: Kerberos principal (C(--principal)).
+        type: str
+      keytab:
+        description: Path on the target of the Kerberos keytab (C(--keytab)). A path, not a secret; it is shown in RV(cmd).
+        type: path
+      queue:
+        description: YARN queue (C(--conf spark.yarn.queue=...)).
+        type: str
+      archives:
+        description: C(--archives), for example a packed Python environment C(/opt/lakekeeper_env.tar.gz#lakekeeper_env).
+        type: str
+      python_env:
+        description: Python of the executors inside the archive (C(--conf spark.pyspark.python=...)), for example C(./lakekeeper_env/bin/python).
+        type: str
+      executor_memory:
+        description: C(--executor-memory), for example C(4g).
+        type: str
+      num_executors:
+        description: C(--num-executors).
+        type: int
+      executor_cores:
+        description: C(--executor-cores).
+        type: int
+      driver_memory:
+        description: C(--driver-memory), for example C(2g).
+        type: str
+      script_path:
+        description:
+          - Path on the target of an already deployed C(run_lakekeeper.py).
+          - When set (here or in the config file), the bundled application is not used; when set here, it is
+            not transferred either.
+        type: path
+      extra_conf:
+        description:
+          - Additional Spark properties, each passed as C(--conf key=value) (also in the embedded mode).
+          - Values of keys that look like passwords, secrets, tokens, credentials or access keys are masked
+            (V(********)) in RV(cmd) and in the module's output.
+        type: dict
+      extra_files:
+        description: Files distributed with C(--files a,b), for example C(hive-site.xml).
+        type: list
+        elements: str
+  spark_submit_path:
+    description:
+      - Path of the C(spark-submit) binary on the target, when O(spark_submit.enabled) is true.
+      - Default is C(<spark_home>/bin/spark-submit) when O(spark_home) is set, else C(spark-submit) found in
+        C($SPARK_HOME/bin) or on C(PATH).
+    type: path
+  spark_home:
+    description: Sets C(SPARK_HOME) for the engine run (and where C(spark-submit) is looked for).
+    type: path
+  hadoop_conf_dir:
+    description: Sets C(HADOOP_CONF_DIR) for the engine run (C(core-site.xml), C(hdfs-site.xml), C(yarn-site.xml)).
+    type: path
+  environment:
+    description:
+      - Extra environment variables of the engine run, for example C(KRB5CCNAME) or C(SPARK_LOCAL_IP).
+      - They win over O(spark_home) and O(hadoop_conf_dir). Values of secret-looking names are masked in the
+        output.
+    type: dict
+  python:
+    description:
+      - Embedded mode - the Python interpreter that runs the engine; it must be able to import C(pyspark) and C(yaml).
+        The executors' Python (C(PYSPARK_PYTHON)) is set to it unless O(environment) sets one.
+      - Default is the module's own interpreter when it can import C(pyspark), else C(python3) from C(PATH).
+      - With O(spark_submit.enabled), when set, it is passed as C(--conf spark.pyspark.driver.python=...).
+    type: str
+  state_dir:
+    description:
+      - Embedded mode - the directory, on the target, of the embedded Derby Metastore (C(metastore_db)) and
+        warehouse; created when missing. The engine runs with this directory as its working directory.
+      - Default is C(~/.lakekeeper/state) in the embedded mode. With O(spark_submit.enabled) it is passed to the
+        engine only when set.
+      - Embedded Derby allows one JVM at a time; do not run two engines on the same O(state_dir) at once.
+    type: path
+  app_cache_dir:
+    description:
+      - Directory, on the target, where the action plugin caches the collection's bundled Spark application, as
+        C(<app_cache_dir>/app-<sha12>/) where C(<sha12>) is a checksum of its content.
+      - The application is transferred only when that directory is missing (first run, or a new version of the
+        collection); it is not used when O(spark_submit.script_path) is set.
+      - Must be absolute or start with C(~).
+    type: path
+    default: ~/.cache/lakekeeper
+  _lakekeeper_app:
+    description:
+      - Internal, set by the action plugin (the location of the transferred application). Do not set it.
+    type: dict
+"""
+
+    ATTRIBUTES = r"""
+attributes:
+  action:
+    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
+    support: full
+    details: The action plugin transfers the bundled Spark application to O(app_cache_dir) on the target when needed.
+  async:
+    description: Supports being used with the C(async) keyword.
+    support: none
+  action_group:
+    description: Action is part of action_group(s), for convenient setting of module_defaults.
+    support: full
+    membership:
+      - lakekeeper.hive.lakekeeper
+  platform:
+    description: Target OS/families that can be operated against.
+    support: full
+    platforms: posix
+"""

@@ -1,0 +1,217 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: Lakekeeper for Ansible contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: lakekeeper_rollback
+short_description: Restore Hive external tables to their state before compaction
+version_added: 0.1.0
+description:
+  - Runs the lakekeeper engine command C(rollback) (O(mode=rollback)) - the most recent backup of each selected table
+    is used to put its original files back, then the backup table is dropped.
+  - With O(mode=recover), runs the engine command C(recover), which repairs what a crashed compaction left behind.
+author:
+  - Lakekeeper for Ansible contributors
+extends_documentation_fragment:
+  - lakekeeper.hive.lakekeeper
+  - lakekeeper.hive.lakekeeper.spark
+  - lakekeeper.hive.lakekeeper.attributes
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+    details:
+      - Runs the engine with C(--dry-run) and reports whether a table would be restored, with RV(cmd).
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: partial
+    details:
+      - File counts per partition when the engine reports them.
+  idempotent:
+    description: When run twice with the same options, the second run reports no change.
+    support: full
+    details:
+      - A table without a backup is left alone and reported unchanged.
+options:
+  mode:
+    description:
+      - V(rollback) runs the engine command C(rollback), V(recover) the engine command C(recover).
+    type: str
+    choices: [rollback, recover]
+    default: rollback
+notes:
+  - The engine is the PySpark application bundled in the collection (C(spark_app/run_lakekeeper.py)); the action
+    plugin caches it on the target in O(app_cache_dir) (transferred only when its checksum changes), unless
+    O(spark_submit.script_path) points at an application already deployed there.
+  - By default the engine runs embedded on the target - C(<python> run_lakekeeper.py ... --state-dir <state_dir>
+    --master local[*]) - with a local Spark and an embedded Derby Metastore; set O(spark_submit.enabled) to run it
+    with C(spark-submit) on a cluster (YARN, Kerberos). O(spark_submit.deploy_mode=cluster) is refused.
+  - The engine needs Java 17 and pyspark on the target (or on the cluster with spark-submit).
+  - The module fails when the engine exits with a non-zero code or reports a failed or refused table, with the reason
+    per table and what was left in place in RV(msg).
+seealso:
+  - module: lakekeeper.hive.lakekeeper_analyze
+  - module: lakekeeper.hive.lakekeeper_compact
+  - module: lakekeeper.hive.lakekeeper_cleanup
+"""
+
+EXAMPLES = r"""
+---
+- name: Restore a table to its state before the last compaction
+  lakekeeper.hive.lakekeeper_rollback:
+    table: mydb.events
+    config_file: /etc/lakekeeper/lakekeeper.yaml
+
+- name: Recover tables after a crashed compaction (engine command "recover")
+  lakekeeper.hive.lakekeeper_rollback:
+    database: mydb
+    mode: recover
+    config_file: /etc/lakekeeper/lakekeeper.yaml
+"""
+
+RETURN = r"""
+---
+changed:
+  description: Whether a table changed (in check mode, whether one would change).
+  returned: always
+  type: bool
+msg:
+  description: One line for a person, the engine's summary (prefixed with C((dry run)) in check mode) or why it failed.
+  returned: always
+  type: str
+  sample: 1 table compacted, 0 skipped, 0 failed
+tables:
+  description:
+    - The engine's per-table facts, as in its JSON result (docs/engine-contract.md of the collection).
+    - Empty when the engine could not start.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - table: db.events
+      status: compacted
+      reason: 2 of 3 partitions compacted
+      changed: true
+      would_change: true
+      backup_table: db.__bkp_events_20261122_013000
+      run_id: 20261122T013000-3f9a1c
+      location: hdfs://nn/warehouse/db/events
+      format: parquet
+      partitions:
+        - spec: year=2024/month=01
+          files_before: 500
+          files_after: 2
+          status: compacted
+  contains:
+    table:
+      description: The table, C(DB.TABLE).
+      type: str
+      returned: always
+    status:
+      description: >-
+        C(compacted), C(skipped), C(planned) (dry run), C(analyzed), C(rolled_back), C(cleaned), C(recovered),
+        C(failed) or C(refused).
+      type: str
+      returned: always
+    reason:
+      description: Why the engine did what it did (or failed).
+      type: str
+      returned: when the engine gives one
+    changed:
+      description: Whether this table changed.
+      type: bool
+      returned: always
+    would_change:
+      description: Whether this table would change (the check mode's answer).
+      type: bool
+      returned: always
+    backup_table:
+      description: The backup table kept for a rollback.
+      type: str
+      returned: when there is one
+    partitions:
+      description: Per-partition file counts, sizes and statuses; a non-partitioned table has one entry with C(spec) V("").
+      type: list
+      elements: dict
+      returned: when the engine inspected the table
+run_id:
+  description: The engine's run identifier.
+  returned: when the engine printed its result
+  type: str
+  sample: 20261122T013000-3f9a1c
+cmd:
+  description:
+    - The command that ran (or, in check mode, ran with C(--dry-run)), shell-quoted on one line for reading;
+      the module runs it as an argument list, never through a shell.
+    - Secret-looking C(--conf) values are replaced with V(********).
+  returned: always
+  type: str
+  sample: >-
+    /usr/bin/python3 /root/.cache/lakekeeper/app-3f9a1c2b4d5e/run_lakekeeper.py compact --table db.events
+    --state-dir /root/.lakekeeper/state --master 'local[*]' --result-file /tmp/ansible-moduletmp-1/lakekeeper-result.json
+rc:
+  description: Exit code of the engine (0 success, 1 a table failed or was refused, 2 bad command line or config, 3 the engine could not start).
+  returned: always
+  type: int
+  sample: 0
+command:
+  description: The engine command that ran.
+  returned: always
+  type: str
+  sample: compact
+dry_run:
+  description: Whether the engine ran with C(--dry-run) (check mode).
+  returned: always
+  type: bool
+  sample: false
+script:
+  description: Path, on the target, of the C(run_lakekeeper.py) that ran.
+  returned: always
+  type: str
+  sample: /root/.cache/lakekeeper/app-3f9a1c2b4d5e/run_lakekeeper.py
+app_transferred:
+  description: Whether the action plugin transferred the bundled application to the target in this task.
+  returned: always
+  type: bool
+  sample: false
+application_id:
+  description: The YARN application id printed by spark-submit.
+  returned: when spark-submit printed one
+  type: str
+  sample: application_1732240000000_0042
+stdout_lines:
+  description: The last lines of the engine's stdout.
+  returned: on failure
+  type: list
+  elements: str
+stderr_lines:
+  description: The last lines of the engine's stderr (its logs).
+  returned: on failure
+  type: list
+  elements: str
+diff:
+  description: File counts per table before and after (in check mode, what the engine planned).
+  returned: in diff mode
+  type: dict
+  sample:
+    before:
+      db.events: {files: 60, partitions: {"": 60}}
+    after:
+      db.events: {files: 1, partitions: {"": 1}}
+"""
+
+
+from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_module import run_module
+
+
+def main():
+    run_module('rollback')
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,292 @@
+# -*- coding: utf-8 -*-
+# Copyright: Lakekeeper for Ansible contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The modules' plumbing on the target, with a stub engine.
+
+The stub only echoes its command line into a JSON document shaped as in
+docs/engine-contract.md; the real engine is exercised by tests/e2e. These
+tests cover what happens around it: reading config_file on the target,
+environment, check mode, failures, the cached application.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+
+import pytest
+
+from ansible.module_utils import basic
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.lakekeeper.hive.plugins.modules import lakekeeper_analyze
+from ansible_collections.lakekeeper.hive.plugins.modules import lakekeeper_cleanup
+from ansible_collections.lakekeeper.hive.plugins.modules import lakekeeper_compact
+from ansible_collections.lakekeeper.hive.plugins.modules import lakekeeper_rollback
+from ansible_collections.lakekeeper.hive.plugins.plugin_utils import _lakekeeper_action as action
+
+STUB_ENGINE = r'''#!/usr/bin/env python3
+import json, os, sys
+argv = sys.argv[1:]
+command = argv[0]
+dry = '--dry-run' in argv
+behaviour = os.environ.get('STUB_BEHAVIOUR', 'ok')
+if behaviour == 'usage':
+    sys.stderr.write('usage: run_lakekeeper.py ...\nrun_lakekeeper.py: error: bad\n')
+    sys.exit(2)
+table = argv[argv.index('--table') + 1] if '--table' in argv else 'db.t'
+status = {'analyze': 'analyzed', 'compact': 'planned' if dry else 'compacted', 'rollback': 'rolled_back',
+          'recover': 'recovered', 'cleanup': 'cleaned'}[command]
+changed = command != 'analyze' and not dry and behaviour != 'nochange'
+t = {'table': table, 'status': status, 'reason': 'stub', 'changed': changed,
+     'would_change': command != 'analyze' and behaviour != 'nochange',
+     'partitions': [{'spec': '', 'files_before': 60, 'files_after': 60 if dry else 1, 'target_files': 1,
+                     'status': 'planned' if dry else 'compacted'}]}
+failed = behaviour == 'fail'
+if failed:
+    t.update(status='failed', reason='row count mismatch', changed=False, backup_table='db.__bkp_t_1')
+doc = {'command': command, 'run_id': 'R1', 'dry_run': dry, 'changed': changed and not failed, 'failed': failed,
+       'msg': 'stub %s' % command, 'tables': [t]}
+if os.environ.get('STUB_ECHO'):
+    with open(os.environ['STUB_ECHO'], 'w') as f:
+        json.dump({'argv': argv, 'cwd': os.getcwd(), 'env': {k: os.environ.get(k) for k in (
+            'SPARK_HOME', 'HADOOP_CONF_DIR', 'KRB5CCNAME', 'PYSPARK_PYTHON')}}, f)
+sys.stderr.write('INFO Submitted application application_1_0002\n')
+if '--result-file' in argv:
+    with open(argv[argv.index('--result-file') + 1], 'w') as f:
+        json.dump(doc, f)
+print('some log line on stdout')
+print(json.dumps(doc))
+sys.exit(1 if failed else 0)
+'''
+
+# A spark-submit stand-in: runs the first *.py argument with python, drops the flags before it.
+STUB_SPARK_SUBMIT = r'''#!/usr/bin/env python3
+import json, os, subprocess, sys
+args = sys.argv[1:]
+i = next(n for n, a in enumerate(args) if a.endswith('.py'))
+with open(os.environ['STUB_SUBMIT_LOG'], 'w') as f:
+    json.dump(args[:i], f)
+sys.exit(subprocess.call([sys.executable] + args[i:]))
+'''
+
+
+class ExitJson(Exception):
+    pass
+
+
+class FailJson(Exception):
+    pass
+
+
+@pytest.fixture(autouse=True)
+def exits(monkeypatch):
+    def exit_json(self, **kwargs):
+        kwargs.setdefault('failed', False)
+        raise ExitJson(kwargs)
+
+    def fail_json(self, msg, **kwargs):
+        kwargs.update(failed=True, msg=msg)
+        raise FailJson(kwargs)
+
+    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
+
+
+def write_exe(path, text):
+    path.write_text(text)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+@pytest.fixture
+def engine(tmp_path):
+    return write_exe(tmp_path / 'run_lakekeeper.py', STUB_ENGINE)
+
+
+def run(module, args, tmp_path, check_mode=False, diff=False):
+    args = dict(args)
+    args.setdefault('python', sys.executable)
+    args.setdefault('state_dir', str(tmp_path / 'state'))
+    args.update(_ansible_check_mode=check_mode, _ansible_diff=diff, _ansible_remote_tmp=str(tmp_path / 'rtmp'),
+                _ansible_keep_remote_files=False)
+    with patch_module_args(args):
+        with pytest.raises((ExitJson, FailJson)) as info:
+            module.main()
+    return info.value.args[0]
+
+
+def test_compact_embedded(engine, tmp_path):
+    res = run(lakekeeper_compact, dict(table='db.events', spark_submit=dict(script_path=engine),
+                                       block_size_mb=64, environment=dict(KRB5CCNAME='/tmp/cc')), tmp_path)
+    assert res['failed'] is False and res['changed'] is True
+    assert res['msg'] == 'stub compact'
+    assert res['run_id'] == 'R1' and res['rc'] == 0 and res['command'] == 'compact'
+    assert res['tables'][0]['status'] == 'compacted'
+    assert res['application_id'] == 'application_1_0002'
+    assert res['cmd'].startswith('%s %s compact --table db.events --block-size 64 --state-dir %s --master '
+                                 "'local[*]' --result-file " % (sys.executable, engine, tmp_path / 'state'))
+    assert 'diff' not in res and 'stdout_lines' not in res
+
+
+def test_check_mode_runs_dry_and_reports_would_change(engine, tmp_path):
+    res = run(lakekeeper_compact, dict(table='db.events', spark_submit=dict(script_path=engine)), tmp_path,
+              check_mode=True, diff=True)
+    assert '--dry-run' in res['cmd'].split()
+    assert res['changed'] is True and res['dry_run'] is True
+    assert res['msg'] == '(dry run) stub compact'
+    assert res['diff'] == {'before': {'db.events': {'files': 60, 'partitions': {'': 60}}},
+                           'after': {'db.events': {'files': 60, 'partitions': {'': 60}}}}
+
+
+def test_second_run_unchanged(engine, tmp_path, monkeypatch):
+    monkeypatch.setenv('STUB_BEHAVIOUR', 'nochange')
+    res = run(lakekeeper_compact, dict(table='db.events', spark_submit=dict(script_path=engine)), tmp_path)
+    assert res['changed'] is False
+    res = run(lakekeeper_compact, dict(table='db.events', spark_submit=dict(script_path=engine)), tmp_path,
+              check_mode=True)
+    assert res['changed'] is False
+
+
+def test_analyze_never_changes(engine, tmp_path):
+    res = run(lakekeeper_analyze, dict(database='db', spark_submit=dict(script_path=engine)), tmp_path,
+              check_mode=True)
+    assert res['changed'] is False and res['tables'][0]['would_change'] is False
+
+
+def test_rollback_modes_and_cleanup(engine, tmp_path):
+    res = run(lakekeeper_rollback, dict(table='db.t', mode='recover', spark_submit=dict(script_path=engine)), tmp_path)
+    assert res['command'] == 'recover' and ' recover --table db.t ' in res['cmd']
+    res = run(lakekeeper_rollback, dict(table='db.t', spark_submit=dict(script_path=engine)), tmp_path)
+    assert res['command'] == 'rollback'
+    res = run(lakekeeper_cleanup, dict(tables=['db.t', 'db.u'], older_than='7d', spark_submit=dict(script_path=engine)),
+              tmp_path)
+    assert ' cleanup --tables db.t,db.u --older-than 7d ' in res['cmd']
+
+
+def test_engine_failure(engine, tmp_path, monkeypatch):
+    monkeypatch.setenv('STUB_BEHAVIOUR', 'fail')
+    res = run(lakekeeper_compact, dict(table='db.t', spark_submit=dict(script_path=engine)), tmp_path)
+    assert res['failed'] is True and res['rc'] == 1
+    assert res['msg'] == ('lakekeeper compact failed (rc=1): stub compact -- db.t: failed: row count mismatch '
+                          '(left in place: backup table db.__bkp_t_1)')
+    assert res['stderr_lines'] == ['INFO Submitted application application_1_0002']
+    assert res['stdout_lines'][0] == 'some log line on stdout'
+    assert res['cmd'] and res['tables'][0]['status'] == 'failed'
+
+
+def test_usage_error_without_json(engine, tmp_path, monkeypatch):
+    monkeypatch.setenv('STUB_BEHAVIOUR', 'usage')
+    res = run(lakekeeper_compact, dict(table='db.t', spark_submit=dict(script_path=engine)), tmp_path)
+    assert res['failed'] is True and res['rc'] == 2
+    assert res['msg'] == ('lakekeeper compact failed (rc=2): the engine printed no JSON result: '
+                          'run_lakekeeper.py: error: bad')
+    assert res['tables'] == []
+
+
+def test_config_file_spark_submit_merged_on_the_target(engine, tmp_path, monkeypatch):
+    submit = write_exe(tmp_path / 'spark-submit', STUB_SPARK_SUBMIT)
+    monkeypatch.setenv('STUB_SUBMIT_LOG', str(tmp_path / 'submit.json'))
+    config = tmp_path / 'lakekeeper.yaml'
+    config.write_text(
+        'block_size_mb: 128\n'
+        'spark_submit:\n'
+        '  enabled: true\n'
+        '  master: yarn\n'
+        '  deploy_mode: client\n'
+        '  principal: myuser@MY.REALM.COM\n'
+        '  keytab: /etc/security/keytabs/myuser.keytab\n'
+        '  queue: data-engineering\n'
+        '  script_path: %s\n'
+        '  extra_conf:\n'
+        '    spark.yarn.kerberos.relogin.period: 1h\n'
+        '    spark.ssl.keyPassword: from-config\n' % engine)
+    res = run(lakekeeper_compact, dict(
+        table='db.events', config_file=str(config), spark_submit_path=submit, state_dir=None,
+        spark_home='/opt/spark', hadoop_conf_dir='/etc/hadoop/conf', environment={'KRB5CCNAME': '/tmp/cc'},
+        spark_submit=dict(queue='urgent', extra_conf={'spark.ssl.keyPassword': 'hunter22'})), tmp_path)
+    assert res['failed'] is False
+    flags = json.loads((tmp_path / 'submit.json').read_text())
+    assert flags == ['--master', 'yarn', '--deploy-mode', 'client', '--principal', 'myuser@MY.REALM.COM',
+                     '--keytab', '/etc/security/keytabs/myuser.keytab', '--conf', 'spark.yarn.queue=urgent',
+                     '--conf', 'spark.yarn.kerberos.relogin.period=1h', '--conf', 'spark.ssl.keyPassword=hunter22',
+                     '--conf', 'spark.pyspark.driver.python=%s' % sys.executable]
+    assert 'spark.ssl.keyPassword=********' in res['cmd'] and 'hunter22' not in res['cmd']
+    assert ' compact --table db.events --config-file %s --result-file ' % config in res['cmd']
+    assert '--state-dir' not in res['cmd']  # not asked for in spark-submit mode
+    assert res['script'] == engine
+
+
+def test_environment_and_state_dir(engine, tmp_path, monkeypatch):
+    monkeypatch.setenv('STUB_ECHO', str(tmp_path / 'echo.json'))
+    res = run(lakekeeper_analyze, dict(table='db.t', spark_submit=dict(script_path=engine),
+                                       spark_home='/opt/spark', hadoop_conf_dir='/etc/hadoop/conf',
+                                       environment={'KRB5CCNAME': '/tmp/cc', 'HADOOP_CONF_DIR': '/other'}), tmp_path)
+    assert res['failed'] is False
+    echo = json.loads((tmp_path / 'echo.json').read_text())
+    assert echo['env'] == {'SPARK_HOME': '/opt/spark', 'HADOOP_CONF_DIR': '/other', 'KRB5CCNAME': '/tmp/cc',
+                           'PYSPARK_PYTHON': sys.executable}
+    assert echo['cwd'] == str(tmp_path / 'state')  # derby.log and friends land in the state dir
+
+
+def test_deploy_mode_cluster_refused(engine, tmp_path):
+    res = run(lakekeeper_compact, dict(table='db.t', spark_submit=dict(enabled=True, deploy_mode='cluster',
+                                                                       script_path=engine),
+                                       spark_submit_path=engine), tmp_path)
+    assert res['failed'] is True and 'deploy_mode=cluster is not supported' in res['msg']
+
+
+@pytest.mark.parametrize('args, match', [
+    (dict(), 'one of the following is required: table, tables, database'),
+    (dict(table='db.t', database='db'), 'mutually exclusive'),
+    (dict(table='events'), 'DB.TABLE'),
+    (dict(tables=['db.t', 'x']), 'DB.TABLE'),
+])
+def test_selector_validation(engine, tmp_path, args, match):
+    args['spark_submit'] = dict(script_path=engine)
+    res = run(lakekeeper_compact, args, tmp_path)
+    assert res['failed'] is True and match in res['msg']
+
+
+def test_missing_config_file(engine, tmp_path):
+    res = run(lakekeeper_compact, dict(table='db.t', config_file=str(tmp_path / 'nope.yaml'),
+                                       spark_submit=dict(script_path=engine)), tmp_path)
+    assert res['failed'] is True and 'not found on the target' in res['msg']
+
+
+def test_without_action_plugin_and_script_path(tmp_path):
+    res = run(lakekeeper_compact, dict(table='db.t'), tmp_path)
+    assert res['failed'] is True and 'action plugin' in res['msg']
+
+
+def test_cached_application_unpacked_then_reused(tmp_path):
+    root = tmp_path / 'spark_app'
+    (root / 'lakekeeper_spark').mkdir(parents=True)
+    (root / 'lakekeeper_spark' / '__init__.py').write_text('')
+    (root / 'run_lakekeeper.py').write_text(STUB_ENGINE)
+    sha = action.app_checksum(str(root))
+    archive = tmp_path / 'app.tar.gz'
+    archive.write_bytes(action.app_archive(str(root)))
+    cache = tmp_path / 'cache'
+    res = run(lakekeeper_compact, dict(table='db.t', app_cache_dir=str(cache),
+                                       _lakekeeper_app=dict(sha256=sha, archive=str(archive))), tmp_path)
+    assert res['failed'] is False
+    app_dir = cache / ('app-%s' % sha[:12])
+    assert res['script'] == str(app_dir / 'run_lakekeeper.py')
+    # Second run: no archive (the action plugin saw the marker), the cache is used as is.
+    res = run(lakekeeper_compact, dict(table='db.t', app_cache_dir=str(cache), _lakekeeper_app=dict(sha256=sha)),
+              tmp_path)
+    assert res['failed'] is False and res['script'] == str(app_dir / 'run_lakekeeper.py')
+    # A cache that does not match its name is refused.
+    (app_dir / '.lakekeeper_app.sha256').write_text('0' * 64)
+    res = run(lakekeeper_compact, dict(table='db.t', app_cache_dir=str(cache), _lakekeeper_app=dict(sha256=sha)),
+              tmp_path)
+    assert res['failed'] is True and 'does not match' in res['msg']
+    os.remove(str(app_dir / '.lakekeeper_app.sha256'))
+    res = run(lakekeeper_compact, dict(table='db.t', app_cache_dir=str(cache), _lakekeeper_app=dict(sha256=sha)),
+              tmp_path)
+    assert res['failed'] is True and 'missing' in res['msg']
