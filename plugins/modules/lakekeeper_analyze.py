@@ -16,7 +16,7 @@ description:
     partition, and whether each table would be compacted (RV(tables[].would_change)).
   - Writes nothing; always reports RV(changed=false).
 author:
-  - Lakekeeper for Ansible contributors
+  - Lakekeeper for Ansible contributors (!UNKNOWN)
 extends_documentation_fragment:
   - lakekeeper.hive.lakekeeper
   - lakekeeper.hive.lakekeeper.spark

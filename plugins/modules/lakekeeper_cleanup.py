@@ -16,7 +16,7 @@ description:
     those older than O(older_than)), deletes the original files it points to and drops it.
   - Irreversible - a cleaned table can no longer be rolled back.
 author:
-  - Lakekeeper for Ansible contributors
+  - Lakekeeper for Ansible contributors (!UNKNOWN)
 extends_documentation_fragment:
   - lakekeeper.hive.lakekeeper
   - lakekeeper.hive.lakekeeper.spark

@@ -18,7 +18,7 @@ description:
   - A zero-copy backup table pointing at the original files is kept for M(lakekeeper.hive.lakekeeper_rollback) until
     M(lakekeeper.hive.lakekeeper_cleanup) drops it. MANAGED tables are not touched.
 author:
-  - Lakekeeper for Ansible contributors
+  - Lakekeeper for Ansible contributors (!UNKNOWN)
 extends_documentation_fragment:
   - lakekeeper.hive.lakekeeper
   - lakekeeper.hive.lakekeeper.spark

@@ -16,7 +16,7 @@ description:
     is used to put its original files back, then the backup table is dropped.
   - With O(mode=recover), runs the engine command C(recover), which repairs what a crashed compaction left behind.
 author:
-  - Lakekeeper for Ansible contributors
+  - Lakekeeper for Ansible contributors (!UNKNOWN)
 extends_documentation_fragment:
   - lakekeeper.hive.lakekeeper
   - lakekeeper.hive.lakekeeper.spark
