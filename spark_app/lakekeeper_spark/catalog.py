@@ -1,0 +1,181 @@
+"""The one adapter over the Hive Metastore, through Spark's session catalog.
+
+Reads come from the catalog's own metadata objects (exact serde properties,
+partition locations); writes are SQL statements whose identifiers are
+validated and back-quoted and whose literals are escaped (see ``names``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from .errors import LakekeeperError
+from .model import PartitionInfo, TableInfo
+from .names import qualified, quote_ident, sql_path_literal, sql_string_literal, validate_ident
+
+log = logging.getLogger(__name__)
+
+# Statistics and bookkeeping properties that must not be copied onto a clone.
+_NOT_CLONED = {
+    "transient_lastDdlTime",
+    "EXTERNAL",
+    "numFiles",
+    "numRows",
+    "totalSize",
+    "rawDataSize",
+    "numFilesErasureCoded",
+    "COLUMN_STATS_ACCURATE",
+    "external.table.purge",
+    "last_modified_by",
+    "last_modified_time",
+}
+
+
+def _spark_type(field: dict[str, Any]) -> str:
+    from pyspark.sql.types import _parse_datatype_json_value
+
+    return _parse_datatype_json_value(field["type"]).simpleString()
+
+
+class Catalog:
+    def __init__(self, spark: Any):
+        self.spark = spark
+        self._jvm = spark._jvm
+        self._conv = self._jvm.scala.jdk.javaapi.CollectionConverters
+
+    # ------------------------------------------------------------ helpers
+    def _session_catalog(self) -> Any:
+        return self.spark._jsparkSession.sessionState().catalog()
+
+    def _ident(self, db: str, table: str) -> Any:
+        return self._jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(table, self._jvm.scala.Some(db))
+
+    def _map(self, scala_map: Any) -> dict[str, str]:
+        jmap = self._conv.asJava(scala_map)
+        return {str(k): str(jmap.get(k)) for k in jmap.keySet().toArray()}
+
+    @staticmethod
+    def _opt(opt: Any) -> Any:
+        return opt.get() if opt.isDefined() else None
+
+    def sql(self, statement: str) -> Any:
+        log.debug("SQL: %s", statement)
+        return self.spark.sql(statement)
+
+    # ------------------------------------------------------------ reads
+    def database_exists(self, db: str) -> bool:
+        return bool(self._session_catalog().databaseExists(validate_ident(db)))
+
+    def list_tables(self, db: str) -> list[str]:
+        rows = self.sql(f"SHOW TABLES IN {quote_ident(db)}").collect()
+        return sorted(r["tableName"] for r in rows if not r["isTemporary"])
+
+    def table_exists(self, db: str, table: str) -> bool:
+        return bool(self._session_catalog().tableExists(self._ident(db, table)))
+
+    def get_table(self, db: str, table: str) -> TableInfo:
+        from .formats import detect_format
+
+        cat = self._session_catalog()
+        if not cat.databaseExists(db):
+            raise LakekeeperError("not_found", f"database {db} does not exist")
+        ident = self._ident(db, table)
+        if not cat.tableExists(ident):
+            raise LakekeeperError("not_found", f"table {db}.{table} does not exist")
+        ct = cat.getTableMetadata(ident)
+        storage = ct.storage()
+        loc = self._opt(storage.locationUri())
+        schema = json.loads(ct.schema().json())
+        part_names = [str(x) for x in self._conv.asJava(ct.partitionColumnNames())]
+        fields = {f["name"]: f for f in schema["fields"]}
+        bucket = self._opt(ct.bucketSpec())
+        info = TableInfo(
+            db=db,
+            name=table,
+            table_type=str(ct.tableType().name()),
+            location=str(loc.toString()) if loc is not None else None,
+            provider=self._opt(ct.provider()),
+            serde=self._opt(storage.serde()),
+            input_format=self._opt(storage.inputFormat()),
+            output_format=self._opt(storage.outputFormat()),
+            serde_properties=self._map(storage.properties()),
+            properties=self._map(ct.properties()),
+            data_columns=[(f["name"], _spark_type(f)) for f in schema["fields"] if f["name"] not in part_names],
+            partition_columns=[(n, _spark_type(fields[n])) for n in part_names],
+            num_buckets=int(bucket.numBuckets()) if bucket is not None else 0,
+            data_schema_json=json.dumps(
+                {"type": "struct", "fields": [f for f in schema["fields"] if f["name"] not in part_names]}
+            ),
+        )
+        info.format = detect_format(info)
+        return info
+
+    def list_partitions(self, info: TableInfo) -> list[PartitionInfo]:
+        cat = self._session_catalog()
+        parts = self._conv.asJava(cat.listPartitions(self._ident(info.db, info.name), self._jvm.scala.Option.empty()))
+        cols = [c for c, _ in info.partition_columns]
+        out = []
+        for p in parts:
+            spec = self._map(p.spec())
+            loc = self._opt(p.storage().locationUri())
+            out.append(
+                PartitionInfo(
+                    spec={c: spec[c] for c in cols},
+                    location=str(loc.toString()) if loc is not None else "",
+                )
+            )
+        out.sort(key=lambda p: p.spec_str)
+        return out
+
+    def partition_clause(self, spec: dict[str, str]) -> str:
+        return "PARTITION (" + ", ".join(f"{quote_ident(k)}={sql_string_literal(v)}" for k, v in spec.items()) + ")"
+
+    # ------------------------------------------------------------ writes
+    def create_clone(self, src: TableInfo, db: str, name: str, location: str, extra_props: dict[str, str]) -> None:
+        """DDL clone of ``src`` (same columns, partitioning, serde, formats),
+        EXTERNAL at ``location``, with purge disabled so that dropping it can
+        never delete data."""
+        props = {k: v for k, v in src.properties.items() if k not in _NOT_CLONED and not k.startswith("spark.sql.")}
+        props.update(extra_props)
+        props["external.table.purge"] = "false"
+        prop_sql = ", ".join(f"{sql_string_literal(k)}={sql_string_literal(v)}" for k, v in sorted(props.items()))
+        self.sql(
+            f"CREATE TABLE {qualified(db, name)} LIKE {qualified(src.db, src.name)} "
+            f"LOCATION {sql_path_literal(location)} TBLPROPERTIES ({prop_sql})"
+        )
+
+    def add_partitions(self, db: str, table: str, parts: list[tuple[dict[str, str], str]]) -> None:
+        for i in range(0, len(parts), 100):
+            chunk = parts[i : i + 100]
+            clauses = " ".join(
+                f"{self.partition_clause(spec)} LOCATION {sql_path_literal(loc)}" for spec, loc in chunk
+            )
+            self.sql(f"ALTER TABLE {qualified(db, table)} ADD IF NOT EXISTS {clauses}")
+
+    def drop_partition(self, db: str, table: str, spec: dict[str, str]) -> None:
+        self.sql(f"ALTER TABLE {qualified(db, table)} DROP IF EXISTS {self.partition_clause(spec)}")
+
+    def set_location(self, db: str, table: str, location: str, spec: dict[str, str] | None = None) -> None:
+        part = f" {self.partition_clause(spec)}" if spec else ""
+        self.sql(f"ALTER TABLE {qualified(db, table)}{part} SET LOCATION {sql_path_literal(location)}")
+
+    def set_properties(self, db: str, table: str, props: dict[str, str]) -> None:
+        prop_sql = ", ".join(f"{sql_string_literal(k)}={sql_string_literal(v)}" for k, v in sorted(props.items()))
+        self.sql(f"ALTER TABLE {qualified(db, table)} SET TBLPROPERTIES ({prop_sql})")
+
+    def drop_table(self, db: str, table: str) -> None:
+        """Drop a table we created. Refuses unless purge is disabled, so the
+        data under it survives whatever the Metastore's defaults are."""
+        if not self.table_exists(db, table):
+            return
+        info = self.get_table(db, table)
+        if info.table_type != "EXTERNAL" or info.properties.get("external.table.purge", "").lower() != "false":
+            raise LakekeeperError(
+                "unsafe_drop", f"refusing to drop {db}.{table}: not an external table with external.table.purge=false"
+            )
+        self.sql(f"DROP TABLE {qualified(db, table)}")
+
+    def refresh(self, db: str, table: str) -> None:
+        self.sql(f"REFRESH TABLE {qualified(db, table)}")

@@ -1,0 +1,115 @@
+"""What every command does first: load a table from the catalog, decide if
+we may touch it, and list its units."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any
+
+from ..catalog import Catalog
+from ..config import Settings
+from ..errors import LakekeeperError, Refused
+from ..fs import HadoopFS
+from ..model import Listing, TableInfo, TablePlan
+from ..planner import plan_table
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class Context:
+    spark: Any
+    fs: HadoopFS
+    catalog: Catalog
+    settings: Settings
+    run_id: str
+
+
+def check_eligible(info: TableInfo) -> None:
+    """EXTERNAL, non-transactional, non-bucketed tables in a supported format."""
+    full = info.full_name
+    if info.table_type == "VIEW":
+        raise Refused("view", f"{full} is a view; only external tables are compacted")
+    if info.table_type != "EXTERNAL":
+        raise Refused("managed_table", f"{full} is a {info.table_type} table; only EXTERNAL tables are compacted")
+    props = {k.lower(): str(v).lower() for k, v in info.properties.items()}
+    if props.get("transactional") == "true" or "transactional_properties" in props:
+        raise Refused("transactional_table", f"{full} is transactional (ACID/insert-only); its files belong to Hive")
+    if info.num_buckets > 0:
+        raise Refused("bucketed_table", f"{full} is bucketed ({info.num_buckets} buckets); rewriting would break bucketing")
+    if info.format is None:
+        raise Refused(
+            "unsupported_format",
+            f"{full} uses an unsupported storage format (serde {info.serde}, input {info.input_format}, "
+            f"provider {info.provider}); supported: parquet, orc, avro, text",
+        )
+    if not info.location:
+        raise Refused("no_location", f"{full} has no location")
+    if info.is_partitioned and any(c.lower().startswith(("_", ".")) for c, _ in info.partition_columns):
+        raise Refused("hidden_partition_column", f"{full} has a partition column starting with '_' or '.'")
+
+
+def load_table(ctx: Context, full_name: str) -> TableInfo:
+    db, name = full_name.split(".")
+    info = ctx.catalog.get_table(db, name)
+    check_eligible(info)
+    info.location = ctx.fs.qualify(info.location or "")
+    return info
+
+
+def list_units(ctx: Context, info: TableInfo) -> list[tuple[str, dict[str, str] | None, str, Listing]]:
+    if not info.is_partitioned:
+        listing = ctx.fs.list_dir(info.location or "")
+        return [("", None, info.location or "", listing)]
+    parts = ctx.catalog.list_partitions(info)
+    locations = [ctx.fs.qualify(p.location) if p.location else "" for p in parts]
+    listings = ctx.fs.list_dirs([loc for loc in locations if loc])
+    units = []
+    for p, loc in zip(parts, locations):
+        listing = listings.get(loc) or Listing(path=loc, exists=False)
+        units.append((p.spec_str, p.spec, loc, listing))
+    return units
+
+
+def plan(ctx: Context, info: TableInfo) -> TablePlan:
+    return plan_table(info, list_units(ctx, info), ctx.settings, ctx.run_id)
+
+
+def partition_result(unit: Any, status: str, reason: str, **extra: Any) -> dict[str, Any]:
+    d = {
+        "spec": unit.spec,
+        "location": unit.location,
+        "files_before": unit.stats.files,
+        "files_after": unit.stats.files,
+        "bytes_before": unit.stats.bytes,
+        "bytes_after": unit.stats.bytes,
+        "rows_before": None,
+        "rows_after": None,
+        "target_files": unit.decision.target_files,
+        "avg_file_bytes": round(unit.stats.avg_bytes, 1),
+        "median_file_bytes": round(unit.stats.median_bytes, 1),
+        "status": status,
+        "reason": reason,
+    }
+    d.update(extra)
+    return d
+
+
+def table_result(table: str, status: str, reason: str, changed: bool = False, **extra: Any) -> dict[str, Any]:
+    d = {
+        "table": table,
+        "status": status,
+        "reason": reason,
+        "changed": changed,
+        "would_change": changed,
+        "partitions": [],
+        "backup_table": None,
+        "run_id": None,
+    }
+    d.update(extra)
+    return d
+
+
+def error_result(table: str, exc: LakekeeperError, run_id: str) -> dict[str, Any]:
+    return table_result(table, exc.status, exc.message, code=exc.code, run_id=run_id)

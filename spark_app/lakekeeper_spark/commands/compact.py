@@ -1,0 +1,187 @@
+"""compact: per table, per unit that needs it:
+
+write staging -> verify -> re-check the live listing -> swap -> repoint the
+backup, each step journaled first. A failing unit leaves its original
+untouched and its staging removed; other units go on.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from ..backup import create_backup, forget_unit, repoint
+from ..errors import LakekeeperError
+from ..formats import detect_codec
+from ..fs import _java_message
+from ..journal import Journal
+from ..model import TableInfo, TablePlan, Unit
+from ..rewrite import source_rows, write_staging
+from ..swap import adopt_late_files, check_unchanged, swap_in
+from ..verify import verify_staging
+from .common import Context, load_table, partition_result, plan, table_result
+from .recover import recover_table
+
+log = logging.getLogger(__name__)
+
+
+def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
+    info = load_table(ctx, full_name)
+    recovered = [] if ctx.settings.dry_run else recover_table(ctx, info)
+    p = plan(ctx, info)
+    todo = p.to_compact
+    skipped = [partition_result(u, "skipped", u.decision.reason) for u in p.units if u not in todo]
+    base = dict(run_id=ctx.run_id, location=info.location, format=info.format, recovered=recovered)
+    if ctx.settings.dry_run:
+        parts = [partition_result(u, "planned", u.decision.reason) for u in todo] + skipped
+        return table_result(
+            full_name,
+            "planned" if todo else "skipped",
+            f"would compact {len(todo)} of {len(p.units)} unit(s)" if todo else _skip_reason(p),
+            changed=False,
+            would_change=bool(todo),
+            partitions=_ordered(p, parts),
+            **base,
+        )
+    if not todo:
+        return table_result(full_name, "skipped", _skip_reason(p), changed=bool(recovered),
+                            partitions=_ordered(p, skipped), **base)
+
+    journal = Journal(ctx.fs, p.journal_dir, ctx.run_id)
+    journal.start(_journal_doc(info, p, todo))
+    journal.table_step("creating_backup")
+    create_backup(ctx.catalog, info, p, todo)
+    journal.table_step("compacting")
+    first = todo[0]
+    codec = detect_codec(ctx.spark, info.format or "", f"{first.location}/{first.listing.files[0].name}")
+    log.info("%s: %s files, codec %s", full_name, info.format, codec.get("codec"))
+
+    done = [_compact_unit(ctx, info, p, journal, i, u, codec) for i, u in enumerate(todo)]
+    swapped = [r for r in done if r["status"] == "compacted"]
+    failed = [r for r in done if r["status"] == "failed"]
+    if not swapped:
+        db, name = p.backup_table.split(".")
+        ctx.catalog.drop_table(db, name)
+        journal.table_step("finished", backup_table=None)
+        journal.remove()
+    else:
+        journal.table_step("finished")
+    ctx.catalog.refresh(info.db, info.name)
+
+    parts = _ordered(p, done + skipped)
+    if failed:
+        status = "failed"
+        reason = f"{len(failed)} of {len(todo)} unit(s) failed: {failed[0]['reason']}"
+        code = failed[0].get("code")
+    else:
+        status = "compacted"
+        reason = f"compacted {len(swapped)} of {len(p.units)} unit(s)"
+        code = None
+    return table_result(
+        full_name,
+        status,
+        reason,
+        changed=bool(swapped) or bool(recovered),
+        partitions=parts,
+        backup_table=p.backup_table if swapped else None,
+        code=code,
+        **base,
+    )
+
+
+def _compact_unit(
+    ctx: Context, info: TableInfo, p: TablePlan, journal: Journal, idx: int, u: Unit, codec: dict[str, Any]
+) -> dict[str, Any]:
+    fs = ctx.fs
+    rows_before = rows_after = None
+    try:
+        journal.unit_step(idx, "writing_staging", staging=u.staging)
+        rows_before = source_rows(ctx.spark, info, u)
+        written = write_staging(ctx.spark, info, u, ctx.settings, codec)
+        if os.environ.get("LAKEKEEPER_FAULT_AT") == "tamper_staging":  # test hook: a lost file
+            victim = fs.list_dir(u.staging).files[0].name
+            fs.delete(f"{u.staging}/{victim}", recursive=False)
+        journal.unit_step(idx, "verifying")
+        staged, rows_after = verify_staging(ctx.spark, fs, info, u, rows_before, written.rows_read, codec)
+        warnings = fs.copy_permissions(u.location, u.staging)
+        check_unchanged(fs, u)
+        swap_in(fs, journal, idx, u)
+        late = adopt_late_files(fs, u, u.listing)
+        journal.unit_step(idx, "repointing_backup")
+        repoint(ctx.catalog, info, p, u)
+        journal.unit_step(idx, "done", files_after=len(staged.files), rows=rows_after)
+        return partition_result(
+            u,
+            "compacted",
+            f"{u.stats.files} files -> {len(staged.files)}",
+            files_after=len(staged.files) + len(late),
+            bytes_after=staged.total_bytes,
+            rows_before=rows_before,
+            rows_after=rows_after,
+            late_files=late,
+            warnings=warnings,
+        )
+    except Exception as exc:  # noqa: BLE001 - every failure leaves the original in place
+        if isinstance(exc, LakekeeperError):
+            code, message = exc.code, exc.message
+        else:
+            code, message = "write_failed", _java_message(exc)
+        log.error("%s %s: %s: %s", info.full_name, u.spec or "(table)", code, message)
+        left = _undo_unit(ctx, info, p, u)
+        try:
+            journal.unit_step(idx, "aborted", code=code, reason=message)
+        except Exception:  # noqa: BLE001
+            log.exception("could not journal the abort of %s", u.location)
+        return partition_result(u, "failed", f"{message}; {left}", code=code,
+                                rows_before=rows_before, rows_after=rows_after)
+
+
+def _undo_unit(ctx: Context, info: TableInfo, p: TablePlan, u: Unit) -> str:
+    fs = ctx.fs
+    if fs.exists(u.location):
+        fs.delete(u.staging)
+        try:
+            forget_unit(ctx.catalog, info, p, u)
+        except Exception:  # noqa: BLE001
+            log.exception("could not drop %s from the backup table", u.spec)
+        if fs.exists(u.old):  # moved aside and back is impossible here; keep data
+            return f"original data in place at {u.location}; {u.old} kept"
+        return f"original data untouched at {u.location}"
+    return f"ATTENTION: {u.location} is missing; original at {u.old}, staging at {u.staging}; run recover"
+
+
+def _journal_doc(info: TableInfo, p: TablePlan, todo: list[Unit]) -> dict[str, Any]:
+    return {
+        "command": "compact",
+        "table": info.full_name,
+        "location": info.location,
+        "partitioned": info.is_partitioned,
+        "format": info.format,
+        "backup_table": p.backup_table,
+        "units": [
+            {
+                "index": i,
+                "spec": u.spec,
+                "partition": u.partition,
+                "location": u.location,
+                "staging": u.staging,
+                "old": u.old,
+                "files": u.listing.fingerprint(),
+            }
+            for i, u in enumerate(todo)
+        ],
+    }
+
+
+def _skip_reason(p: TablePlan) -> str:
+    if len(p.units) == 1:
+        return p.units[0].decision.reason
+    if not p.units:
+        return "no partitions"
+    return f"none of {len(p.units)} partitions needs compaction"
+
+
+def _ordered(p: TablePlan, parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    order = {u.spec: i for i, u in enumerate(p.units)}
+    return sorted(parts, key=lambda d: order.get(d["spec"], 0))

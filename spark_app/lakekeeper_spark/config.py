@@ -1,0 +1,141 @@
+"""Settings: defaults, the YAML config file, command-line overrides, durations.
+
+Pure: no Spark here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+from .errors import UsageError
+from .names import validate_ident
+
+MB = 1024 * 1024
+
+_DURATION = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_duration(value: str | int | float | None) -> int | None:
+    """``30m``, ``12h``, ``7d`` (also ``s`` and ``w``) -> seconds.
+
+    A bare number is taken as days, like the reference's ``--older-than 7``.
+    """
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise UsageError(f"invalid duration {value!r}")
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise UsageError(f"invalid duration {value!r}: must not be negative")
+        return int(value * 86400)
+    text = str(value).strip().lower()
+    if text.isdigit():
+        return int(text) * 86400
+    m = _DURATION.match(text)
+    if not m:
+        raise UsageError(
+            f"invalid duration {value!r}: use a number and a unit, e.g. 30m, 12h, 7d"
+        )
+    return int(m.group(1)) * _UNIT_SECONDS[m.group(2)]
+
+
+@dataclasses.dataclass
+class Settings:
+    block_size_mb: float = 128.0
+    compaction_ratio_threshold: float = 10.0
+    target_file_size_mb: float | None = None
+    backup_prefix: str = "__bkp"
+    dry_run: bool = False
+    log_level: str = "INFO"
+    older_than_seconds: int | None = None
+
+    @property
+    def block_size_bytes(self) -> int:
+        return int(self.block_size_mb * MB)
+
+    @property
+    def target_file_bytes(self) -> int:
+        mb = self.target_file_size_mb if self.target_file_size_mb else self.block_size_mb
+        return int(mb * MB)
+
+    @property
+    def small_file_threshold_bytes(self) -> float:
+        """The reference rule: compact when average file size < block / ratio."""
+        return self.block_size_bytes / self.compaction_ratio_threshold
+
+    def validate(self) -> "Settings":
+        if self.block_size_mb <= 0:
+            raise UsageError("block_size_mb must be > 0")
+        if self.compaction_ratio_threshold <= 0:
+            raise UsageError("compaction_ratio_threshold must be > 0")
+        if self.target_file_size_mb is not None and self.target_file_size_mb <= 0:
+            raise UsageError("target_file_size_mb must be > 0")
+        prefix = self.backup_prefix
+        if not prefix or not re.match(r"^[A-Za-z0-9_]{1,40}$", prefix):
+            raise UsageError(f"invalid backup_prefix {prefix!r}: letters, digits, underscore, max 40")
+        validate_ident(prefix + "_x", "backup prefix")
+        level = str(self.log_level).upper()
+        if level not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+            raise UsageError(f"invalid log_level {self.log_level!r}: DEBUG, INFO, WARNING or ERROR")
+        self.log_level = level
+        return self
+
+
+# Keys of the reference configuration file that the engine reads. The
+# ``spark_submit`` section belongs to the launcher (the Ansible modules) and is
+# ignored here.
+_FILE_KEYS = {
+    "block_size_mb": float,
+    "compaction_ratio_threshold": float,
+    "target_file_size_mb": float,
+    "backup_prefix": str,
+    "dry_run": bool,
+    "log_level": str,
+    "older_than": str,
+}
+_LAUNCHER_KEYS = {"spark_submit"}
+
+
+def load_config_file(path: str) -> dict[str, Any]:
+    import yaml  # only needed when a config file is used
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh) or {}
+    except OSError as exc:
+        raise UsageError(f"cannot read config file {path}: {exc.strerror}") from exc
+    except yaml.YAMLError as exc:
+        raise UsageError(f"config file {path} is not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise UsageError(f"config file {path} must hold a mapping of settings")
+    unknown = sorted(set(data) - set(_FILE_KEYS) - _LAUNCHER_KEYS)
+    if unknown:
+        raise UsageError(f"config file {path}: unknown key(s) {', '.join(unknown)}")
+    return {k: v for k, v in data.items() if k in _FILE_KEYS}
+
+
+def build_settings(file_values: dict[str, Any], overrides: dict[str, Any]) -> Settings:
+    """Defaults < config file < command line (``None`` means not given)."""
+    merged: dict[str, Any] = {}
+    for source in (file_values, overrides):
+        for key, value in source.items():
+            if value is not None:
+                merged[key] = value
+    s = Settings()
+    for key, value in merged.items():
+        if key == "older_than":
+            s.older_than_seconds = parse_duration(value)
+            continue
+        if key not in _FILE_KEYS:
+            continue
+        caster = _FILE_KEYS[key]
+        try:
+            if caster is bool and isinstance(value, str):
+                value = value.strip().lower() in ("1", "true", "yes", "on")
+            setattr(s, key, caster(value))
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"invalid value for {key}: {value!r}") from exc
+    return s.validate()

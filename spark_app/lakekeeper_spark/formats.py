@@ -1,0 +1,154 @@
+"""File formats: which one a table uses, which codec its files carry, and
+how to count rows without scanning data where the format allows it."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from .model import TableInfo
+
+log = logging.getLogger(__name__)
+
+SUPPORTED = ("parquet", "orc", "avro", "text")
+
+_BY_SERDE = {
+    "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe": "parquet",
+    "org.apache.hadoop.hive.ql.io.orc.OrcSerde": "orc",
+    "org.apache.hadoop.hive.serde2.avro.AvroSerDe": "avro",
+    "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe": "text",
+}
+_TEXT_INPUT = "org.apache.hadoop.mapred.TextInputFormat"
+
+# Text output codecs by file extension (Hadoop's CompressionCodecFactory names).
+TEXT_CODECS = {
+    ".gz": "org.apache.hadoop.io.compress.GzipCodec",
+    ".bz2": "org.apache.hadoop.io.compress.BZip2Codec",
+    ".deflate": "org.apache.hadoop.io.compress.DefaultCodec",
+    ".snappy": "org.apache.hadoop.io.compress.SnappyCodec",
+    ".lz4": "org.apache.hadoop.io.compress.Lz4Codec",
+    ".zst": "org.apache.hadoop.io.compress.ZStandardCodec",
+}
+
+
+def detect_format(info: TableInfo) -> str | None:
+    """parquet, orc, avro, text, or None for anything else."""
+    provider = (info.provider or "").lower()
+    if provider in ("parquet", "orc"):
+        return provider
+    if provider not in ("", "hive"):
+        return None
+    fmt = _BY_SERDE.get(info.serde or "")
+    if fmt == "text" and info.input_format != _TEXT_INPUT:
+        return None  # e.g. SequenceFile with LazySimpleSerDe
+    if fmt is None and (info.input_format or "").endswith("MapredParquetInputFormat"):
+        return "parquet"
+    return fmt
+
+
+def _jpath(spark: Any, uri: str) -> Any:
+    return spark._jvm.org.apache.hadoop.fs.Path(uri)
+
+
+def parquet_footer(spark: Any, uri: str) -> dict[str, Any]:
+    jvm = spark._jvm
+    conf = spark._jsc.hadoopConfiguration()
+    reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(
+        jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(_jpath(spark, uri), conf)
+    )
+    try:
+        footer = reader.getFooter()
+        blocks = footer.getBlocks()
+        rows = sum(int(blocks.get(i).getRowCount()) for i in range(blocks.size()))
+        codec = None
+        if blocks.size() and blocks.get(0).getColumns().size():
+            codec = str(blocks.get(0).getColumns().get(0).getCodec().name())
+        schema = str(footer.getFileMetaData().getSchema().toString())
+        return {"rows": rows, "codec": codec, "schema": schema}
+    finally:
+        reader.close()
+
+
+def orc_footer(spark: Any, uri: str) -> dict[str, Any]:
+    jvm = spark._jvm
+    conf = spark._jsc.hadoopConfiguration()
+    orc = jvm.org.apache.orc.OrcFile
+    reader = orc.createReader(_jpath(spark, uri), orc.readerOptions(conf))
+    try:
+        return {"rows": int(reader.getNumberOfRows()), "codec": str(reader.getCompressionKind().name())}
+    finally:
+        reader.close()
+
+
+def avro_header(spark: Any, uri: str) -> dict[str, Any]:
+    jvm = spark._jvm
+    p = _jpath(spark, uri)
+    stream = p.getFileSystem(spark._jsc.hadoopConfiguration()).open(p)
+    try:
+        dfs = jvm.org.apache.avro.file.DataFileStream(stream, jvm.org.apache.avro.generic.GenericDatumReader())
+        try:
+            codec = dfs.getMetaString("avro.codec")
+            return {"codec": str(codec) if codec else "null", "schema": str(dfs.getSchema().toString())}
+        finally:
+            dfs.close()
+    finally:
+        stream.close()
+
+
+def detect_codec(spark: Any, fmt: str, uri: str) -> dict[str, Any]:
+    """Codec (and, for Avro, the writer schema) of an existing data file."""
+    if fmt == "parquet":
+        f = parquet_footer(spark, uri)
+        return {"codec": (f["codec"] or "UNCOMPRESSED").lower(), "legacy": _parquet_is_legacy(f["schema"])}
+    if fmt == "orc":
+        return {"codec": orc_footer(spark, uri)["codec"].lower()}
+    if fmt == "avro":
+        return avro_header(spark, uri)
+    if fmt == "text":
+        for ext, codec in TEXT_CODECS.items():
+            if uri.endswith(ext):
+                return {"codec": codec}
+        return {"codec": None}
+    raise ValueError(fmt)
+
+
+def _parquet_is_legacy(schema: str) -> bool:
+    """Files written by Hive (parquet-mr's legacy layout): decimals as
+    fixed_len_byte_array, lists as ``bag``/``array_element`` groups."""
+    s = schema.lower()
+    return ("fixed_len_byte_array" in s and "decimal" in s) or " bag {" in s or "array_element" in s
+
+
+def spark_codec_name(fmt: str, codec: str | None) -> str | None:
+    """Our detected codec -> the ``compression`` option of Spark's writer."""
+    if codec is None:
+        return None
+    c = codec.lower()
+    if fmt == "parquet":
+        return {"uncompressed": "none"}.get(c, c)
+    if fmt == "orc":
+        return {"none": "none", "zlib": "zlib", "snappy": "snappy", "lzo": "lzo", "lz4": "lz4", "zstd": "zstd"}.get(c, c)
+    return c
+
+
+def footer_rows(spark: Any, fmt: str, uris: list[str]) -> int:
+    """Row count from file metadata only (Parquet footers, ORC stripes)."""
+    if fmt == "parquet":
+        return sum(parquet_footer(spark, u)["rows"] for u in uris)
+    if fmt == "orc":
+        return sum(orc_footer(spark, u)["rows"] for u in uris)
+    raise ValueError(f"no metadata row count for {fmt}")
+
+
+def input_format_rows(spark: Any, input_format: str, uris: list[str]) -> int:
+    """Count records of files through the table's own InputFormat (how Hive
+    itself reads text and Avro): a scan, done in the JVM. Files, not their
+    directory: input formats skip a hidden input directory entirely."""
+    if not uris:
+        return 0
+    jvm = spark._jvm
+    cls = jvm.java.lang.Class.forName
+    ifc = cls(input_format, True, jvm.java.lang.Thread.currentThread().getContextClassLoader())
+    writable = cls("org.apache.hadoop.io.Writable")
+    rdd = spark._jsc.hadoopFile(",".join(uris), ifc, writable, writable)
+    return int(rdd.count())

@@ -1,0 +1,303 @@
+"""The one adapter over the Hadoop FileSystem API (through Spark's JVM gateway).
+
+The same calls serve ``hdfs://`` and ``file://``. Their rename semantics
+differ (HDFS moves a directory *into* an existing target directory and
+returns false for a missing source; the local filesystem replaces an empty
+target and throws for a missing source), so ``rename`` here never trusts the
+return value alone: it checks that the target is absent before and that the
+source is gone and the target present after.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from typing import Any, Iterable
+
+from .errors import LakekeeperError
+from .model import FileEntry, Listing
+from .planner import is_hidden
+
+log = logging.getLogger(__name__)
+
+_STATUS = re.compile(
+    r"\w+\{path=(?P<path>.*?); isDirectory=(?P<dir>true|false)"
+    r"(?:; length=(?P<len>\d+))?.*?; modification_time=(?P<mtime>\d+)"
+)
+
+
+def parse_status_dump(text: str) -> list[tuple[str, bool, int, int]] | None:
+    """Parse ``java.util.Arrays.toString(FileStatus[])``.
+
+    Returns (path, is_dir, length, mtime) tuples, or None when the text does not
+    parse cleanly (the caller then falls back to per-field calls).
+    """
+    text = text.strip()
+    if text == "[]":
+        return []
+    if not (text.startswith("[") and text.endswith("}]")):
+        return None
+    out = []
+    for m in _STATUS.finditer(text):
+        out.append((m.group("path"), m.group("dir") == "true", int(m.group("len") or 0), int(m.group("mtime"))))
+    # Every entry must have been recognised (one "{path=" per status).
+    if len(out) != text.count("{path="):
+        return None
+    return out
+
+
+class HadoopFS:
+    """Thin wrapper: URIs in, plain Python values out."""
+
+    BATCH = 256  # directories per listStatus(Path[]) call
+
+    def __init__(self, spark: Any):
+        self._spark = spark
+        self._jvm = spark._jvm
+        self._conf = spark._jsc.hadoopConfiguration()
+        self._fs_cache: dict[str, Any] = {}
+
+    # ------------------------------------------------------------ basics
+    def path(self, uri: str) -> Any:
+        return self._jvm.org.apache.hadoop.fs.Path(uri)
+
+    def fs(self, uri: str) -> Any:
+        p = self.path(uri)
+        u = p.toUri()
+        key = f"{u.getScheme()}://{u.getAuthority()}"
+        if key not in self._fs_cache:
+            self._fs_cache[key] = p.getFileSystem(self._conf)
+        return self._fs_cache[key]
+
+    def scheme(self, uri: str) -> str:
+        return str(self.fs(uri).getScheme())
+
+    def qualify(self, uri: str) -> str:
+        return str(self.fs(uri).makeQualified(self.path(uri)).toString())
+
+    def exists(self, uri: str) -> bool:
+        return bool(self.fs(uri).exists(self.path(uri)))
+
+    def is_dir(self, uri: str) -> bool:
+        fs = self.fs(uri)
+        p = self.path(uri)
+        return bool(fs.exists(p) and fs.getFileStatus(p).isDirectory())
+
+    def status(self, uri: str) -> dict[str, Any]:
+        st = self.fs(uri).getFileStatus(self.path(uri))
+        return {
+            "is_dir": bool(st.isDirectory()),
+            "length": int(st.getLen()),
+            "mtime": int(st.getModificationTime()),
+            "owner": str(st.getOwner()),
+            "group": str(st.getGroup()),
+            "permission": int(st.getPermission().toShort()) & 0o7777,
+        }
+
+    # ------------------------------------------------------------ listing
+    def list_dir(self, uri: str) -> Listing:
+        return self.list_dirs([uri])[uri]
+
+    def list_dirs(self, uris: Iterable[str]) -> dict[str, Listing]:
+        """Visible files and subdirectories of many directories, batched:
+        one ``listStatus(Path[])`` per batch instead of one call per
+        directory. Missing directories come back with ``exists=False``."""
+        uris = list(dict.fromkeys(uris))
+        out: dict[str, Listing] = {}
+        by_fs: dict[str, list[str]] = {}
+        for u in uris:  # one batch never mixes filesystems
+            uri = self.path(u).toUri()
+            by_fs.setdefault(f"{uri.getScheme()}://{uri.getAuthority()}", []).append(u)
+        for group in by_fs.values():
+            for i in range(0, len(group), self.BATCH):
+                batch = group[i : i + self.BATCH]
+                try:
+                    out.update(self._list_batch(batch))
+                except Exception as exc:  # a missing directory fails the whole batch
+                    if "FileNotFoundException" not in str(exc) and "does not exist" not in str(exc):
+                        raise
+                    for u in batch:
+                        out.update(self._list_batch([u], missing_ok=True))
+        return out
+
+    def _list_batch(self, uris: list[str], missing_ok: bool = False) -> dict[str, Listing]:
+        fs = self.fs(uris[0])
+        qualified = {self.qualify(u).rstrip("/"): u for u in uris}
+        listings = {u: Listing(path=u) for u in uris}
+        if missing_ok:
+            for q, u in qualified.items():
+                if not fs.exists(self.path(q)):
+                    listings[u].exists = False
+            uris = [u for u in uris if listings[u].exists]
+            if not uris:
+                return listings
+        gw = self._spark.sparkContext._gateway
+        arr = gw.new_array(self._jvm.org.apache.hadoop.fs.Path, len(uris))
+        for i, u in enumerate(uris):
+            arr[i] = self.path(u)
+        statuses = fs.listStatus(arr)
+        entries = None
+        if str(fs.getScheme()) != "file":
+            # One round trip for the whole batch. Not on file://, where
+            # toString() would load each file's owner and permission.
+            entries = parse_status_dump(self._jvm.java.util.Arrays.toString(statuses))
+        if entries is None:
+            entries = []
+            for st in statuses:
+                entries.append(
+                    (str(st.getPath().toString()), bool(st.isDirectory()), int(st.getLen()), int(st.getModificationTime()))
+                )
+        for path, is_dir, length, mtime in entries:
+            parent, _, name = path.rstrip("/").rpartition("/")
+            u = qualified.get(parent)
+            if u is None:  # e.g. file:/x vs file:///x spellings
+                u = qualified.get(self.qualify(parent).rstrip("/"))
+            if u is None:
+                raise LakekeeperError("fs_error", f"unexpected entry {path} in batch listing")
+            if is_hidden(name):
+                continue
+            if is_dir:
+                listings[u].subdirs.append(name)
+            else:
+                listings[u].files.append(FileEntry(name=name, size=length, mtime=mtime))
+        return listings
+
+    def list_names(self, uri: str) -> list[tuple[str, bool]]:
+        """All entries (hidden included) of a directory: (name, is_dir)."""
+        fs = self.fs(uri)
+        p = self.path(uri)
+        if not fs.exists(p):
+            return []
+        return [(str(st.getPath().getName()), bool(st.isDirectory())) for st in fs.listStatus(p)]
+
+    def data_files(self, uri: str) -> list[str]:
+        """Full URIs of the visible files of a directory."""
+        base = uri.rstrip("/")
+        return [f"{base}/{f.name}" for f in self.list_dir(uri).files]
+
+    # ------------------------------------------------------------ mutations
+    def mkdirs(self, uri: str) -> None:
+        if not self.fs(uri).mkdirs(self.path(uri)):
+            raise LakekeeperError("fs_error", f"could not create directory {uri}")
+
+    def delete(self, uri: str, recursive: bool = True) -> bool:
+        fs = self.fs(uri)
+        p = self.path(uri)
+        if not fs.exists(p):
+            return False
+        fs.delete(p, recursive)
+        if fs.exists(p):
+            raise LakekeeperError("fs_error", f"could not delete {uri}")
+        return True
+
+    def rename(self, src: str, dst: str) -> None:
+        """Rename that means the same on every filesystem, or raises."""
+        fs = self.fs(src)
+        s, d = self.path(src), self.path(dst)
+        if not fs.exists(s):
+            raise LakekeeperError("fs_error", f"rename source {src} does not exist")
+        if fs.exists(d):
+            raise LakekeeperError("fs_error", f"rename target {dst} already exists; refusing to move {src} into it")
+        if not fs.exists(d.getParent()):
+            raise LakekeeperError("fs_error", f"rename target's parent {d.getParent().toString()} does not exist")
+        try:
+            ok = fs.rename(s, d)
+        except Exception as exc:  # noqa: BLE001 - Py4JJavaError carries the Java exception
+            raise LakekeeperError("fs_error", f"rename {src} -> {dst} failed: {_java_message(exc)}") from exc
+        if not ok or fs.exists(s) or not fs.exists(d):
+            raise LakekeeperError(
+                "fs_error", f"rename {src} -> {dst} did not complete (returned {bool(ok)})"
+            )
+
+    def copy_permissions(self, src: str, dst: str, recursive_files: bool = True) -> list[str]:
+        """Give ``dst`` (and its files) the owner, group and mode of ``src``
+        (and its first file). Returns warnings for what the filesystem refused."""
+        warnings: list[str] = []
+        fs = self.fs(src)
+        st = fs.getFileStatus(self.path(src))
+        targets = [(self.path(dst), st)]
+        if recursive_files:
+            src_files = [x for x in fs.listStatus(self.path(src)) if not x.isDirectory()]
+            fst = src_files[0] if src_files else None
+            if fst is not None:
+                for x in fs.listStatus(self.path(dst)):
+                    if not x.isDirectory():
+                        targets.append((x.getPath(), fst))
+        for path, ref in targets:
+            try:
+                fs.setPermission(path, ref.getPermission())
+            except Exception as exc:  # noqa: BLE001
+                warnings.append(f"setPermission {path.toString()}: {_java_message(exc)}")
+            cur = fs.getFileStatus(path)
+            if str(cur.getOwner()) != str(ref.getOwner()) or str(cur.getGroup()) != str(ref.getGroup()):
+                try:
+                    fs.setOwner(path, ref.getOwner(), ref.getGroup())
+                except Exception as exc:  # noqa: BLE001
+                    warnings.append(f"setOwner {path.toString()}: {_java_message(exc)}")
+        return warnings
+
+    # ------------------------------------------------------------ small files
+    def write_text(self, uri: str, text: str) -> None:
+        """Create a new file (fails if it exists)."""
+        out = self.fs(uri).create(self.path(uri), False)
+        try:
+            out.write(bytearray(text.encode("utf-8")))
+            out.hsync()
+        finally:
+            out.close()
+
+    def read_text(self, uri: str) -> str:
+        stream = self.fs(uri).open(self.path(uri))
+        try:
+            # byte[] returned by a JVM method arrives as Python bytes
+            return bytes(self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream)).decode("utf-8")
+        finally:
+            stream.close()
+
+    def replace_text(self, uri: str, text: str) -> None:
+        """Replace a small file so that a reader finds the old or the new
+        content, never a torn one: write ``uri.new``, drop ``uri``, rename.
+        ``read_replaced`` falls back to ``uri.new`` if a crash hit between."""
+        tmp = f"{uri}.new.{uuid.uuid4().hex[:8]}"
+        self.write_text(tmp, text)
+        self.delete(uri, recursive=False)
+        self.rename(tmp, uri)
+
+    def read_replaced(self, uri: str) -> str | None:
+        if self.exists(uri):
+            return self.read_text(uri)
+        parent, _, name = uri.rpartition("/")
+        pending = sorted(n for n, is_dir in self.list_names(parent) if n.startswith(name + ".new.") and not is_dir)
+        if pending:
+            return self.read_text(f"{parent}/{pending[-1]}")
+        return None
+
+    # ------------------------------------------------------------ space
+    def content_summary(self, uri: str) -> dict[str, int]:
+        cs = self.fs(uri).getContentSummary(self.path(uri))
+        return {
+            "length": int(cs.getLength()),
+            "file_count": int(cs.getFileCount()),
+            "directory_count": int(cs.getDirectoryCount()),
+            "quota": int(cs.getQuota()),
+            "space_consumed": int(cs.getSpaceConsumed()),
+            "space_quota": int(cs.getSpaceQuota()),
+        }
+
+    def fs_status(self, uri: str) -> dict[str, int]:
+        st = self.fs(uri).getStatus(self.path(uri))
+        return {"capacity": int(st.getCapacity()), "used": int(st.getUsed()), "remaining": int(st.getRemaining())}
+
+    def default_replication(self, uri: str) -> int:
+        return int(self.fs(uri).getDefaultReplication(self.path(uri)))
+
+
+def _java_message(exc: Exception) -> str:
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        try:
+            return f"{java.getClass().getName()}: {java.getMessage()}"
+        except Exception:  # noqa: BLE001
+            pass
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

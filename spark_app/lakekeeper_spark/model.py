@@ -1,0 +1,149 @@
+"""Plain data: what the adapters return and what the planner produces.
+
+A plan is data: it can be printed (``to_dict``) and tested without Spark.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True)
+class FileEntry:
+    """One data file of a table or partition directory."""
+
+    name: str
+    size: int
+    mtime: int  # milliseconds since the epoch, as the FileSystem API reports
+
+    def key(self) -> tuple[str, int, int]:
+        return (self.name, self.size, self.mtime)
+
+
+@dataclasses.dataclass
+class Listing:
+    """The visible content of one directory (hidden names excluded)."""
+
+    path: str
+    exists: bool = True
+    files: list[FileEntry] = dataclasses.field(default_factory=list)
+    subdirs: list[str] = dataclasses.field(default_factory=list)  # visible subdirectory names
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(f.size for f in self.files)
+
+    def fingerprint(self) -> list[list[Any]]:
+        """Names, sizes and modification times: what concurrent-write checks compare."""
+        return [list(f.key()) for f in sorted(self.files, key=lambda f: f.name)]
+
+
+@dataclasses.dataclass
+class PartitionInfo:
+    spec: dict[str, str]  # ordered as the table's partition columns
+    location: str
+
+    @property
+    def spec_str(self) -> str:
+        return "/".join(f"{k}={v}" for k, v in self.spec.items())
+
+
+@dataclasses.dataclass
+class TableInfo:
+    db: str
+    name: str
+    table_type: str  # EXTERNAL, MANAGED, VIEW
+    location: str | None
+    provider: str | None  # hive, parquet, ...
+    serde: str | None
+    input_format: str | None
+    output_format: str | None
+    serde_properties: dict[str, str]
+    properties: dict[str, str]
+    data_columns: list[tuple[str, str]]  # (name, Spark SQL type)
+    partition_columns: list[tuple[str, str]]
+    num_buckets: int = 0
+    format: str | None = None  # parquet, orc, avro, text (see formats.detect_format)
+    data_schema_json: str = ""  # Spark StructType JSON of the data (non-partition) columns  # parquet, orc, avro, text (see formats.detect_format)
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.db}.{self.name}"
+
+    @property
+    def is_partitioned(self) -> bool:
+        return bool(self.partition_columns)
+
+
+@dataclasses.dataclass
+class FileStats:
+    files: int
+    bytes: int
+    avg_bytes: float
+    median_bytes: float
+
+
+@dataclasses.dataclass
+class Decision:
+    action: str  # "compact" or "skip"
+    reason: str
+    target_files: int
+
+
+@dataclasses.dataclass
+class Unit:
+    """One directory that is compacted and swapped as a whole: the table's
+    location for a non-partitioned table, else one partition's location."""
+
+    spec: str  # "" for a non-partitioned table, else "k=v/k2=v2"
+    partition: dict[str, str] | None
+    location: str
+    listing: Listing
+    stats: FileStats
+    decision: Decision
+    staging: str
+    old: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "spec": self.spec,
+            "location": self.location,
+            "files": self.stats.files,
+            "bytes": self.stats.bytes,
+            "avg_file_bytes": round(self.stats.avg_bytes, 1),
+            "median_file_bytes": round(self.stats.median_bytes, 1),
+            "decision": self.decision.action,
+            "reason": self.decision.reason,
+            "target_files": self.decision.target_files,
+            "staging": self.staging,
+            "old": self.old,
+        }
+
+
+@dataclasses.dataclass
+class TablePlan:
+    table: str
+    run_id: str
+    format: str
+    location: str
+    partitioned: bool
+    units: list[Unit]
+    backup_table: str
+    journal_dir: str
+
+    @property
+    def to_compact(self) -> list[Unit]:
+        return [u for u in self.units if u.decision.action == "compact"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "table": self.table,
+            "run_id": self.run_id,
+            "format": self.format,
+            "location": self.location,
+            "partitioned": self.partitioned,
+            "backup_table": self.backup_table,
+            "journal_dir": self.journal_dir,
+            "units": [u.to_dict() for u in self.units],
+        }

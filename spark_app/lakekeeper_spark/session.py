@@ -1,0 +1,49 @@
+"""The SparkSession: the cluster's when running under spark-submit, or the
+embedded default (local Spark, Derby Metastore and warehouse under a state
+directory) when run with plain ``python``."""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+def under_spark_submit() -> bool:
+    return "PYSPARK_GATEWAY_PORT" in os.environ or "SPARK_SUBMIT_APP_NAME" in os.environ
+
+
+def build_session(
+    master: str | None = None,
+    state_dir: str | None = None,
+    confs: dict[str, str] | None = None,
+    app_name: str = "lakekeeper",
+    log_level: str = "INFO",
+) -> Any:
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    if not under_spark_submit():
+        builder = builder.master(master or "local[*]")
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        builder = builder.config("spark.ui.enabled", "false")
+    if state_dir:
+        state = os.path.abspath(os.path.expanduser(state_dir))
+        os.makedirs(state, exist_ok=True)
+        builder = (
+            builder.config("spark.sql.catalogImplementation", "hive")
+            .config("spark.sql.warehouse.dir", "file://" + os.path.join(state, "warehouse"))
+            .config(
+                "spark.hadoop.javax.jdo.option.ConnectionURL",
+                f"jdbc:derby:;databaseName={os.path.join(state, 'metastore_db')};create=true",
+            )
+            .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={state} "
+                    f"-Dderby.stream.error.file={os.path.join(state, 'derby.log')}")
+        )
+    for key, value in (confs or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.enableHiveSupport().getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR" if log_level == "ERROR" else "WARN")
+    return spark

@@ -1,0 +1,73 @@
+"""Checks on the staged copy before anything is swapped: same rows, same
+schema, same format and codec. Any mismatch stops the unit; the original
+directory is never touched before this passes."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from .errors import LakekeeperError
+from .formats import detect_codec, footer_rows, input_format_rows
+from .fs import HadoopFS
+from .model import Listing, TableInfo, Unit
+
+log = logging.getLogger(__name__)
+
+
+def _norm_schema(schema_json: str) -> list[tuple[str, str]]:
+    from pyspark.sql.types import StructType
+
+    st = StructType.fromJson(json.loads(schema_json))
+    return [(f.name.lower(), f.dataType.simpleString()) for f in st.fields]
+
+
+def verify_staging(
+    spark: Any,
+    fs: HadoopFS,
+    table: TableInfo,
+    unit: Unit,
+    rows_before: int,
+    rows_read: int | None,
+    codec: dict[str, Any],
+) -> tuple[Listing, int]:
+    """Returns the staged listing and its row count, or raises
+    ``LakekeeperError('verification_failed', ...)``."""
+    staged = fs.list_dir(unit.staging)
+    if not staged.exists:
+        raise LakekeeperError("verification_failed", f"staging directory {unit.staging} is missing")
+    if staged.subdirs:
+        raise LakekeeperError("verification_failed", f"staging directory has subdirectories {staged.subdirs}")
+    if rows_before > 0 and not staged.files:
+        raise LakekeeperError("verification_failed", "no files were written")
+    uris = [f"{unit.staging}/{f.name}" for f in staged.files]
+    if table.format in ("parquet", "orc"):
+        rows_after = footer_rows(spark, table.format, uris)
+        _check_schema(spark, table, unit.staging)
+    else:
+        rows_after = input_format_rows(spark, table.input_format or "", uris)
+    if rows_read is not None and rows_read != rows_before:
+        raise LakekeeperError(
+            "verification_failed", f"read {rows_read} rows but the source files hold {rows_before}"
+        )
+    if rows_after != rows_before:
+        raise LakekeeperError(
+            "verification_failed", f"row count mismatch: {rows_before} before, {rows_after} in the compacted copy"
+        )
+    if uris and codec.get("codec") and table.format in ("parquet", "orc", "avro"):
+        got = detect_codec(spark, table.format, uris[0]).get("codec")
+        if str(got).lower() != str(codec["codec"]).lower():
+            raise LakekeeperError(
+                "verification_failed", f"codec changed: {codec['codec']} before, {got} in the compacted copy"
+            )
+    return staged, rows_after
+
+
+def _check_schema(spark: Any, table: TableInfo, staging: str) -> None:
+    s = spark.newSession()
+    got = json.dumps(json.loads(s.read.format(table.format).load(staging).schema.json()))
+    want = _norm_schema(table.data_schema_json)
+    have = _norm_schema(got)
+    if want != have:
+        raise LakekeeperError("verification_failed", f"schema mismatch: table {want}, compacted files {have}")
