@@ -1,0 +1,563 @@
+"""The test bed: real HDFS (NameNode + DataNode, Hadoop 2.7.3), a Hive
+Metastore service (Derby-backed, from pyspark's jars) and a Spark standalone
+Master + Worker, each a separate JVM on 127.0.0.1 in its own process group.
+
+    bed = Testbed.start("/tmp/bed")          # or Testbed.load(".../testbed.json")
+    bed.spark_confs()                         # {"spark.hadoop.fs.defaultFS": ..., ...}
+    bed.env()                                 # HADOOP_CONF_DIR, SPARK_CONF_DIR, ...
+    bed.spark_submit_argv()                   # ["--master", "spark://...", "--conf", ...]
+    bed.stop()
+
+Nothing here creates a SparkSession in the calling process: clients are
+subprocesses (``bed.spark_submit(...)``, ``bed.run_python(...)``).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import grp
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from . import hadoop_jars
+from .confs import (DAEMON_JVM_OPTS, HADOOP_LOG4J, HIVE_LOG4J2, JAVA17_OPENS, write_properties,
+                    write_site)
+from .procs import (Proc, TestbedError, free_ports, listening_ports, log_contains, log_tail, spawn,
+                    stop_all, wait_all)
+
+__all__ = ["Testbed", "TestbedError", "find_spark_home", "find_java", "DEFAULT_BLOCK_SIZE"]
+
+JSON_NAME = "testbed.json"
+DEFAULT_BLOCK_SIZE = 1024 * 1024  # 1 MiB: quota tests stay small
+DEFAULT_TIMEOUT = float(os.environ.get("LAKEKEEPER_TESTBED_TIMEOUT", "120"))
+
+# Order in which services appear in testbed.json and are reported.
+SERVICES = ("namenode", "datanode", "metastore", "spark-master", "spark-worker")
+
+# Environment variables that would point a daemon at someone else's configuration.
+_SCRUB = ("HADOOP_CONF_DIR", "YARN_CONF_DIR", "HIVE_CONF_DIR", "SPARK_CONF_DIR", "PYSPARK_SUBMIT_ARGS",
+          "SPARK_HOME", "HADOOP_HOME", "HADOOP_USER_NAME", "CLASSPATH", "_JAVA_OPTIONS", "JAVA_TOOL_OPTIONS",
+          "SPARK_DIST_CLASSPATH", "HADOOP_OPTS")
+
+
+def find_spark_home() -> Path:
+    """The pyspark package directory (it carries bin/spark-class and jars/)."""
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.origin:
+        raise TestbedError(f"pyspark is not importable from {sys.executable}; "
+                           "run scripts/bootstrap and use the project venv (.venv/bin/python)")
+    home = Path(spec.origin).parent
+    if not (home / "bin" / "spark-class").exists():
+        raise TestbedError(f"{home} has no bin/spark-class")
+    return home
+
+
+def find_java() -> str:
+    jh = os.environ.get("JAVA_HOME")
+    if jh and (Path(jh) / "bin" / "java").exists():
+        return str(Path(jh) / "bin" / "java")
+    java = shutil.which("java")
+    if not java:
+        raise TestbedError("java not found (install a JDK 17 or set JAVA_HOME)")
+    return java
+
+
+def _default_superuser_group() -> str:
+    try:
+        grp.getgrnam("root")
+        return "root"
+    except KeyError:
+        return grp.getgrgid(os.getgid()).gr_name
+
+
+def _clean_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in _SCRUB}
+
+
+def _namenode_template(java: str, jars: Path, log_dir: Path, timeout: float) -> Path:
+    """A freshly formatted, empty NameNode directory, made once and cached.
+
+    Formatting costs a JVM start (3-5 s); every run copies this instead.
+    """
+    import fcntl
+    cache = hadoop_jars.cache_root()
+    template = cache / "hadoop-2.7.3-namenode-template"
+    if (template / "current" / "VERSION").exists():
+        return template
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / ".namenode-template.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (template / "current" / "VERSION").exists():
+            return template
+        work = Path(tempfile.mkdtemp(prefix=".format-", dir=cache))
+        try:
+            conf = work / "conf"
+            name = work / "name"
+            write_site(conf / "core-site.xml", {"fs.defaultFS": "hdfs://127.0.0.1:8020"})
+            write_site(conf / "hdfs-site.xml", {"dfs.namenode.name.dir": f"file://{name}"})
+            write_properties(conf / "log4j.properties", HADOOP_LOG4J)
+            log = log_dir / "namenode-format.log"
+            argv = [java, *JAVA17_OPENS, *DAEMON_JVM_OPTS, "-Xmx128m", f"-Djava.io.tmpdir={work}",
+                    f"-Dhadoop.home.dir={jars}", "-cp",
+                    os.pathsep.join([str(conf), *hadoop_jars.classpath(jars)]),
+                    "org.apache.hadoop.hdfs.server.namenode.NameNode",
+                    "-format", "-clusterid", "lakekeeper-testbed", "-force", "-nonInteractive"]
+            log.parent.mkdir(parents=True, exist_ok=True)
+            with open(log, "wb") as out:
+                rc = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, env=_clean_env(),
+                                    cwd=work, timeout=timeout).returncode
+            if rc != 0 or not (name / "current" / "VERSION").exists():
+                raise TestbedError(f"namenode -format failed (exit {rc}); log: {log}\n{log_tail(log)}")
+            os.replace(name, template)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return template
+
+
+class Testbed:
+    """A running (or stopped) test bed, described by its testbed.json."""
+
+    __test__ = False
+
+    def __init__(self, info: dict, json_path: Path):
+        self.info = info
+        self.json_path = Path(json_path)
+        self.procs = {name: Proc.from_json(d) for name, d in info.get("processes", {}).items()}
+        self._reaper: subprocess.Popen | None = None
+
+    # ------------------------------------------------------------ accessors
+    run_dir = property(lambda self: Path(self.info["run_dir"]))
+    conf_dir = property(lambda self: Path(self.info["conf_dir"]), doc="client conf dir (HADOOP/SPARK_CONF_DIR)")
+    log_dir = property(lambda self: Path(self.info["log_dir"]))
+    spark_home = property(lambda self: Path(self.info["spark_home"]))
+    python = property(lambda self: self.info["python"], doc="interpreter with pyspark (executors use it)")
+    hdfs_uri = property(lambda self: self.info["hdfs"]["uri"] if self.info.get("hdfs") else None)
+    metastore_uri = property(lambda self: self.info["metastore"]["uri"] if self.info.get("metastore") else None)
+    master_url = property(lambda self: self.info["spark"]["master_url"] if self.info.get("spark") else None)
+    warehouse_dir = property(lambda self: self.info["warehouse_dir"])
+    block_size = property(lambda self: self.info.get("block_size", DEFAULT_BLOCK_SIZE))
+
+    def __repr__(self) -> str:
+        return f"Testbed({self.json_path})"
+
+    # ------------------------------------------------------------ start / load / stop
+    @classmethod
+    def load(cls, json_path: str | os.PathLike) -> "Testbed":
+        p = Path(json_path)
+        if p.is_dir():
+            p = p / JSON_NAME
+        try:
+            info = json.loads(p.read_text())
+        except FileNotFoundError:
+            raise TestbedError(f"no test bed description at {p} (start one with: scripts/testbed up)") from None
+        return cls(info, p)
+
+    @classmethod
+    def start(cls, run_dir: str | os.PathLike, *, hdfs: bool = True, metastore: bool = True,
+              spark: bool = True, block_size: int = DEFAULT_BLOCK_SIZE, worker_cores: int = 2,
+              worker_memory: str = "1g", superuser_group: str | None = None,
+              timeout: float = DEFAULT_TIMEOUT, watchdog: bool = False,
+              extra_core_site: dict | None = None, extra_hdfs_site: dict | None = None,
+              extra_hive_site: dict | None = None) -> "Testbed":
+        """Start the services in run_dir (created; a previous test bed's files there are wiped).
+
+        watchdog=True starts a small reaper process that kills every service group
+        as soon as the calling process dies, however it dies (for pytest).
+        """
+        t0 = time.monotonic()
+        run = Path(run_dir).resolve()
+        _prepare_run_dir(run)
+        java = find_java()
+        spark_home = find_spark_home()
+        jars = hadoop_jars.ensure_jars(quiet=True) if hdfs else None
+
+        logs, conf, tmp = run / "logs", run / "conf", run / "tmp"
+        for d in (logs, conf, tmp):
+            d.mkdir(parents=True, exist_ok=True)
+        nn_port, hms_port, master_port = free_ports(3)
+        hdfs_uri = f"hdfs://127.0.0.1:{nn_port}" if hdfs else None
+        warehouse = f"{hdfs_uri}/warehouse" if hdfs else f"file://{run / 'warehouse'}"
+        info: dict = {
+            "version": 1,
+            "state": "starting",
+            "run_dir": str(run),
+            "conf_dir": str(conf / "client"),
+            "log_dir": str(logs),
+            "json": str(run / JSON_NAME),
+            "started_at": _dt.datetime.now().isoformat(timespec="seconds"),
+            "spark_home": str(spark_home),
+            "python": sys.executable,
+            "java": java,
+            "hadoop_jars": str(jars) if jars else None,
+            "warehouse_dir": warehouse,
+            "block_size": block_size,
+            "hdfs": {"uri": hdfs_uri, "namenode_port": nn_port} if hdfs else None,
+            "metastore": {"uri": f"thrift://127.0.0.1:{hms_port}", "port": hms_port} if metastore else None,
+            "spark": {"master_url": f"spark://127.0.0.1:{master_port}", "master_port": master_port,
+                      "worker_cores": worker_cores, "worker_memory": worker_memory} if spark else None,
+            "processes": {},
+        }
+        bed = cls(info, run / JSON_NAME)
+        superuser_group = superuser_group or _default_superuser_group()
+
+        # ---- configuration files
+        if hdfs:
+            hconf = conf / "hadoop"
+            # NameNode/DataNode http servers look up webapps/<name> on the classpath.
+            for w in ("hdfs", "datanode", "secondary"):
+                (hconf / "webapps" / w).mkdir(parents=True, exist_ok=True)
+            write_site(hconf / "core-site.xml", {
+                "fs.defaultFS": hdfs_uri,
+                "hadoop.tmp.dir": str(tmp / "hadoop"),
+                "hadoop.security.authentication": "simple",
+                **(extra_core_site or {}),
+            })
+            write_site(hconf / "hdfs-site.xml", {
+                "dfs.namenode.name.dir": f"file://{run / 'dfs' / 'name'}",
+                "dfs.datanode.data.dir": f"file://{run / 'dfs' / 'data'}",
+                "dfs.namenode.rpc-address": f"127.0.0.1:{nn_port}",
+                "dfs.namenode.http-address": "127.0.0.1:0",
+                "dfs.namenode.https-address": "127.0.0.1:0",
+                "dfs.namenode.secondary.http-address": "127.0.0.1:0",
+                "dfs.namenode.secondary.https-address": "127.0.0.1:0",
+                "dfs.datanode.address": "127.0.0.1:0",
+                "dfs.datanode.ipc.address": "127.0.0.1:0",
+                "dfs.datanode.http.address": "127.0.0.1:0",
+                "dfs.datanode.https.address": "127.0.0.1:0",
+                "dfs.datanode.hostname": "127.0.0.1",
+                "dfs.namenode.datanode.registration.ip-hostname-check": False,
+                "dfs.webhdfs.enabled": False,
+                "dfs.replication": 1,
+                "dfs.blocksize": block_size,
+                "dfs.namenode.fs-limits.min-block-size": min(block_size, 4096),
+                "dfs.namenode.safemode.threshold-pct": 0,
+                "dfs.namenode.safemode.extension": 0,
+                "dfs.namenode.safemode.min.datanodes": 0,
+                "dfs.namenode.acls.enabled": True,
+                "dfs.permissions.enabled": True,
+                "dfs.permissions.superusergroup": superuser_group,
+                "dfs.namenode.resource.du.reserved": 16 * 1024 * 1024,
+                "dfs.heartbeat.interval": 1,
+                "dfs.datanode.data.dir.perm": "700",
+                "dfs.client.block.write.replace-datanode-on-failure.enable": False,
+                **(extra_hdfs_site or {}),
+            })
+            write_properties(hconf / "log4j.properties", HADOOP_LOG4J)
+        if metastore:
+            mconf = conf / "metastore"
+            site = {
+                "javax.jdo.option.ConnectionURL":
+                    f"jdbc:derby:;databaseName={run / 'metastore' / 'metastore_db'};create=true",
+                "javax.jdo.option.ConnectionDriverName": "org.apache.derby.jdbc.EmbeddedDriver",
+                "datanucleus.schema.autoCreateAll": True,
+                "hive.metastore.schema.verification": False,
+                "hive.async.log.enabled": False,
+                "hive.metastore.warehouse.dir": warehouse,
+                "datanucleus.connectionPoolingType": "DBCP",
+                **(extra_hive_site or {}),
+            }
+            if hdfs:
+                site["fs.defaultFS"] = hdfs_uri
+            write_site(mconf / "hive-site.xml", site)
+            write_site(mconf / "core-site.xml", {"fs.defaultFS": hdfs_uri} if hdfs else {})
+            write_properties(mconf / "hive-log4j2.properties", HIVE_LOG4J2, sep=" = ")
+            (run / "metastore").mkdir(exist_ok=True)
+        _write_client_conf(bed, conf / "client")
+
+        # ---- spawn everything at once (the JVMs start in parallel)
+        procs: dict[str, Proc] = {}
+        checks = {}
+        try:
+            if hdfs:
+                template = _namenode_template(java, jars, logs, timeout)
+                shutil.copytree(template, run / "dfs" / "name")
+                cp = os.pathsep.join([str(conf / "hadoop"), *hadoop_jars.classpath(jars)])
+
+                def hadoop_argv(cls_name: str, xmx: str) -> list[str]:
+                    return [java, *JAVA17_OPENS, *DAEMON_JVM_OPTS, f"-Xmx{xmx}",
+                            f"-Djava.io.tmpdir={tmp}", f"-Dhadoop.log.dir={logs}",
+                            f"-Dhadoop.home.dir={jars}", "-Dhadoop.root.logger=INFO,console",
+                            "-cp", cp, cls_name]
+                env = _clean_env()
+                procs["namenode"] = spawn("namenode", hadoop_argv(
+                    "org.apache.hadoop.hdfs.server.namenode.NameNode", "256m"), logs / "namenode.log", env, run)
+                procs["datanode"] = spawn("datanode", hadoop_argv(
+                    "org.apache.hadoop.hdfs.server.datanode.DataNode", "256m"), logs / "datanode.log", env, run)
+            if metastore:
+                mconf = conf / "metastore"
+                argv = [java, *JAVA17_OPENS, *DAEMON_JVM_OPTS, "-Xmx512m", f"-Djava.io.tmpdir={tmp}",
+                        f"-Dderby.system.home={run / 'metastore'}",
+                        f"-Dderby.stream.error.file={logs / 'derby.log'}",
+                        "-cp", os.pathsep.join([str(mconf), str(spark_home / "jars" / "*")]),
+                        "org.apache.hadoop.hive.metastore.HiveMetaStore", "-p", str(hms_port)]
+                procs["metastore"] = spawn("metastore", argv, logs / "metastore.log", _clean_env(), run)
+            if spark:
+                senv = _spark_daemon_env(run, spark_home)
+                sc = str(spark_home / "bin" / "spark-class")
+                procs["spark-master"] = spawn("spark-master", [
+                    sc, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                    "--port", str(master_port), "--webui-port", "0"], logs / "spark-master.log", senv, run)
+                procs["spark-worker"] = spawn("spark-worker", [
+                    sc, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--port", "0",
+                    "--webui-port", "0", "--cores", str(worker_cores), "--memory", worker_memory,
+                    "--work-dir", str(run / "spark" / "work"), info["spark"]["master_url"]],
+                    logs / "spark-worker.log", senv, run)
+            bed.procs = procs
+            bed._save_procs()
+            if watchdog:
+                bed._start_reaper()
+            bed._write_json()
+
+            # ---- readiness
+            if hdfs:
+                nn, dn = procs["namenode"], procs["datanode"]
+                checks["namenode"] = (nn, lambda: nn_port in listening_ports(nn.pid))
+                checks["datanode"] = (dn, lambda: log_contains(dn.log, "Successfully sent block report"))
+            if metastore:
+                ms = procs["metastore"]
+                checks["metastore"] = (ms, lambda: hms_port in listening_ports(ms.pid)
+                                       and log_contains(ms.log, "Started the new metaserver"))
+            if spark:
+                m, w = procs["spark-master"], procs["spark-worker"]
+                checks["spark-master"] = (m, lambda: master_port in listening_ports(m.pid))
+                checks["spark-worker"] = (w, lambda: log_contains(w.log, "Successfully registered with master"))
+            ready = wait_all(checks, timeout)
+        except BaseException:
+            notes = stop_all(procs.values())
+            bed._stop_reaper()
+            info["state"] = "failed"
+            info["stop_notes"] = notes
+            bed._save_procs()
+            bed._write_json()
+            raise
+        for p in procs.values():
+            p.ports = {str(port): port for port in sorted(listening_ports(p.pid))}
+        info["timings"] = {"ready_after_s": ready, "total_start_s": round(time.monotonic() - t0, 1)}
+        info["state"] = "running"
+        bed._save_procs()
+        bed._write_json()
+        return bed
+
+    def stop(self, timeout: float = 15.0) -> list[str]:
+        """Stop every service group (SIGTERM, then SIGKILL). Returns notes about stragglers."""
+        t0 = time.monotonic()
+        notes = stop_all(self.procs.values(), timeout=timeout)
+        self._stop_reaper()
+        self.info["state"] = "stopped"
+        self.info["stop_notes"] = notes
+        self.info.setdefault("timings", {})["stop_s"] = round(time.monotonic() - t0, 1)
+        if self.json_path.parent.exists():
+            self._write_json()
+        return notes
+
+    def status(self) -> dict[str, dict]:
+        """Per service: pid, alive, listening ports, processes in its group, log file."""
+        out = {}
+        for name, p in self.procs.items():
+            alive = p.alive()
+            out[name] = {"pid": p.pid, "alive": alive, "group": p.members(),
+                         "listening": sorted(listening_ports(p.pid)) if alive else [], "log": p.log}
+        return out
+
+    def alive(self) -> bool:
+        return bool(self.procs) and all(p.alive() for p in self.procs.values())
+
+    def check_alive(self) -> None:
+        dead = [p for p in self.procs.values() if not p.alive()]
+        if dead:
+            raise TestbedError("test bed services not running: " + ", ".join(
+                f"{p.name} (pid {p.pid}, log {p.log})" for p in dead))
+
+    # ------------------------------------------------------------ client helpers
+    def spark_confs(self, python: str | None = None) -> dict[str, str]:
+        """Spark confs that point any Spark client at the test bed."""
+        c: dict[str, str] = {}
+        if self.hdfs_uri:
+            c["spark.hadoop.fs.defaultFS"] = self.hdfs_uri
+            c["spark.hadoop.dfs.blocksize"] = str(self.block_size)
+            c["spark.hadoop.dfs.replication"] = "1"
+        if self.metastore_uri:
+            c["spark.hadoop.hive.metastore.uris"] = self.metastore_uri
+            c["spark.sql.catalogImplementation"] = "hive"
+        c["spark.sql.warehouse.dir"] = self.warehouse_dir
+        c["spark.driver.host"] = "127.0.0.1"
+        c["spark.driver.bindAddress"] = "127.0.0.1"
+        c["spark.pyspark.python"] = python or self.python
+        return c
+
+    def env(self, base: dict[str, str] | None = None, python: str | None = None) -> dict[str, str]:
+        """Environment for a client process: conf dirs, SPARK_LOCAL_IP, and where the bed is.
+
+        With base (e.g. os.environ) the result is a full environment; otherwise only the additions.
+        """
+        e = dict(base) if base is not None else {}
+        for k in ("PYSPARK_SUBMIT_ARGS",):
+            e.pop(k, None)
+        e.update({
+            "HADOOP_CONF_DIR": str(self.conf_dir),
+            "SPARK_CONF_DIR": str(self.conf_dir),
+            "HIVE_CONF_DIR": str(self.conf_dir),
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "PYSPARK_PYTHON": python or self.python,
+            "LAKEKEEPER_TESTBED_JSON": str(self.json_path),
+        })
+        if self.master_url:
+            e["LAKEKEEPER_TESTBED_MASTER"] = self.master_url
+        if self.hdfs_uri:
+            e["LAKEKEEPER_TESTBED_HDFS"] = self.hdfs_uri
+        if self.metastore_uri:
+            e["LAKEKEEPER_TESTBED_METASTORE"] = self.metastore_uri
+        return e
+
+    def spark_submit_argv(self, master: str | None = None, confs: dict[str, str] | None = None,
+                          python: str | None = None, executor_memory: str = "512m") -> list[str]:
+        """``--master spark://… --conf k=v …`` for spark-submit (caller's confs win)."""
+        m = master or self.master_url
+        if not m:
+            raise TestbedError("this test bed has no Spark master (started with --no-spark)")
+        c = self.spark_confs(python=python)
+        if m.startswith("spark://"):
+            c["spark.executor.memory"] = executor_memory
+        c.update(confs or {})
+        argv = ["--master", m]
+        for k, v in c.items():
+            argv += ["--conf", f"{k}={v}"]
+        return argv
+
+    def spark_submit_cmd(self, app: str | os.PathLike, *args: str, master: str | None = None,
+                         confs: dict[str, str] | None = None, submit_args: list[str] | None = None) -> list[str]:
+        return [str(self.spark_home / "bin" / "spark-submit"),
+                *self.spark_submit_argv(master=master, confs=confs), *(submit_args or []), str(app),
+                *map(str, args)]
+
+    def spark_submit(self, app: str | os.PathLike, *args: str, master: str | None = None,
+                     confs: dict[str, str] | None = None, submit_args: list[str] | None = None,
+                     timeout: float = 600, check: bool = False, cwd: str | None = None,
+                     env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        """Run spark-submit against the standalone master (or `master`); output captured."""
+        full_env = self.env(base=_clean_env())
+        # conf-dir route is not needed here: everything is on the command line
+        for k in ("HADOOP_CONF_DIR", "SPARK_CONF_DIR", "HIVE_CONF_DIR"):
+            full_env.pop(k, None)
+        full_env.update(env or {})
+        return subprocess.run(self.spark_submit_cmd(app, *args, master=master, confs=confs,
+                                                    submit_args=submit_args),
+                              env=full_env, cwd=cwd, capture_output=True, text=True,
+                              timeout=timeout, check=check)
+
+    def run_python(self, script: str | os.PathLike, *args: str, timeout: float = 600,
+                   check: bool = False, cwd: str | None = None,
+                   env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        """Run ``python script args`` with the conf-dir environment (HADOOP_CONF_DIR/SPARK_CONF_DIR)."""
+        full_env = self.env(base=_clean_env())
+        full_env.update(env or {})
+        return subprocess.run([self.python, str(script), *map(str, args)], env=full_env, cwd=cwd,
+                              capture_output=True, text=True, timeout=timeout, check=check)
+
+    def export_lines(self) -> str:
+        import shlex
+        return "".join(f"export {k}={shlex.quote(v)}\n" for k, v in self.env().items())
+
+    # ------------------------------------------------------------ internals
+    def _save_procs(self) -> None:
+        self.info["processes"] = {n: p.to_json() for n, p in self.procs.items()}
+
+    def _write_json(self) -> None:
+        tmp = self.json_path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(self.info, indent=2) + "\n")
+        os.replace(tmp, self.json_path)
+
+    def _start_reaper(self) -> None:
+        pkg_parent = str(Path(__file__).resolve().parent.parent)
+        env = _clean_env()
+        env["PYTHONPATH"] = pkg_parent
+        log = open(self.log_dir / "reaper.log", "ab")
+        self._reaper = subprocess.Popen(
+            [sys.executable, "-m", "testbed.reaper"], stdin=subprocess.PIPE, stdout=log,
+            stderr=subprocess.STDOUT, env=env, start_new_session=True, close_fds=True)
+        log.close()
+        for p in self.procs.values():
+            self._reaper.stdin.write(f"{p.pgid} {p.ticks or 0} {p.name}\n".encode())
+        self._reaper.stdin.flush()
+        self.info["reaper_pid"] = self._reaper.pid
+
+    def _stop_reaper(self) -> None:
+        r = self._reaper
+        if r is None:
+            return
+        try:
+            r.stdin.write(b"done\n")
+            r.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass
+        try:
+            r.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            r.kill()
+            r.wait()
+        self._reaper = None
+
+
+def _spark_daemon_env(run: Path, spark_home: Path) -> dict[str, str]:
+    env = _clean_env()
+    daemon_conf = run / "conf" / "spark-daemons"
+    # no REST submission server: it would take the fixed port 6066
+    write_properties(daemon_conf / "spark-defaults.conf", {"spark.master.rest.enabled": "false"}, sep=" ")
+    for d in ("spark/work", "spark/local", "spark/logs"):
+        (run / d).mkdir(parents=True, exist_ok=True)
+    env.update({
+        "SPARK_HOME": str(spark_home),
+        "SPARK_CONF_DIR": str(daemon_conf),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "SPARK_LOG_DIR": str(run / "spark" / "logs"),
+        "SPARK_WORKER_DIR": str(run / "spark" / "work"),
+        "SPARK_LOCAL_DIRS": str(run / "spark" / "local"),
+        "SPARK_DAEMON_MEMORY": "256m",
+        "SPARK_DAEMON_JAVA_OPTS": " ".join([*DAEMON_JVM_OPTS, f"-Djava.io.tmpdir={run / 'tmp'}"]),
+        "SPARK_NO_DAEMONIZE": "1",
+    })
+    return env
+
+
+def _write_client_conf(bed: Testbed, d: Path) -> None:
+    d.mkdir(parents=True, exist_ok=True)
+    core = {}
+    if bed.hdfs_uri:
+        core["fs.defaultFS"] = bed.hdfs_uri
+    write_site(d / "core-site.xml", core)
+    hdfs = {}
+    if bed.hdfs_uri:
+        hdfs = {"dfs.replication": 1, "dfs.blocksize": bed.block_size,
+                "dfs.client.block.write.replace-datanode-on-failure.enable": False}
+    write_site(d / "hdfs-site.xml", hdfs)
+    hive = {"hive.metastore.warehouse.dir": bed.warehouse_dir}
+    if bed.metastore_uri:
+        hive["hive.metastore.uris"] = bed.metastore_uri
+    write_site(d / "hive-site.xml", hive)
+    write_properties(d / "spark-defaults.conf", bed.spark_confs(), sep=" ")
+
+
+def _prepare_run_dir(run: Path) -> None:
+    """Create run; if it holds an earlier test bed, refuse while it runs, else wipe it."""
+    js = run / JSON_NAME
+    if js.exists():
+        try:
+            old = Testbed.load(js)
+        except (ValueError, TestbedError):
+            old = None
+        if old is not None and any(p.alive() for p in old.procs.values()):
+            raise TestbedError(f"a test bed is already running in {run} (stop it: scripts/testbed down --dir {run})")
+        for child in run.iterdir():
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+    elif run.exists() and any(run.iterdir()):
+        raise TestbedError(f"{run} exists, is not empty and holds no {JSON_NAME}; choose another --dir")
+    run.mkdir(parents=True, exist_ok=True)
