@@ -1,86 +1,30 @@
-"""Shared helpers for the role tests: run the real ``ansible-playbook`` on
-localhost against the collection in this checkout (``lakekeeper.hive``)."""
+"""Fixtures of the role tests (tests/roles): the collection in this checkout
+as ``lakekeeper.hive``, a runner for the real ``ansible-playbook``, and the
+real MIT KDC of ``testbed.kdc``."""
 from __future__ import annotations
 
-import os
-import re
-import subprocess
 import sys
-import textwrap
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests" / "testbed"))
+_HERE = Path(__file__).resolve().parent
+for _p in (_HERE, _HERE.parents[1] / "tests" / "testbed"):
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
 
+from _role_helpers import link_collection, make_runner  # noqa: E402
 from testbed.kdc import kdc  # noqa: E402,F401  (session fixture)
-
-BIN = Path(sys.executable).parent
-RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)"
-                   r"\s+skipped=(\d+)\s+rescued=(\d+)\s+ignored=(\d+)", re.M)
-
-
-@dataclass
-class Run:
-    rc: int
-    output: str
-    ok: int = 0
-    changed: int = 0
-    failed: int = 0
-    skipped: int = 0
-
-    def __str__(self) -> str:  # shown by pytest when an assert fails
-        return f"ansible-playbook rc={self.rc}\n{self.output[-6000:]}"
 
 
 @pytest.fixture(scope="session")
 def collections_dir(tmp_path_factory) -> Path:
     """ANSIBLE_COLLECTIONS_PATH in which lakekeeper.hive is this checkout."""
-    root = tmp_path_factory.mktemp("collections")
-    ns = root / "ansible_collections" / "lakekeeper"
-    ns.mkdir(parents=True)
-    (ns / "hive").symlink_to(REPO, target_is_directory=True)
-    return root
+    return link_collection(tmp_path_factory.mktemp("collections"))
 
 
 @pytest.fixture
 def playbook(tmp_path, collections_dir):
-    """``playbook(yaml_text, check=False, extra_args=())`` writes the playbook,
-    runs it on localhost (connection local) and returns a :class:`Run`."""
-
-    inventory = tmp_path / "inventory.ini"
-    inventory.write_text(
-        f"localhost ansible_connection=local ansible_python_interpreter={sys.executable}\n")
-    counter = {"n": 0}
-
-    def run(text: str, check: bool = False, extra_args=(), env=None) -> Run:
-        counter["n"] += 1
-        path = tmp_path / f"playbook{counter['n']}.yml"
-        path.write_text(textwrap.dedent(text))
-        argv = [str(BIN / "ansible-playbook"), "-i", str(inventory), str(path), *extra_args]
-        if check:
-            argv.append("--check")
-        full_env = dict(os.environ)
-        full_env.update({
-            "ANSIBLE_COLLECTIONS_PATH": str(collections_dir),
-            "ANSIBLE_NOCOLOR": "1",
-            "ANSIBLE_FORCE_COLOR": "0",
-            "ANSIBLE_RETRY_FILES_ENABLED": "0",
-            "ANSIBLE_LOCALHOST_WARNING": "0",
-            "ANSIBLE_DEPRECATION_WARNINGS": "0",
-            "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-        })
-        full_env.update(env or {})
-        proc = subprocess.run(argv, cwd=tmp_path, env=full_env, capture_output=True,
-                              text=True, timeout=300)
-        out = proc.stdout + proc.stderr
-        result = Run(proc.returncode, out)
-        match = RECAP.search(out)
-        if match:
-            result.ok, result.changed = int(match.group(2)), int(match.group(3))
-            result.failed, result.skipped = int(match.group(5)), int(match.group(6))
-        return result
-
-    return run
+    """``playbook(yaml_text, check=False, extra_args=())`` runs the playbook on
+    localhost and returns a :class:`_role_helpers.Run`."""
+    return make_runner(tmp_path, collections_dir)
