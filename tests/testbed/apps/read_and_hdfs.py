@@ -73,7 +73,7 @@ def hdfs_section(spark, base):
     try:
         s = fs.create(Path(f"{q}/big"))
         chunk = bytearray(bs)
-        for _ in range(3):
+        for _block in range(3):
             s.write(chunk)
         s.close()
         out["big_write_error"] = None

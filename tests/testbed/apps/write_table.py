@@ -36,7 +36,7 @@ def main():
 
     # Where did the tasks run? Python workers descend from an executor JVM that
     # the Worker JVM started; the test looks for the Worker's pid among the ancestors.
-    def where(_):
+    def where(_rows):
         yield ancestors(os.getpid())
     task_ancestors = sc.parallelize(range(4), 4).mapPartitions(where).collect()
 

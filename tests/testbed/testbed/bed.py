@@ -111,7 +111,7 @@ def _namenode_template(java: str, jars: Path, log_dir: Path, timeout: float) -> 
             log.parent.mkdir(parents=True, exist_ok=True)
             with open(log, "wb") as out:
                 rc = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, env=_clean_env(),
-                                    cwd=work, timeout=timeout).returncode
+                                    cwd=work, timeout=timeout, check=False).returncode
             if rc != 0 or not (name / "current" / "VERSION").exists():
                 raise TestbedError(f"namenode -format failed (exit {rc}); log: {log}\n{log_tail(log)}")
             os.replace(name, template)

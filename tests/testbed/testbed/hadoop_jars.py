@@ -89,7 +89,7 @@ def _log(msg: str) -> None:
 
 
 def _run(argv: list[str], what: str) -> None:
-    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
     if proc.returncode != 0:
         raise JarFetchError(f"{what} failed (exit {proc.returncode}): {' '.join(argv)}\n{proc.stdout[-4000:]}")
 
@@ -168,7 +168,7 @@ def classpath(directory: Path | None = None) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     import argparse
-    ap = argparse.ArgumentParser(prog="python -m testbed.hadoop_jars", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m testbed.hadoop_jars", description=__doc__.split("\n\n", maxsplit=1)[0])
     ap.add_argument("--check", action="store_true", help="only check; exit 1 if jars are missing")
     args = ap.parse_args(argv)
     if args.check:

@@ -30,7 +30,7 @@ def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
     """n distinct free ports (all sockets held open until every port is chosen)."""
     socks = []
     try:
-        for _ in range(n):
+        for _i in range(n):
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             s.bind((host, 0))
             socks.append(s)
@@ -229,7 +229,7 @@ def wait_all(checks: dict[str, tuple[Proc, Callable[[], bool]]], timeout: float,
         if time.monotonic() - t0 > timeout:
             msgs = [f"{label}: not ready after {timeout:.0f} s; log: {proc.log}\n"
                     f"--- last lines of {proc.log} ---\n{log_tail(proc.log, 15)}"
-                    for label, (proc, _) in pending.items()]
+                    for label, (proc, _ready) in pending.items()]
             raise TestbedError("\n".join(msgs))
         time.sleep(poll)
     return ready_at

@@ -44,8 +44,10 @@ def _report(config, line: str) -> None:
         return
     if capman is not None:
         with capman.global_and_fixture_disabled():
+            tr.ensure_newline()
             tr.write_line(line)
     else:
+        tr.ensure_newline()
         tr.write_line(line)
 
 
@@ -64,7 +66,7 @@ def _acquire(request, tmp_path_factory) -> Testbed:
                         spark=os.environ.get("LAKEKEEPER_TESTBED_NO_SPARK") != "1",
                         hdfs=os.environ.get("LAKEKEEPER_TESTBED_NO_HDFS") != "1")
     t = bed.info["timings"]
-    _report(request.config, f"\ntestbed: started in {t['total_start_s']} s in {run_dir} "
+    _report(request.config, f"testbed: started in {t['total_start_s']} s in {run_dir} "
                             f"({', '.join(f'{k} {v} s' for k, v in t['ready_after_s'].items())})")
     _STATE.update(bed=bed, users=1, owned=True)
     return bed
