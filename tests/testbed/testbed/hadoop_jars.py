@@ -103,7 +103,8 @@ def _download_sdist(work: Path) -> Path:
     _run(pip + ["install", "wheel", "setuptools<70"], "installing wheel and setuptools<70")
     dl = work / "dl"
     _log(f"pip download {SDIST_REQUIREMENT} (about 220 MB, takes a while)")
-    _run(pip + ["download", "--no-deps", "--no-build-isolation", "--no-binary", ":all:",
+    # --no-cache-dir: do not leave a second 220 MB copy in pip's cache
+    _run(pip + ["download", "--no-deps", "--no-build-isolation", "--no-binary", ":all:", "--no-cache-dir",
                 "-d", str(dl), SDIST_REQUIREMENT], f"pip download {SDIST_REQUIREMENT}")
     found = sorted(dl.glob("pyspark-2.4.8*.tar.gz"))
     if not found:
