@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import time
+from datetime import datetime
 
 import pytest
 
@@ -124,25 +125,32 @@ def test_missing_keytab_refused(kdc, principal, ccache, tmp_path, playbook):
     assert f"Keytab {tmp_path / 'nope.keytab'} on localhost does not exist" in res.output, res
 
 
+def ticket_times(kdc, ccache) -> tuple[datetime, datetime]:
+    """(valid starting, expires) of the TGT in ``ccache``."""
+    out = kdc.klist(ccache).stdout
+    match = re.search(r"^(\S+ \S+)\s+(\S+ \S+)\s+krbtgt/", out, re.M)
+    assert match, out
+    return tuple(datetime.strptime(t, "%m/%d/%y %H:%M:%S") for t in match.groups())
+
+
 def test_ticket_renewed_when_expired(kdc, keytabs, principal, ccache, playbook):
-    play = kinit_play(principal, keytabs["good"], ccache, kdc.krb5_conf,
-                      kinit_lifetime="6s", kinit_min_lifetime="0")
-    first = playbook(play)
-    assert first.rc == 0 and first.changed == 1, first
-    obtained = time.monotonic()
-    # still valid (min lifetime 0): kept
-    second = playbook(play)
-    assert second.rc == 0, second
-    if time.monotonic() - obtained < 5:
-        assert second.changed == 0, second
-    # wait until the KDC-issued ticket has really expired
+    # kinit_lifetime is passed as kinit -l: a 4 s ticket
+    short = playbook(kinit_play(principal, keytabs["good"], ccache, kdc.krb5_conf,
+                                kinit_lifetime="4s", kinit_min_lifetime="0"))
+    assert short.rc == 0 and short.changed == 1, short
+    start, end = ticket_times(kdc, ccache)
+    assert (end - start).total_seconds() == 4
     deadline = time.monotonic() + 15
     while klist_valid(kdc, ccache) and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert not klist_valid(kdc, ccache)
-    third = playbook(play)
-    assert third.rc == 0 and third.changed == 1, third
+    assert not klist_valid(kdc, ccache)  # expired, still in the cache
+    assert cache_principal(kdc, ccache) == principal
+
+    renewed = playbook(kinit_play(principal, keytabs["good"], ccache, kdc.krb5_conf,
+                                  kinit_min_lifetime="0"))
+    assert renewed.rc == 0 and renewed.changed == 1, renewed
     assert klist_valid(kdc, ccache)
+    assert ticket_times(kdc, ccache)[0] > start
 
 
 def test_ticket_renewed_when_lifetime_too_short(kdc, keytabs, principal, ccache, playbook):
