@@ -7,7 +7,8 @@ import time
 from typing import Any
 
 from ..backup import find_backups
-from .common import Context, load_table, partition_result, plan, table_result
+from ..journal import Journal
+from .common import Context, leftovers, load_table, partition_result, plan, table_result
 from .recover import _pending_runs
 
 
@@ -37,4 +38,5 @@ def analyze_table(ctx: Context, full_name: str) -> dict[str, Any]:
         partitions=parts,
         backups=backups,
         pending_recovery=_pending_runs(ctx, info),
+        leftovers=leftovers(ctx, p, set(Journal.run_ids(ctx.fs, p.journal_dir))),
     )

@@ -12,7 +12,7 @@ from ..config import Settings
 from ..errors import LakekeeperError, Refused
 from ..fs import HadoopFS
 from ..model import Listing, TableInfo, TablePlan
-from ..planner import plan_table
+from ..planner import parse_hidden_name, plan_table, split_path
 
 log = logging.getLogger(__name__)
 
@@ -31,11 +31,11 @@ def check_eligible(info: TableInfo) -> None:
     full = info.full_name
     if info.table_type == "VIEW":
         raise Refused("view", f"{full} is a view; only external tables are compacted")
-    if info.table_type != "EXTERNAL":
-        raise Refused("managed_table", f"{full} is a {info.table_type} table; only EXTERNAL tables are compacted")
     props = {k.lower(): str(v).lower() for k, v in info.properties.items()}
     if props.get("transactional") == "true" or "transactional_properties" in props:
         raise Refused("transactional_table", f"{full} is transactional (ACID/insert-only); its files belong to Hive")
+    if info.table_type != "EXTERNAL":
+        raise Refused("managed_table", f"{full} is a {info.table_type} table; only EXTERNAL tables are compacted")
     if info.num_buckets > 0:
         raise Refused("bucketed_table", f"{full} is bucketed ({info.num_buckets} buckets); rewriting would break bucketing")
     if info.format is None:
@@ -74,6 +74,25 @@ def list_units(ctx: Context, info: TableInfo) -> list[tuple[str, dict[str, str] 
 
 def plan(ctx: Context, info: TableInfo) -> TablePlan:
     return plan_table(info, list_units(ctx, info), ctx.settings, ctx.run_id)
+
+
+def leftovers(ctx: Context, p: TablePlan, known_runs: set[str]) -> list[dict[str, str]]:
+    """Hidden Lakekeeper directories next to the table's units that no
+    journal accounts for (e.g. copied around by hand, or from a crash of a
+    version without journals). Reported, never touched."""
+    parents = sorted({split_path(u.location)[0] for u in p.units if u.location})
+    lives = {u.location.rstrip("/") for u in p.units}
+    found = []
+    for parent in parents:
+        for name, is_dir in ctx.fs.list_names(parent):
+            parsed = parse_hidden_name(name)
+            if not parsed or not is_dir:
+                continue
+            live, tag, run = parsed
+            if f"{parent}/{live}" in lives and run not in known_runs:
+                found.append({"path": f"{parent}/{name}", "kind": tag, "run_id": run,
+                              "reason": "not recorded in any journal of this table; left untouched"})
+    return found
 
 
 def partition_result(unit: Any, status: str, reason: str, **extra: Any) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from ..model import TableInfo, TablePlan, Unit
 from ..rewrite import source_rows, write_staging
 from ..swap import adopt_late_files, check_unchanged, swap_in
 from ..verify import verify_staging
-from .common import Context, load_table, partition_result, plan, table_result
+from .common import Context, leftovers, load_table, partition_result, plan, table_result
 from .recover import recover_table
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,9 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     p = plan(ctx, info)
     todo = p.to_compact
     skipped = [partition_result(u, "skipped", u.decision.reason) for u in p.units if u not in todo]
-    base = dict(run_id=ctx.run_id, location=info.location, format=info.format, recovered=recovered)
+    known = set(Journal.run_ids(ctx.fs, p.journal_dir)) | {ctx.run_id}
+    base = dict(run_id=ctx.run_id, location=info.location, format=info.format, recovered=recovered,
+                leftovers=leftovers(ctx, p, known))
     if ctx.settings.dry_run:
         parts = [partition_result(u, "planned", u.decision.reason) for u in todo] + skipped
         return table_result(
