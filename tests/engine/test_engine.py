@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import data_files, hidden_entries, make_table, same_rows, snapshot
+from engine_helpers import data_files, hidden_entries, make_table, same_rows, snapshot
 
 pytestmark = pytest.mark.integration
 
