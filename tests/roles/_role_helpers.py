@@ -2,12 +2,13 @@
 this checkout (``lakekeeper.hive``); used by the role tests."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -24,9 +25,15 @@ class Run:
     changed: int = 0
     failed: int = 0
     skipped: int = 0
+    hosts: dict = field(default_factory=dict)  # host -> {"ok", "changed", "failed", ...}
 
     def __str__(self) -> str:  # shown by pytest when an assert fails
-        return f"ansible-playbook rc={self.rc}\n{self.output[-6000:]}"
+        return f"ansible-playbook rc={self.rc}\n{self.output[-8000:]}"
+
+    def fatal(self, host: str) -> str:
+        """The ``fatal: [host]: FAILED! => {...}`` line of ``host`` ('' if none)."""
+        match = re.search(r"^fatal: \[" + re.escape(host) + r"\]: FAILED! => (.*)$", self.output, re.M)
+        return match.group(1) if match else ""
 
 
 def link_collection(root: Path) -> Path:
@@ -43,15 +50,19 @@ def make_runner(workdir: Path, collections_dir: Path):
     the playbook into ``workdir`` and run it on localhost (connection local,
     this Python as the interpreter)."""
     workdir = Path(workdir)
-    inventory = workdir / "inventory.ini"
-    inventory.write_text(
-        f"localhost ansible_connection=local ansible_python_interpreter={sys.executable}\n")
     counter = {"n": 0}
 
-    def run(text: str, check: bool = False, extra_args=(), env=None) -> Run:
+    def run(text: str, check: bool = False, extra_args=(), env=None,
+            hosts: dict[str, dict] | None = None) -> Run:
+        """``hosts``: several local hosts (name -> host vars) run the play in
+        parallel, one ansible-playbook for several cases; default: localhost."""
         counter["n"] += 1
         path = workdir / f"playbook{counter['n']}.yml"
         path.write_text(textwrap.dedent(text))
+        inventory = workdir / f"inventory{counter['n']}.json"
+        host_vars = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+        inventory.write_text(json.dumps({"all": {"hosts": {
+            name: {**host_vars, **extra} for name, extra in (hosts or {"localhost": {}}).items()}}}))
         argv = [str(BIN / "ansible-playbook"), "-i", str(inventory), str(path), *extra_args]
         if check:
             argv.append("--check")
@@ -70,10 +81,13 @@ def make_runner(workdir: Path, collections_dir: Path):
                               text=True, timeout=600)
         out = proc.stdout + proc.stderr
         result = Run(proc.returncode, out)
-        match = RECAP.search(out)
-        if match:
-            result.ok, result.changed = int(match.group(2)), int(match.group(3))
-            result.failed, result.skipped = int(match.group(5)), int(match.group(6))
+        for match in RECAP.finditer(out):
+            result.hosts[match.group(1)] = {
+                "ok": int(match.group(2)), "changed": int(match.group(3)),
+                "failed": int(match.group(5)), "skipped": int(match.group(6))}
+        if result.hosts:
+            for key in ("ok", "changed", "failed", "skipped"):
+                setattr(result, key, sum(h[key] for h in result.hosts.values()))
         return result
 
     return run

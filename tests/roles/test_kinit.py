@@ -14,17 +14,23 @@ import pytest
 pytestmark = pytest.mark.timeout(120)
 
 
-def kinit_play(principal, keytab, ccache, krb5_conf, **extra) -> str:
-    role_vars = {
+def kinit_vars(principal, keytab, ccache, krb5_conf, **extra) -> dict:
+    return {
         "kinit_principal": principal,
         "kinit_keytab": str(keytab),
         "kinit_ccache": ccache,
         "kinit_krb5_config": str(krb5_conf),
         **extra,
     }
+
+
+def kinit_play(principal=None, keytab=None, ccache=None, krb5_conf=None, **extra) -> str:
+    """A play including the role; without arguments the role variables come
+    from the host vars (several cases in one run)."""
+    role_vars = kinit_vars(principal, keytab, ccache, krb5_conf, **extra) if principal else {}
     return f"""
     - name: Kinit
-      hosts: localhost
+      hosts: all
       gather_facts: false
       tasks:
         - name: Include the role
@@ -95,34 +101,37 @@ def test_check_mode_changes_nothing(kdc, keytabs, principal, ccache, tmp_path, p
     assert not (tmp_path / "krb5cc_test").exists()
 
 
-def test_wrong_keytab_fails_with_kinit_error(kdc, keytabs, principal, ccache, playbook):
-    res = playbook(kinit_play(principal, keytabs["other"], ccache, kdc.krb5_conf))
-    assert res.rc != 0 and res.failed == 1, res
-    assert f"Keytab contains no suitable keys for {principal}" in res.output, res
-    assert f"kinit failed for {principal} with keytab {keytabs['other']}" in res.output, res
-
-
-def test_kdc_down_fails_with_kinit_error(kdc, keytabs, principal, ccache, playbook):
-    dead = kdc.dead_krb5_conf()
-    res = playbook(kinit_play(principal, keytabs["good"], ccache, dead))
-    assert res.rc != 0 and res.failed == 1, res
-    assert f"Cannot contact any KDC for realm '{kdc.realm}'" in res.output, res
-
-
-def test_world_readable_keytab_refused(kdc, keytabs, principal, ccache, tmp_path, playbook):
+def test_failures_are_clear(kdc, keytabs, principal, tmp_path, playbook):
     loose = tmp_path / "loose.keytab"
     shutil.copy(keytabs["good"], loose)
     loose.chmod(0o644)
-    res = playbook(kinit_play(principal, loose, ccache, kdc.krb5_conf))
-    assert res.failed == 1, res
-    assert f"Keytab {loose} on localhost is world-readable (mode 0644)" in res.output, res
-    assert not (tmp_path / "krb5cc_test").exists()
+    missing = tmp_path / "nope.keytab"
 
+    def case(name, keytab, krb5_conf=kdc.krb5_conf):
+        return kinit_vars(principal, keytab, f"FILE:{tmp_path}/krb5cc_{name}", krb5_conf)
 
-def test_missing_keytab_refused(kdc, principal, ccache, tmp_path, playbook):
-    res = playbook(kinit_play(principal, tmp_path / "nope.keytab", ccache, kdc.krb5_conf))
-    assert res.failed == 1, res
-    assert f"Keytab {tmp_path / 'nope.keytab'} on localhost does not exist" in res.output, res
+    res = playbook(kinit_play(), hosts={
+        "wrong_keytab": case("wrong_keytab", keytabs["other"]),
+        "kdc_down": case("kdc_down", keytabs["good"], kdc.dead_krb5_conf()),
+        "world_readable": case("world_readable", loose),
+        "missing_keytab": case("missing_keytab", missing),
+    })
+    assert res.rc != 0, res
+    assert {h: v["failed"] for h, v in res.hosts.items()} == dict.fromkeys(
+        ["wrong_keytab", "kdc_down", "world_readable", "missing_keytab"], 1), res
+    msg = {h: json.loads(res.fatal(h))["msg"] for h in res.hosts}
+
+    # kinit's own error, with the principal and the keytab
+    assert msg["wrong_keytab"].startswith(
+        f"kinit failed for {principal} with keytab {keytabs['other']} "
+        f"(cache FILE:{tmp_path}/krb5cc_wrong_keytab, rc 1): "), msg
+    assert f"Keytab contains no suitable keys for {principal}" in msg["wrong_keytab"], msg
+    assert f"Cannot contact any KDC for realm '{kdc.realm}'" in msg["kdc_down"], msg
+    # refused before kinit runs
+    assert msg["world_readable"].startswith(
+        f"Keytab {loose} on world_readable is world-readable (mode 0644)"), msg
+    assert msg["missing_keytab"] == f"Keytab {missing} on missing_keytab does not exist", msg
+    assert not list(tmp_path.glob("krb5cc_*"))
 
 
 def ticket_times(kdc, ccache) -> tuple[datetime, datetime]:
@@ -153,21 +162,26 @@ def test_ticket_renewed_when_expired(kdc, keytabs, principal, ccache, playbook):
     assert ticket_times(kdc, ccache)[0] > start
 
 
-def test_ticket_renewed_when_lifetime_too_short(kdc, keytabs, principal, ccache, playbook):
+def test_ticket_renewed_when_too_short_or_for_another_principal(kdc, keytabs, principal, tmp_path,
+                                                               playbook):
     # a valid ticket with 10 minutes left does not satisfy kinit_min_lifetime=1h
-    kdc.kinit(principal, keytabs["good"], ccache, lifetime="10m")
-    res = playbook(kinit_play(principal, keytabs["good"], ccache, kdc.krb5_conf,
-                              kinit_min_lifetime="1h"))
-    assert res.rc == 0 and res.changed == 1, res
-    assert cache_principal(kdc, ccache) == principal
+    short = f"FILE:{tmp_path}/krb5cc_short"
+    kdc.kinit(principal, keytabs["good"], short, lifetime="10m")
+    # a cache holding another principal's ticket is overwritten
+    other = f"FILE:{tmp_path}/krb5cc_other"
+    kdc.kinit("someone-else", keytabs["other"], other)
+    assert cache_principal(kdc, other) == kdc.principal("someone-else")
 
-
-def test_ticket_of_other_principal_replaced(kdc, keytabs, principal, ccache, playbook):
-    kdc.kinit("someone-else", keytabs["other"], ccache)
-    assert cache_principal(kdc, ccache) == kdc.principal("someone-else")
-    res = playbook(kinit_play(principal, keytabs["good"], ccache, kdc.krb5_conf))
-    assert res.rc == 0 and res.changed == 1, res
-    assert cache_principal(kdc, ccache) == principal
+    res = playbook(kinit_play(), hosts={
+        "short": kinit_vars(principal, keytabs["good"], short, kdc.krb5_conf, kinit_min_lifetime="1h"),
+        "other": kinit_vars(principal, keytabs["good"], other, kdc.krb5_conf),
+    })
+    assert res.rc == 0, res
+    assert res.hosts["short"]["changed"] == 1 and res.hosts["other"]["changed"] == 1, res
+    assert cache_principal(kdc, short) == principal
+    assert cache_principal(kdc, other) == principal
+    start, end = ticket_times(kdc, short)
+    assert (end - start).total_seconds() > 3600
 
 
 def test_destroy(kdc, keytabs, principal, ccache, tmp_path, playbook):

@@ -21,17 +21,23 @@ BASE_PREFIX = sys.base_prefix
 INTERPRETER = str(Path(BASE_PREFIX) / "bin" / f"python{sys.version_info[0]}.{sys.version_info[1]}")
 
 
-def env_play(dest, **extra) -> str:
-    role_vars = {
+def env_vars(dest, **extra) -> dict:
+    return {
         "python_env_dest": str(dest),
         "python_env_interpreter": INTERPRETER,
         "python_env_python_prefix": BASE_PREFIX,
         "python_env_packages": ["PyYAML==6.0.3"],
         **extra,
     }
+
+
+def env_play(dest=None, **extra) -> str:
+    """A play including the role; without ``dest`` the role variables come
+    from the host vars (several cases in one run)."""
+    role_vars = env_vars(dest, **extra) if dest is not None else {}
     return f"""
     - name: Python env
-      hosts: localhost
+      hosts: all
       gather_facts: false
       tasks:
         - name: Include the role
@@ -118,42 +124,43 @@ def test_unpacked_python_imports_yaml(built, tmp_path):
     assert Path(out[1]).resolve() == target.resolve()
 
 
-def test_other_packages_change_the_checksum(built):
-    res = built["run"](env_play(built["dest"], python_env_packages=["PyYAML==6.0.2"]), check=True)
+def test_check_mode_sees_changed_content(built, tmp_path):
+    # a copy of the archive whose checksum file says something else is not trusted
+    stale = tmp_path / "stale"
+    stale.mkdir()
+    (stale / "lakekeeper_env.tar.gz").write_bytes((built["dest"] / "lakekeeper_env.tar.gz").read_bytes())
+    (stale / "lakekeeper_env.tar.gz.content-sha256").write_text("0" * 64 + "\n")
+    res = built["run"](env_play(), check=True, hosts={
+        "other_packages": env_vars(built["dest"], python_env_packages=["PyYAML==6.0.2"]),
+        "stale_sidecar": env_vars(stale),
+    })
     assert res.rc == 0, res
-    assert res.changed == 1, res
-    assert facts(res.output)["checksum"] != facts(built["build"].output)["checksum"]
-
-
-def test_stale_sidecar_means_rebuild(built, tmp_path):
-    # an archive whose checksum file says something else is not trusted
-    work = tmp_path / "dest"
-    work.mkdir()
-    (work / "lakekeeper_env.tar.gz").write_bytes((built["dest"] / "lakekeeper_env.tar.gz").read_bytes())
-    (work / "lakekeeper_env.tar.gz.content-sha256").write_text("0" * 64 + "\n")
-    res = built["run"](env_play(work), check=True)
-    assert res.rc == 0 and res.changed == 1, res
+    assert res.hosts["other_packages"]["changed"] == 1, res
+    assert res.hosts["stale_sidecar"]["changed"] == 1, res
     assert f"published: {'0' * 64}" in res.output
+    built_checksum = facts(built["build"].output)["checksum"]
+    assert f"published: {built_checksum}" in res.output  # other_packages: differs from it
+    assert (stale / "lakekeeper_env.tar.gz.content-sha256").read_text() == "0" * 64 + "\n"
 
 
-def test_conda_builder_without_conda_fails_clearly(built, tmp_path):
-    res = built["run"](env_play(tmp_path / "dest", python_env_builder="conda",
-                                python_env_conda_env="lakekeeper",
-                                python_env_conda_executable="conda-not-installed-here"))
-    assert res.rc != 0 and res.failed == 1, res
-    assert ('python_env_builder=conda needs conda, but \\"conda-not-installed-here\\" was not found'
-            in res.output), res
-    assert not (tmp_path / "dest").exists()
-
-
-def test_conda_builder_needs_an_env(built, tmp_path):
-    res = built["run"](env_play(tmp_path / "dest", python_env_builder="conda"))
-    assert res.failed == 1, res
-    assert "python_env_conda_env" in res.output and "is required with python_env_builder=conda" in res.output
-
-
-def test_hdfs_destination_needs_the_hdfs_cli(built, tmp_path):
-    res = built["run"](env_play("hdfs://127.0.0.1:1/apps/lakekeeper",
-                                python_env_hdfs_executable="hdfs-not-installed-here"))
-    assert res.failed == 1, res
-    assert "is a Hadoop filesystem URI, but the" in res.output, res
+def test_clear_failures(built, tmp_path):
+    res = built["run"](env_play(), hosts={
+        "no_conda": env_vars(tmp_path / "d1", python_env_builder="conda", python_env_conda_env="lakekeeper",
+                             python_env_conda_executable="conda-not-installed-here"),
+        "no_conda_env": env_vars(tmp_path / "d2", python_env_builder="conda"),
+        "no_hdfs_cli": env_vars("hdfs://127.0.0.1:1/apps/lakekeeper",
+                                python_env_hdfs_executable="hdfs-not-installed-here"),
+        "relative_dest": env_vars("relative/dir"),
+    })
+    assert res.rc != 0, res
+    assert all(h["failed"] == 1 for h in res.hosts.values()) and len(res.hosts) == 4, res
+    msg = {h: json.loads(res.fatal(h))["msg"] for h in res.hosts}
+    assert msg["no_conda"].startswith(
+        'python_env_builder=conda needs conda, but "conda-not-installed-here" was not found on no_conda'), msg
+    assert "python_env_conda_env (a conda environment name or prefix) is required with python_env_builder=conda" \
+        in msg["no_conda_env"], msg
+    assert msg["no_hdfs_cli"].startswith(
+        "python_env_dest hdfs://127.0.0.1:1/apps/lakekeeper is a Hadoop filesystem URI, "
+        'but the "hdfs-not-installed-here" CLI was not found on no_hdfs_cli'), msg
+    assert msg["relative_dest"].startswith('python_env_dest "relative/dir" must be an absolute directory'), msg
+    assert not list(tmp_path.iterdir())
