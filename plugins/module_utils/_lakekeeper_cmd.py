@@ -443,8 +443,8 @@ def _count(part, key):
 def build_diff(doc, dry_run=False):
     """Before/after file counts per table (and per partition).
 
-    In a dry run a planned partition's ``after`` is the engine's
-    ``files_after`` when given, else its ``target_files``.
+    In a dry run a planned partition's ``after`` is its ``target_files`` (the
+    engine's ``files_after`` then still counts what is on disk).
     """
     before = {}
     after = {}
@@ -458,7 +458,8 @@ def build_diff(doc, dry_run=False):
             spec = str(part.get('spec') or '')
             fb = _count(part, 'files_before')
             fa = _count(part, 'files_after')
-            if fa is None and dry_run and part.get('status') == 'planned':
+            if dry_run and part.get('status') == 'planned' and _count(part, 'target_files') is not None:
+                # A dry run reports what is on disk (nothing changed); the diff shows the plan.
                 fa = _count(part, 'target_files')
             if fa is None:
                 fa = fb

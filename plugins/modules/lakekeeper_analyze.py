@@ -13,7 +13,7 @@ short_description: Report which Hive external tables need compaction
 version_added: 0.1.0
 description:
   - Runs the lakekeeper engine command C(analyze) on the selected Hive EXTERNAL tables - file counts and sizes per
-    partition, and whether each table would be compacted (RV(tables[].would_change)).
+    partition, and whether each table needs compaction (RV(tables[].needs_compaction)).
   - Writes nothing; always reports RV(changed=false).
 author:
   - Lakekeeper for Ansible contributors (!UNKNOWN)
@@ -62,7 +62,7 @@ EXAMPLES = r"""
 
 - name: Tables that would be compacted
   ansible.builtin.debug:
-    msg: "{{ analysis.tables | selectattr('would_change') | map(attribute='table') | list }}"
+    msg: "{{ analysis.tables | selectattr('needs_compaction') | map(attribute='table') | list }}"
 
 - name: Analyze on a Kerberized YARN cluster with a lakekeeper YAML file
   lakekeeper.hive.lakekeeper_analyze:
@@ -129,9 +129,13 @@ tables:
       type: bool
       returned: always
     would_change:
-      description: Whether this table would change (the check mode's answer).
+      description: Whether this table would change (the check mode's answer); always false for C(analyze).
       type: bool
       returned: always
+    needs_compaction:
+      description: Whether the table has partitions below the compaction threshold.
+      type: bool
+      returned: by C(analyze) and dry runs, when the engine reports it
     backup_table:
       description: The backup table kept for a rollback.
       type: str

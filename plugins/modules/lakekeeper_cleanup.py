@@ -126,9 +126,13 @@ tables:
       type: bool
       returned: always
     would_change:
-      description: Whether this table would change (the check mode's answer).
+      description: Whether this table would change (the check mode's answer); always false for C(analyze).
       type: bool
       returned: always
+    needs_compaction:
+      description: Whether the table has partitions below the compaction threshold.
+      type: bool
+      returned: by C(analyze) and dry runs, when the engine reports it
     backup_table:
       description: The backup table kept for a rollback.
       type: str

@@ -140,7 +140,7 @@ def test_check_mode_runs_dry_and_reports_would_change(engine, tmp_path):
     assert res['changed'] is True and res['dry_run'] is True
     assert res['msg'] == '(dry run) stub compact'
     assert res['diff'] == {'before': {'db.events': {'files': 60, 'partitions': {'': 60}}},
-                           'after': {'db.events': {'files': 60, 'partitions': {'': 60}}}}
+                           'after': {'db.events': {'files': 1, 'partitions': {'': 1}}}}  # the planned target
 
 
 def test_second_run_unchanged(engine, tmp_path, monkeypatch):

@@ -1,0 +1,48 @@
+# -*- coding: utf-8 -*-
+# Copyright: Lakekeeper for Ansible contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Fixtures of the playbook tests: the collection, built and installed.
+
+By default the collection is built with ``ansible-galaxy collection build``
+and installed from the tarball with ``ansible-galaxy collection install
+--offline`` into a temporary ``ansible_collections`` tree, so the tests run
+what users get. ``LAKEKEEPER_E2E_COLLECTION=link`` uses a symlink to the
+working tree instead (faster while editing the plugins).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from e2e_helpers import BIN, ROOT, run  # pylint: disable=import-error
+
+
+@pytest.fixture(scope='session')
+def built_collection(tmp_path_factory):
+    """(tarball, ansible_collections parent dir) of the built and installed collection."""
+    work = tmp_path_factory.mktemp('collection')
+    mode = os.environ.get('LAKEKEEPER_E2E_COLLECTION', 'build')
+    if mode == 'link':
+        namespace = work / 'ansible_collections' / 'lakekeeper'
+        namespace.mkdir(parents=True)
+        os.symlink(ROOT, str(namespace / 'hive'))
+        return None, str(work)
+    dist = work / 'dist'
+    res = run([os.path.join(BIN, 'ansible-galaxy'), 'collection', 'build', ROOT, '--output-path', str(dist)])
+    assert res.returncode == 0, 'ansible-galaxy collection build failed:\n' + res.stdout
+    tarballs = sorted(dist.glob('lakekeeper-hive-*.tar.gz'))
+    assert len(tarballs) == 1, res.stdout
+    installed = work / 'installed'
+    res = run([os.path.join(BIN, 'ansible-galaxy'), 'collection', 'install', '--offline', '--no-deps',
+               '-p', str(installed), str(tarballs[0])])
+    assert res.returncode == 0, 'ansible-galaxy collection install failed:\n' + res.stdout
+    return str(tarballs[0]), str(installed)
+
+
+@pytest.fixture(scope='session')
+def collection_path(built_collection):
+    return built_collection[1]
