@@ -290,6 +290,21 @@ class KDC:
         self.stop_daemon()
         raise RuntimeError("krb5kdc did not start listening: " + self._tail())
 
+    def daemon_pid(self) -> int | None:
+        """The pid of the krb5kdc that :meth:`start_daemon` started, if it still runs."""
+        try:
+            pid = int(self.pidfile.read_text().strip())
+            os.kill(pid, 0)
+        except (FileNotFoundError, ValueError, ProcessLookupError):
+            return None
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().split(")")[-1].split()[0] == "Z":  # zombie
+                    return None
+        except OSError:
+            pass
+        return pid
+
     def stop_daemon(self) -> None:
         """Stop the krb5kdc that :meth:`start_daemon` started (by its pidfile)."""
         try:
@@ -385,7 +400,8 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - manual/mol
     sub = parser.add_subparsers(dest="cmd")
     sub.add_parser("run", help="foreground: start a temporary realm, Ctrl-C stops it (default)")
     start = sub.add_parser("start", help="create DIR's realm if missing, add principals, start krb5kdc "
-                                         "in the background, print a JSON description")
+                                         "in the background unless it runs, print a JSON description "
+                                         "(\"started\": false when it was running)")
     start.add_argument("dir")
     start.add_argument("--realm", default=DEFAULT_REALM)
     start.add_argument("--principal", action="append", default=None,
@@ -410,9 +426,12 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - manual/mol
             else:
                 principal, path = k.add_principal(name, keytab)
                 keytabs[principal] = str(path)
-        pid = k.start_daemon()
-        print(json.dumps({"realm": k.realm, "port": k.port, "pid": pid, "env": k.env,
-                          "krb5_conf": str(k.krb5_conf), "keytabs": keytabs}))
+        pid = k.daemon_pid()
+        started = pid is None
+        if started:
+            pid = k.start_daemon()
+        print(json.dumps({"realm": k.realm, "port": k.port, "pid": pid, "started": started,
+                          "env": k.env, "krb5_conf": str(k.krb5_conf), "keytabs": keytabs}))
         return 0
     if args.cmd == "stop":
         workdir = Path(args.dir)
