@@ -212,8 +212,9 @@ class HadoopFS:
 
     def copy_permissions(self, src: str, dst: str, recursive_files: bool = True) -> list[str]:
         """Give ``dst`` (and its files) the owner, group and mode of ``src``
-        (and its first file). Returns warnings for what the filesystem refused."""
-        warnings: list[str] = []
+        (and its first file), and the directory's ACL and quotas (see
+        ``copy_dir_attributes``). Returns warnings for what the filesystem refused."""
+        warnings: list[str] = self.copy_dir_attributes(src, dst)
         fs = self.fs(src)
         st = fs.getFileStatus(self.path(src))
         targets = [(self.path(dst), st)]
@@ -236,6 +237,10 @@ class HadoopFS:
                 except Exception as exc:  # noqa: BLE001
                     warnings.append(f"setOwner {path.toString()}: {_java_message(exc)}")
         return warnings
+
+    def duplicate_file(self, src: str, dst: str) -> None:
+        fs = self.fs(src)
+        self._jvm.org.apache.hadoop.fs.FileUtil.copy(fs, self.path(src), fs, self.path(dst), False, self._conf)
 
     # ------------------------------------------------------------ small files
     def write_text(self, uri: str, text: str) -> None:
@@ -285,12 +290,61 @@ class HadoopFS:
             "space_quota": int(cs.getSpaceQuota()),
         }
 
+    def quota_usage(self, uri: str) -> dict[str, int]:
+        """Namespace and space quota of a directory and what counts against
+        them. ``getQuotaUsage`` is cheap on the NameNode; Hadoop 2.7 lacks it,
+        then the content summary gives the same figures."""
+        fs, p = self.fs(uri), self.path(uri)
+        try:
+            q = fs.getQuotaUsage(p)
+            return {
+                "quota": int(q.getQuota()),
+                "namespace_used": int(q.getFileAndDirectoryCount()),
+                "space_quota": int(q.getSpaceQuota()),
+                "space_consumed": int(q.getSpaceConsumed()),
+            }
+        except Exception:  # noqa: BLE001 - older NameNodes: "Unknown method getQuotaUsage"
+            cs = self.content_summary(uri)
+            return {
+                "quota": cs["quota"],
+                "namespace_used": cs["file_count"] + cs["directory_count"],
+                "space_quota": cs["space_quota"],
+                "space_consumed": cs["space_consumed"],
+            }
+
     def fs_status(self, uri: str) -> dict[str, int]:
         st = self.fs(uri).getStatus(self.path(uri))
         return {"capacity": int(st.getCapacity()), "used": int(st.getUsed()), "remaining": int(st.getRemaining())}
 
-    def default_replication(self, uri: str) -> int:
+    def replication(self, uri: str) -> int:
         return int(self.fs(uri).getDefaultReplication(self.path(uri)))
+
+    def block_size(self, uri: str) -> int:
+        return int(self.fs(uri).getDefaultBlockSize(self.path(uri)))
+
+    def copy_dir_attributes(self, src: str, dst: str) -> list[str]:
+        """What lives on a directory's inode and would stay behind with the
+        moved-aside original: its ACL and its quotas (HDFS). Best effort on
+        filesystems without them; returns warnings."""
+        warnings: list[str] = []
+        fs, s, d = self.fs(src), self.path(src), self.path(dst)
+        if str(fs.getScheme()) != "hdfs":
+            return warnings
+        try:
+            acl = fs.getAclStatus(s)
+            entries = acl.getEntries()
+            if entries.size():
+                fs.setAcl(d, entries)
+        except Exception as exc:  # noqa: BLE001 - ACLs disabled on the NameNode
+            if "AclException" not in str(exc) and "disabled" not in str(exc):
+                warnings.append(f"ACL of {src}: {_java_message(exc)}")
+        q = self.quota_usage(src)
+        if q["quota"] >= 0 or q["space_quota"] >= 0:
+            try:
+                fs.setQuota(d, q["quota"], q["space_quota"])
+            except Exception as exc:  # noqa: BLE001 - needs superuser
+                warnings.append(f"quota of {src} not copied to {dst}: {_java_message(exc)}")
+        return warnings
 
 
 def _java_message(exc: Exception) -> str:

@@ -1,12 +1,20 @@
-"""Engine tests: one real local SparkSession with Hive support and an
-embedded Derby Metastore for the whole pytest session, tables created by
-the tests in a temporary warehouse."""
+"""Engine tests: one real SparkSession with Hive support for the whole pytest
+session, tables created by the tests.
+
+Backends (``LAKEKEEPER_ENGINE_BACKEND``):
+
+- ``local`` (default): local Spark, embedded Derby Metastore, ``file://`` warehouse;
+- ``testbed``: the test bed named by ``LAKEKEEPER_TESTBED_JSON`` (HDFS, the
+  Hive Metastore service, Spark standalone with executors in a worker JVM).
+  ``tests/testbed/test_engine_on_testbed.py`` runs this suite that way.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -15,22 +23,42 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "spark_app"))
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+BACKEND = os.environ.get("LAKEKEEPER_ENGINE_BACKEND", "local")
 
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     from lakekeeper_spark.session import build_session
 
-    state = tmp_path_factory.mktemp("embedded")
-    s = build_session("local[2]", str(state), {"spark.sql.shuffle.partitions": "4"})
+    if BACKEND == "testbed":
+        sys.path.insert(0, str(ROOT / "tests" / "testbed"))
+        from testbed.bed import Testbed
+
+        bed = Testbed.load(os.environ["LAKEKEEPER_TESTBED_JSON"])
+        confs = dict(bed.spark_confs(python=sys.executable))
+        confs.update({"spark.executor.memory": "512m", "spark.sql.shuffle.partitions": "4"})
+        s = build_session(bed.master_url, None, confs)
+    else:
+        state = tmp_path_factory.mktemp("embedded")
+        s = build_session("local[2]", str(state), {"spark.sql.shuffle.partitions": "4"})
     s.sql("CREATE DATABASE IF NOT EXISTS lk")
     yield s
     s.stop()
 
 
 @pytest.fixture(scope="session")
-def warehouse(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("data")
+def warehouse(spark, tmp_path_factory) -> str:
+    """Base URI for the tests' table directories."""
+    if BACKEND == "testbed":
+        return spark.conf.get("spark.hadoop.fs.defaultFS").rstrip("/") + f"/lk-engine-tests/{uuid.uuid4().hex[:8]}"
+    return "file://" + str(tmp_path_factory.mktemp("data"))
+
+
+@pytest.fixture(scope="session")
+def files(spark):
+    from engine_helpers import Files
+
+    return Files(spark)
 
 
 class Engine:

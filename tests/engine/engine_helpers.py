@@ -1,33 +1,83 @@
-"""Helpers shared by the engine tests (file snapshots, table factory)."""
+"""Helpers shared by the engine tests: file checks through the Hadoop
+FileSystem API (so the same test runs on file:// and hdfs://) and a table
+factory."""
 
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
-
-def snapshot(path: Path) -> dict[str, str]:
-    """Relative path -> sha256 of every visible data file under ``path``."""
-    out = {}
-    for p in sorted(path.rglob("*")):
-        rel = p.relative_to(path)
-        if p.is_file() and not any(part.startswith((".", "_")) for part in rel.parts):
-            out[str(rel)] = hashlib.sha256(p.read_bytes()).hexdigest()
-    return out
+from typing import Any
 
 
-def hidden_entries(path: Path) -> list[str]:
-    return sorted(str(p.relative_to(path)) for p in path.rglob(".*") if not p.name.endswith(".crc"))
+class Files:
+    """What the tests need to look at or break on the table's filesystem."""
+
+    def __init__(self, spark: Any):
+        from lakekeeper_spark.fs import HadoopFS
+
+        self.spark = spark
+        self.fs = HadoopFS(spark)
+        self._jvm = spark._jvm
+
+    def _walk(self, uri: str, rel: str = ""):
+        for name, is_dir in sorted(self.fs.list_names(uri)):
+            child_rel = f"{rel}/{name}" if rel else name
+            yield child_rel, is_dir
+            if is_dir:
+                yield from self._walk(f"{uri.rstrip('/')}/{name}", child_rel)
+
+    def read_bytes(self, uri: str) -> bytes:
+        stream = self.fs.fs(uri).open(self.fs.path(uri))
+        try:
+            return bytes(self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
+        finally:
+            stream.close()
+
+    def write_bytes(self, uri: str, data: bytes) -> None:
+        out = self.fs.fs(uri).create(self.fs.path(uri), True)
+        try:
+            out.write(bytearray(data))
+        finally:
+            out.close()
+
+    def snapshot(self, uri: str) -> dict[str, str]:
+        """Relative path -> sha256 of every visible data file under ``uri``."""
+        out = {}
+        for rel, is_dir in self._walk(uri):
+            if not is_dir and not any(p.startswith((".", "_")) for p in rel.split("/")):
+                out[rel] = hashlib.sha256(self.read_bytes(f"{uri.rstrip('/')}/{rel}")).hexdigest()
+        return out
+
+    def hidden(self, uri: str) -> list[str]:
+        """Hidden entries anywhere under ``uri`` (checksum files excepted)."""
+        return [rel for rel, _ in self._walk(uri)
+                if rel.rsplit("/", 1)[-1].startswith(".") and not rel.endswith(".crc")]
+
+    def names(self, uri: str) -> list[str]:
+        return sorted(n for n, _ in self.fs.list_names(uri))
+
+    def data_files(self, uri: str) -> list[str]:
+        return [f"{uri.rstrip('/')}/{f.name}" for f in sorted(self.fs.list_dir(uri).files, key=lambda f: f.name)]
+
+    def rmtree(self, uri: str) -> None:
+        self.fs.delete(uri)
+
+    def mkdir(self, uri: str) -> None:
+        self.fs.mkdirs(uri)
+
+    def exists(self, uri: str) -> bool:
+        return self.fs.exists(uri)
 
 
-def data_files(path: Path) -> list[Path]:
-    return sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith((".", "_")))
+def parent(uri: str) -> str:
+    return uri.rstrip("/").rsplit("/", 1)[0]
 
 
-def make_table(spark, warehouse: Path, name: str, fmt: str = "parquet", rows: int = 2000, files: int = 50,
+def make_table(spark, warehouse: str, name: str, fmt: str = "parquet", rows: int = 2000, files: int = 50,
                partitions: dict[str, int] | None = None, props: dict[str, str] | None = None,
-               row_format: str = "") -> Path:
-    """Create EXTERNAL table lk.<name> with small files. ``partitions``: value of ``dt`` -> files."""
-    loc = warehouse / name
+               row_format: str = "") -> str:
+    """Create EXTERNAL table lk.<name> with small files; returns its location URI.
+    ``partitions``: value of ``dt`` -> number of files."""
+    loc = f"{warehouse}/{name}"
     spark.sql(f"DROP TABLE IF EXISTS lk.{name}")
     tbl = ""
     if props:
@@ -35,7 +85,7 @@ def make_table(spark, warehouse: Path, name: str, fmt: str = "parquet", rows: in
     part = "PARTITIONED BY (dt STRING)" if partitions else ""
     spark.sql(
         f"CREATE EXTERNAL TABLE lk.{name} (id BIGINT, name STRING, amount DECIMAL(12,2), ts TIMESTAMP) {part} "
-        f"{row_format} STORED AS {fmt} LOCATION 'file://{loc}' {tbl}"
+        f"{row_format} STORED AS {fmt} LOCATION '{loc}' {tbl}"
     )
     body = ["id", "concat('name-', id) AS name", "CAST(id * 1.5 AS DECIMAL(12,2)) AS amount",
             "timestamp_seconds(1700000000 + id) AS ts"]
@@ -51,5 +101,11 @@ def make_table(spark, warehouse: Path, name: str, fmt: str = "parquet", rows: in
     return loc
 
 
-def same_rows(spark, left, right) -> bool:
+def frozen(spark, table: str):
+    """The table's current rows as an in-memory DataFrame (survives later swaps)."""
+    df = spark.table(table)
+    return spark.createDataFrame(df.collect(), df.schema)
+
+
+def same_rows(left, right) -> bool:
     return left.exceptAll(right).count() == 0 and right.exceptAll(left).count() == 0

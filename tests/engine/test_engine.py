@@ -1,16 +1,13 @@
-"""Integration tests of the engine on real local Spark with a real (embedded
-Derby) Hive Metastore and real files. Each test builds its own tables."""
+"""Integration tests of the engine on real Spark with a real Hive Metastore
+and real files. Each test builds its own tables. The same tests run on the
+embedded default (file://, Derby) and on the test bed (hdfs://, Metastore
+service, Spark standalone): see conftest.py."""
 
 from __future__ import annotations
 
-import glob
-import os
-import shutil
-from pathlib import Path
-
 import pytest
 
-from engine_helpers import data_files, hidden_entries, make_table, same_rows, snapshot
+from engine_helpers import frozen, make_table, parent, same_rows
 
 pytestmark = pytest.mark.integration
 
@@ -34,22 +31,17 @@ def backup_tables(spark) -> list[str]:
     return sorted(r.tableName for r in spark.sql("SHOW TABLES IN lk").collect() if r.tableName.startswith("__bkp"))
 
 
-def parquet_codec(spark, path: Path) -> str:
-    from lakekeeper_spark.formats import parquet_footer
-
-    return parquet_footer(spark, "file://" + str(data_files(path)[0]))["codec"]
-
-
-def test_non_partitioned_parquet_full_cycle(spark, engine, warehouse):
+def test_non_partitioned_parquet_full_cycle(spark, engine, files, warehouse):
     """600 small ZSTD files: analyze and dry run write nothing; compact
     verifies and swaps in place; a second run changes nothing; rollback is
     byte-identical; cleanup frees the original."""
-    loc = make_table(spark, warehouse, "flat_pq", rows=6000, files=600,
-                     props={"parquet.compression": "ZSTD"})
+    from lakekeeper_spark.formats import parquet_footer
+
+    loc = make_table(spark, warehouse, "flat_pq", rows=6000, files=600, props={"parquet.compression": "ZSTD"})
     t = "lk.flat_pq"
-    original = snapshot(loc)
+    original = files.snapshot(loc)
     assert len(original) == 600
-    rows = spark.createDataFrame(spark.table(t).collect(), spark.table(t).schema)
+    rows = frozen(spark, t)
     location = location_of(spark, t)
 
     res = engine.one("analyze", t)
@@ -58,23 +50,23 @@ def test_non_partitioned_parquet_full_cycle(spark, engine, warehouse):
     assert part["decision"] == "compact" and part["target_files"] == 1 and part["median_file_bytes"] > 0
     res = engine.one("compact", t, dry_run=True)
     assert res["status"] == "planned" and res["would_change"] and not res["changed"]
-    assert snapshot(loc) == original and hidden_entries(loc.parent) == [] and backup_tables(spark) == []
+    assert files.snapshot(loc) == original and files.hidden(parent(loc)) == [] and backup_tables(spark) == []
 
     res = engine.one("compact", t)
     assert res["status"] == "compacted" and res["changed"], res
     p = res["partitions"][0]
     assert (p["files_before"], p["files_after"]) == (600, 1)
     assert p["rows_before"] == p["rows_after"] == 6000
-    assert len(data_files(loc)) == 1
+    assert len(files.data_files(loc)) == 1
     assert location_of(spark, t) == location  # the Metastore location never changes
-    assert parquet_codec(spark, loc) == "ZSTD"
+    assert parquet_footer(spark, files.data_files(loc)[0])["codec"] == "ZSTD"
     spark.sql(f"REFRESH TABLE {t}")
-    assert same_rows(spark, spark.table(t), rows)
+    assert same_rows(spark.table(t), rows)
     bkp = res["backup_table"]
     assert bkp.startswith("lk.__bkp_flat_pq_")
     props = {r.key: r.value for r in spark.sql(f"SHOW TBLPROPERTIES {bkp}").collect()}
     assert props["external.table.purge"] == "false" and props["lakekeeper.backup_of"] == t
-    assert same_rows(spark, spark.table(bkp), rows)  # the backup reads the original files
+    assert same_rows(spark.table(bkp), rows)  # the backup reads the original files
     assert location_of(spark, bkp).rsplit("/", 1)[1].startswith(".flat_pq.lk_old_")
 
     again = engine.one("compact", t)
@@ -82,36 +74,36 @@ def test_non_partitioned_parquet_full_cycle(spark, engine, warehouse):
 
     res = engine.one("rollback", t)
     assert res["status"] == "rolled_back" and res["changed"]
-    assert snapshot(loc) == original  # same files, same bytes
-    assert backup_tables(spark) == [] and hidden_entries(loc.parent) == []
+    assert files.snapshot(loc) == original  # same files, same bytes
+    assert backup_tables(spark) == [] and files.hidden(parent(loc)) == []
     assert engine.one("rollback", t)["changed"] is False
 
     engine.one("compact", t)
     res = engine.one("cleanup", t)
-    assert res["status"] == "cleaned" and res["freed_bytes"] == sum(
-        (f.stat().st_size for f in Path(str(loc)).parent.glob("nothing")), 0) + res["backups_removed"][0]["bytes"]
-    assert res["backups_removed"][0]["bytes"] > 0
-    assert backup_tables(spark) == [] and hidden_entries(loc.parent) == []
+    assert res["status"] == "cleaned" and res["backups_removed"][0]["bytes"] > 0
+    assert res["freed_bytes"] == res["backups_removed"][0]["bytes"]
+    assert backup_tables(spark) == [] and files.hidden(parent(loc)) == []
     spark.sql(f"REFRESH TABLE {t}")
-    assert same_rows(spark, spark.table(t), rows)
+    assert same_rows(spark.table(t), rows)
     assert engine.one("cleanup", t)["changed"] is False
 
 
-def test_two_level_partitions_with_one_outside_the_root(spark, engine, warehouse, tmp_path):
+def test_two_level_partitions_with_one_outside_the_root(spark, engine, files, warehouse):
     t = "lk.parts"
-    loc = warehouse / "parts"
-    outside = tmp_path / "elsewhere" / "m=03"
+    loc = f"{warehouse}/parts"
+    outside = f"{warehouse}/elsewhere/m=03"
     spark.sql(f"DROP TABLE IF EXISTS {t}")
     spark.sql(f"CREATE EXTERNAL TABLE {t} (id BIGINT, v STRING) PARTITIONED BY (y STRING, m STRING) "
-              f"STORED AS PARQUET LOCATION 'file://{loc}'")
-    spark.sql(f"ALTER TABLE {t} ADD PARTITION (y='2024', m='03') LOCATION 'file://{outside}'")
-    for m, files, start in (("01", 40, 0), ("02", 1, 1000), ("03", 30, 2000)):
-        spark.range(start, start + 1000).selectExpr("id", "cast(id as string) v").repartition(files) \
+              f"STORED AS PARQUET LOCATION '{loc}'")
+    spark.sql(f"ALTER TABLE {t} ADD PARTITION (y='2024', m='03') LOCATION '{outside}'")
+    for m, nfiles, start in (("01", 40, 0), ("02", 1, 1000), ("03", 30, 2000)):
+        spark.range(start, start + 1000).selectExpr("id", "cast(id as string) v").repartition(nfiles) \
             .createOrReplaceTempView("lk_src")
         spark.sql(f"INSERT INTO {t} PARTITION (y='2024', m='{m}') SELECT * FROM lk_src")
-    rows = spark.createDataFrame(spark.table(t).collect(), spark.table(t).schema)
+    rows = frozen(spark, t)
     before_locs = partition_locations(spark, t)
-    snaps = {"01": snapshot(loc / "y=2024" / "m=01"), "02": snapshot(loc / "y=2024" / "m=02"), "03": snapshot(outside)}
+    snaps = {m: files.snapshot(f"{loc}/y=2024/m={m}") for m in ("01", "02")}
+    snaps["03"] = files.snapshot(outside)
 
     res = engine.one("compact", t)
     assert res["status"] == "compacted", res
@@ -120,11 +112,11 @@ def test_two_level_partitions_with_one_outside_the_root(spark, engine, warehouse
     assert by_spec["y=2024/m=02"]["status"] == "skipped" and by_spec["y=2024/m=02"]["reason"] == "a single file"
     assert by_spec["y=2024/m=03"]["status"] == "compacted"
     assert partition_locations(spark, t) == before_locs
-    assert snapshot(loc / "y=2024" / "m=02") == snaps["02"]  # untouched partition, untouched files
-    assert len(data_files(outside)) == 1
-    assert any(n.startswith(".m=03.lk_old_") for n in os.listdir(outside.parent))
+    assert files.snapshot(f"{loc}/y=2024/m=02") == snaps["02"]  # untouched partition, untouched files
+    assert len(files.data_files(outside)) == 1
+    assert any(n.startswith(".m=03.lk_old_") for n in files.names(parent(outside)))
     spark.sql(f"REFRESH TABLE {t}")
-    assert same_rows(spark, spark.table(t), rows)
+    assert same_rows(spark.table(t), rows)
     # Readers and MSCK REPAIR TABLE never see the hidden directories.
     spark.sql(f"MSCK REPAIR TABLE {t}")
     assert sorted(r[0] for r in spark.sql(f"SHOW PARTITIONS {t}").collect()) == sorted(
@@ -135,9 +127,9 @@ def test_two_level_partitions_with_one_outside_the_root(spark, engine, warehouse
 
     res = engine.one("rollback", t)
     assert res["status"] == "rolled_back"
-    assert snapshot(loc / "y=2024" / "m=01") == snaps["01"] and snapshot(outside) == snaps["03"]
+    assert files.snapshot(f"{loc}/y=2024/m=01") == snaps["01"] and files.snapshot(outside) == snaps["03"]
     assert partition_locations(spark, t) == before_locs
-    assert hidden_entries(loc) == [] and not any(n.startswith(".") for n in os.listdir(outside.parent))
+    assert files.hidden(loc) == [] and not any(n.startswith(".") for n in files.names(parent(outside)))
 
 
 FORMATS = {
@@ -153,7 +145,7 @@ FORMATS = {
 
 
 @pytest.mark.parametrize("case", sorted(FORMATS))
-def test_formats_keep_their_codec(spark, engine, warehouse, case):
+def test_formats_keep_their_codec(spark, engine, files, warehouse, case):
     from lakekeeper_spark.formats import detect_codec
 
     spec = FORMATS[case]
@@ -167,43 +159,41 @@ def test_formats_keep_their_codec(spark, engine, warehouse, case):
             spark.conf.unset(k)
     t = f"lk.{case}"
     fmt = {"textfile": "text"}.get(spec["fmt"], spec["fmt"])
-    first = "file://" + str(data_files(loc)[0])
-    assert str(detect_codec(spark, fmt, first)["codec"]).lower() == spec["codec"].lower()
-    original = snapshot(loc)
-    rows = spark.createDataFrame(spark.table(t).collect(), spark.table(t).schema)
+    assert str(detect_codec(spark, fmt, files.data_files(loc)[0])["codec"]).lower() == spec["codec"].lower()
+    original = files.snapshot(loc)
+    rows = frozen(spark, t)
 
     res = engine.one("compact", t)
     assert res["status"] == "compacted", res
     p = res["partitions"][0]
     assert p["files_after"] == 1 and p["rows_before"] == p["rows_after"] == 1500
-    new = data_files(loc)
+    new = files.data_files(loc)
     assert len(new) == 1
-    assert str(detect_codec(spark, fmt, "file://" + str(new[0]))["codec"]).lower() == spec["codec"].lower()
+    assert str(detect_codec(spark, fmt, new[0])["codec"]).lower() == spec["codec"].lower()
     spark.sql(f"REFRESH TABLE {t}")
-    assert same_rows(spark, spark.table(t), rows)
+    assert same_rows(spark.table(t), rows)
     assert engine.one("compact", t)["changed"] is False
     engine.one("rollback", t)
-    assert snapshot(loc) == original
+    assert files.snapshot(loc) == original
 
 
-def test_refusals_touch_nothing(spark, engine, warehouse):
-    loc = warehouse / "refused"
-    statements = {
-        "managed": "CREATE TABLE lk.r_managed (id INT) STORED AS PARQUET",
-        "bucketed": f"CREATE EXTERNAL TABLE lk.r_bucketed (id INT) CLUSTERED BY (id) INTO 4 BUCKETS STORED AS ORC "
-                    f"LOCATION 'file://{loc}/b'",
+def test_refusals_touch_nothing(spark, engine, files, warehouse):
+    loc = f"{warehouse}/refused"
+    for stmt in (
+        "CREATE TABLE lk.r_managed (id INT) STORED AS PARQUET",
+        f"CREATE EXTERNAL TABLE lk.r_bucketed (id INT) CLUSTERED BY (id) INTO 4 BUCKETS STORED AS ORC "
+        f"LOCATION '{loc}/b'",
         # the Metastore only accepts ACID on managed tables
-        "acid": "CREATE TABLE lk.r_acid (id INT) CLUSTERED BY (id) INTO 2 BUCKETS STORED AS ORC "
-                "TBLPROPERTIES ('transactional'='true')",
-        "seqfile": f"CREATE EXTERNAL TABLE lk.r_seq (id INT) STORED AS SEQUENCEFILE LOCATION 'file://{loc}/s'",
-    }
-    for stmt in statements.values():
+        "CREATE TABLE lk.r_acid (id INT) CLUSTERED BY (id) INTO 2 BUCKETS STORED AS ORC "
+        "TBLPROPERTIES ('transactional'='true')",
+        f"CREATE EXTERNAL TABLE lk.r_seq (id INT) STORED AS SEQUENCEFILE LOCATION '{loc}/s'",
+    ):
         spark.sql(stmt)
     spark.sql("INSERT INTO lk.r_managed VALUES (1), (2)")
     spark.sql("INSERT INTO lk.r_managed VALUES (3)")
     spark.sql("CREATE OR REPLACE VIEW lk.r_view AS SELECT 1 AS id")
-    managed_loc = Path(location_of(spark, "lk.r_managed").replace("file:", ""))
-    before = snapshot(managed_loc)
+    managed_loc = location_of(spark, "lk.r_managed")
+    before = files.snapshot(managed_loc)
     expected = {
         "lk.r_managed": ("refused", "MANAGED"),
         "lk.r_bucketed": ("refused", "bucketed"),
@@ -218,7 +208,7 @@ def test_refusals_touch_nothing(spark, engine, warehouse):
         status, words = expected[r["table"]]
         assert r["status"] == status and words in r["reason"], r
         assert not r["changed"]
-    assert snapshot(managed_loc) == before and backup_tables(spark) == []
+    assert files.snapshot(managed_loc) == before and backup_tables(spark) == []
     # A database run passes over what it may not touch instead of failing.
     db = {r["table"]: r for r in engine.run("analyze", database="lk")}
     assert db["lk.r_managed"]["status"] == "skipped" and db["lk.r_view"]["status"] == "skipped"
@@ -227,39 +217,39 @@ def test_refusals_touch_nothing(spark, engine, warehouse):
     spark.sql("DROP VIEW lk.r_view")
 
 
-def test_empty_missing_and_leftover_directories(spark, engine, warehouse):
+def test_empty_missing_and_leftover_directories(spark, engine, files, warehouse):
     t = "lk.odd"
     loc = make_table(spark, warehouse, "odd", rows=300, partitions={"a": 20, "b": 20, "c": 20})
-    spark.sql(f"ALTER TABLE {t} ADD PARTITION (dt='empty') LOCATION 'file://{loc}/dt=empty'")
-    (loc / "dt=empty").mkdir()
-    shutil.rmtree(loc / "dt=b")  # a partition whose directory is gone
-    leftover = loc / ".dt=c.lk_staging_20200101T000000-abcdef"
-    leftover.mkdir()
-    (leftover / "part-0.parquet").write_bytes(b"junk from a crashed run")
+    spark.sql(f"ALTER TABLE {t} ADD PARTITION (dt='empty') LOCATION '{loc}/dt=empty'")
+    files.mkdir(f"{loc}/dt=empty")
+    files.rmtree(f"{loc}/dt=b")  # a partition whose directory is gone
+    leftover = f"{loc}/.dt=c.lk_staging_20200101T000000-abcdef"
+    files.mkdir(leftover)
+    files.write_bytes(f"{leftover}/part-0.parquet", b"junk from a crashed run")
     res = engine.one("compact", t)
     by = {p["spec"]: p for p in res["partitions"]}
     assert by["dt=a"]["status"] == "compacted" and by["dt=c"]["status"] == "compacted"
     assert by["dt=b"]["status"] == "skipped" and by["dt=b"]["reason"] == "directory does not exist"
     assert by["dt=empty"]["status"] == "skipped" and by["dt=empty"]["reason"] == "no data files"
     assert [x["kind"] for x in res["leftovers"]] == ["lk_staging"]
-    assert (leftover / "part-0.parquet").read_bytes() == b"junk from a crashed run"  # never touched
+    assert files.read_bytes(f"{leftover}/part-0.parquet") == b"junk from a crashed run"  # never touched
 
     spark.sql("DROP TABLE IF EXISTS lk.empty_t")
-    spark.sql(f"CREATE EXTERNAL TABLE lk.empty_t (id INT) STORED AS PARQUET LOCATION 'file://{warehouse}/empty_t'")
+    spark.sql(f"CREATE EXTERNAL TABLE lk.empty_t (id INT) STORED AS PARQUET LOCATION '{warehouse}/empty_t'")
     res = engine.one("compact", "lk.empty_t")
     assert res["status"] == "skipped" and res["reason"] == "no data files" and not res["changed"]
 
 
-def test_verification_mismatch_fails_and_keeps_the_original(spark, engine, warehouse, monkeypatch):
+def test_verification_mismatch_fails_and_keeps_the_original(spark, engine, files, warehouse, monkeypatch):
     loc = make_table(spark, warehouse, "tamper", rows=500, files=30)
-    original = snapshot(loc)
+    original = files.snapshot(loc)
     monkeypatch.setenv("LAKEKEEPER_FAULT_AT", "tamper_staging")  # drop one staged file before verification
     res = engine.one("compact", "lk.tamper")
     monkeypatch.delenv("LAKEKEEPER_FAULT_AT")
     assert res["status"] == "failed" and res["code"] == "verification_failed", res
     assert "row count mismatch" in res["reason"] and "original data untouched" in res["reason"]
-    assert snapshot(loc) == original
-    assert hidden_entries(loc.parent) == [] and backup_tables(spark) == []
+    assert files.snapshot(loc) == original
+    assert files.hidden(parent(loc)) == [] and backup_tables(spark) == []
     assert engine.one("compact", "lk.tamper")["status"] == "compacted"
 
 
@@ -267,7 +257,7 @@ def test_database_mode_skips_backups_and_compacts_each_table(spark, engine, ware
     spark.sql("CREATE DATABASE IF NOT EXISTS lkdb")
     for name in ("one", "two"):
         spark.sql(f"DROP TABLE IF EXISTS lkdb.{name}")
-        spark.sql(f"CREATE EXTERNAL TABLE lkdb.{name} (id BIGINT) STORED AS PARQUET LOCATION 'file://{warehouse}/lkdb/{name}'")
+        spark.sql(f"CREATE EXTERNAL TABLE lkdb.{name} (id BIGINT) STORED AS PARQUET LOCATION '{warehouse}/lkdb/{name}'")
         spark.range(0, 200).repartition(20).createOrReplaceTempView("lk_src")
         spark.sql(f"INSERT INTO lkdb.{name} SELECT * FROM lk_src")
     res = engine.run("compact", database="lkdb")

@@ -227,3 +227,23 @@ def test_eligibility_rules():
         "view": "view", "bucketed": "bucketed_table", "format": "unsupported_format",
         "no_location": "no_location", "hidden_partition_column": "hidden_partition_column",
     }
+
+
+def test_space_needs_charge_every_ancestor():
+    from lakekeeper_spark.model import Decision, FileStats, Unit
+    from lakekeeper_spark.space import ancestors, needs
+
+    assert ancestors("hdfs://nn:8020/wh/db/t/dt=1") == [
+        "hdfs://nn:8020/wh/db/t", "hdfs://nn:8020/wh/db", "hdfs://nn:8020/wh", "hdfs://nn:8020/"]
+
+    def unit(loc, size, target):
+        return Unit("", None, loc, Listing(loc), FileStats(10, size, size / 10, size / 10),
+                    Decision("compact", "", target), loc + ".s", loc + ".o")
+
+    units = [unit("hdfs://nn/wh/t/dt=1", 1000, 1), unit("hdfs://nn/other/dt=2", 500, 3)]
+    per = needs(units, replication=3, block_size=100, writers=2)
+    # data x replication + one block per writer (x replication)
+    assert per["hdfs://nn/wh/t"].space == 1000 * 3 + 1 * 100 * 3
+    assert per["hdfs://nn/other"].space == 500 * 3 + 2 * 100 * 3
+    assert per["hdfs://nn/"].space == per["hdfs://nn/wh/t"].space + per["hdfs://nn/other"].space
+    assert per["hdfs://nn/wh/t"].names == 1 + 6

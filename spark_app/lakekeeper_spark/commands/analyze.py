@@ -8,6 +8,7 @@ from typing import Any
 
 from ..backup import find_backups
 from ..journal import Journal
+from ..space import space_check
 from .common import Context, leftovers, load_table, partition_result, plan, table_result
 from .recover import _pending_runs
 
@@ -37,6 +38,7 @@ def analyze_table(ctx: Context, full_name: str) -> dict[str, Any]:
         files_after_estimate=sum(u.decision.target_files if u in todo else u.stats.files for u in p.units),
         partitions=parts,
         backups=backups,
+        space=space_check(ctx.fs, todo),
         pending_recovery=_pending_runs(ctx, info),
         leftovers=leftovers(ctx, p, set(Journal.run_ids(ctx.fs, p.journal_dir))),
     )

@@ -18,6 +18,7 @@ from ..fs import _java_message
 from ..journal import Journal
 from ..model import TableInfo, TablePlan, Unit
 from ..rewrite import source_rows, write_staging
+from ..space import space_check
 from ..swap import adopt_late_files, check_unchanged, swap_in
 from ..verify import verify_staging
 from .common import Context, leftovers, load_table, partition_result, plan, table_result
@@ -50,6 +51,10 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
         return table_result(full_name, "skipped", _skip_reason(p), changed=bool(recovered),
                             partitions=_ordered(p, skipped), **base)
 
+    space = space_check(ctx.fs, todo)
+    if not space["ok"]:
+        raise LakekeeperError("insufficient_space", "not enough room for the compacted copy: "
+                              + "; ".join(space["problems"]) + "; nothing was written")
     journal = Journal(ctx.fs, p.journal_dir, ctx.run_id)
     journal.start(_journal_doc(info, p, todo))
     journal.table_step("creating_backup")
@@ -101,9 +106,8 @@ def _compact_unit(
         journal.unit_step(idx, "writing_staging", staging=u.staging)
         rows_before = source_rows(ctx.spark, info, u)
         written = write_staging(ctx.spark, info, u, ctx.settings, codec)
-        if os.environ.get("LAKEKEEPER_FAULT_AT") == "tamper_staging":  # test hook: a lost file
-            victim = fs.list_dir(u.staging).files[0].name
-            fs.delete(f"{u.staging}/{victim}", recursive=False)
+        if os.environ.get("LAKEKEEPER_FAULT_AT") == "tamper_staging":  # test hook: a bad copy
+            fs.duplicate_file(f"{u.staging}/{fs.list_dir(u.staging).files[0].name}", f"{u.staging}/part-dup")
         journal.unit_step(idx, "verifying")
         staged, rows_after = verify_staging(ctx.spark, fs, info, u, rows_before, written.rows_read, codec)
         warnings = fs.copy_permissions(u.location, u.staging)

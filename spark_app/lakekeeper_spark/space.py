@@ -1,0 +1,90 @@
+"""Space pre-flight: will the compacted copy fit?
+
+While a unit is compacted, its original and its compacted copy both exist
+(the reference's "2x the data"). The copy is written next to the original,
+so it is charged to the original's parent and every ancestor: each one with
+a space quota must have room for the copy's bytes times the replication, plus
+one block per writer that HDFS reserves while a file is open; each one with a
+namespace quota must have room for the new files and directories; and the
+filesystem must have that much space left.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from .fs import HadoopFS
+from .model import Unit
+from .planner import human_bytes, split_path
+
+
+@dataclasses.dataclass
+class DirNeed:
+    path: str
+    space: int = 0
+    names: int = 0
+
+
+def ancestors(uri: str) -> list[str]:
+    """``hdfs://nn/a/b/c`` -> [``hdfs://nn/a/b``, ``hdfs://nn/a``, ``hdfs://nn/``]."""
+    out = []
+    cur = uri.rstrip("/")
+    while True:
+        try:
+            parent, _ = split_path(cur)
+        except ValueError:
+            break
+        if parent.endswith(":") or parent.endswith("//") or parent.count("/") < 3 and "://" in parent:
+            out.append(parent.rstrip("/") + "/")
+            break
+        out.append(parent)
+        cur = parent
+    return out
+
+
+def needs(units: list[Unit], replication: int, block_size: int, writers: int = 2) -> dict[str, DirNeed]:
+    """Pure: what each ancestor directory must be able to take."""
+    out: dict[str, DirNeed] = {}
+    for u in units:
+        space = u.stats.bytes * replication + min(writers, max(1, u.decision.target_files)) * block_size * replication
+        names = u.decision.target_files + 6  # files, staging dir, writer temp dirs, journal records
+        for d in ancestors(u.location):
+            n = out.setdefault(d, DirNeed(d))
+            n.space += space
+            n.names += names
+    return out
+
+
+def space_check(fs: HadoopFS, units: list[Unit]) -> dict[str, Any]:
+    if not units:
+        return {"ok": True, "problems": [], "dirs": [], "needed_bytes": 0}
+    first = units[0].location
+    repl, block = fs.replication(first), fs.block_size(first)
+    problems: list[str] = []
+    dirs = []
+    # Only HDFS has quotas; on other filesystems a content summary of every
+    # ancestor would walk whole disks for nothing.
+    per_dir = needs(units, repl, block) if fs.scheme(first) == "hdfs" else {}
+    for path, need in sorted(per_dir.items()):
+        q = fs.quota_usage(path)
+        entry = {"path": path, "needed_bytes": need.space, "needed_names": need.names, **q}
+        dirs.append(entry)
+        if q["space_quota"] >= 0 and q["space_consumed"] + need.space > q["space_quota"]:
+            problems.append(
+                f"{path}: space quota {human_bytes(q['space_quota'])}, {human_bytes(q['space_consumed'])} used, "
+                f"the compacted copy needs {human_bytes(need.space)} more (data x replication {repl} + open blocks)"
+            )
+        if q["quota"] >= 0 and q["namespace_used"] + need.names > q["quota"]:
+            problems.append(
+                f"{path}: namespace quota {q['quota']}, {q['namespace_used']} used, "
+                f"the compacted copy needs {need.names} more names"
+            )
+    total = sum(u.stats.bytes for u in units) * repl
+    status = fs.fs_status(first)
+    if status["remaining"] >= 0 and status["capacity"] > 0 and total > status["remaining"]:
+        problems.append(
+            f"filesystem has {human_bytes(status['remaining'])} left, the compacted copy needs {human_bytes(total)}"
+        )
+    return {"ok": not problems, "problems": problems, "dirs": [d for d in dirs if d["quota"] >= 0 or d["space_quota"] >= 0],
+            "needed_bytes": total, "replication": repl, "block_size": block, "remaining_bytes": status["remaining"]}
