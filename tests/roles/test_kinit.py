@@ -93,12 +93,21 @@ def test_obtains_ticket_once(kdc, keytabs, principal, ccache, playbook):
     assert second.failed == 0, second
 
 
-def test_check_mode_changes_nothing(kdc, keytabs, principal, ccache, tmp_path, playbook):
-    res = playbook(kinit_play(principal, keytabs["good"], ccache, kdc.krb5_conf), check=True)
+def test_check_mode_changes_nothing(kdc, keytabs, principal, tmp_path, playbook):
+    fresh = f"FILE:{tmp_path}/krb5cc_fresh"
+    existing = f"FILE:{tmp_path}/krb5cc_existing"
+    kdc.kinit(principal, keytabs["good"], existing)
+    res = playbook(kinit_play(), check=True, hosts={
+        "obtain": kinit_vars(principal, keytabs["good"], fresh, kdc.krb5_conf),
+        "destroy": kinit_vars(principal, keytabs["good"], existing, kdc.krb5_conf, kinit_state="absent"),
+    })
     assert res.rc == 0, res
-    assert res.changed == 1, res  # reports the ticket it would obtain
-    assert "Would obtain a ticket for" in res.output
-    assert not (tmp_path / "krb5cc_test").exists()
+    # both report what they would do, neither does it
+    assert res.hosts["obtain"]["changed"] == 1 and res.hosts["destroy"]["changed"] == 1, res
+    assert f"Would obtain a ticket for {principal} into {fresh}: no valid ticket in {fresh}" in res.output
+    assert f"Would destroy {existing}" in res.output
+    assert not (tmp_path / "krb5cc_fresh").exists()
+    assert cache_principal(kdc, existing) == principal
 
 
 def test_failures_are_clear(kdc, keytabs, principal, tmp_path, playbook):
@@ -142,28 +151,15 @@ def ticket_times(kdc, ccache) -> tuple[datetime, datetime]:
     return tuple(datetime.strptime(t, "%m/%d/%y %H:%M:%S") for t in match.groups())
 
 
-def test_ticket_renewed_when_expired(kdc, keytabs, principal, ccache, playbook):
-    # kinit_lifetime is passed as kinit -l: a 4 s ticket
-    short = playbook(kinit_play(principal, keytabs["good"], ccache, kdc.krb5_conf,
+def test_ticket_renewed_when_expired_too_short_or_for_another_principal(kdc, keytabs, principal,
+                                                                       tmp_path, playbook):
+    # kinit_lifetime is passed as kinit -l: a 4 s ticket, left to expire
+    expired = f"FILE:{tmp_path}/krb5cc_expired"
+    first = playbook(kinit_play(principal, keytabs["good"], expired, kdc.krb5_conf,
                                 kinit_lifetime="4s", kinit_min_lifetime="0"))
-    assert short.rc == 0 and short.changed == 1, short
-    start, end = ticket_times(kdc, ccache)
+    assert first.rc == 0 and first.changed == 1, first
+    start, end = ticket_times(kdc, expired)
     assert (end - start).total_seconds() == 4
-    deadline = time.monotonic() + 15
-    while klist_valid(kdc, ccache) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert not klist_valid(kdc, ccache)  # expired, still in the cache
-    assert cache_principal(kdc, ccache) == principal
-
-    renewed = playbook(kinit_play(principal, keytabs["good"], ccache, kdc.krb5_conf,
-                                  kinit_min_lifetime="0"))
-    assert renewed.rc == 0 and renewed.changed == 1, renewed
-    assert klist_valid(kdc, ccache)
-    assert ticket_times(kdc, ccache)[0] > start
-
-
-def test_ticket_renewed_when_too_short_or_for_another_principal(kdc, keytabs, principal, tmp_path,
-                                                               playbook):
     # a valid ticket with 10 minutes left does not satisfy kinit_min_lifetime=1h
     short = f"FILE:{tmp_path}/krb5cc_short"
     kdc.kinit(principal, keytabs["good"], short, lifetime="10m")
@@ -171,15 +167,22 @@ def test_ticket_renewed_when_too_short_or_for_another_principal(kdc, keytabs, pr
     other = f"FILE:{tmp_path}/krb5cc_other"
     kdc.kinit("someone-else", keytabs["other"], other)
     assert cache_principal(kdc, other) == kdc.principal("someone-else")
+    deadline = time.monotonic() + 15
+    while klist_valid(kdc, expired) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not klist_valid(kdc, expired)  # expired, still in the cache
+    assert cache_principal(kdc, expired) == principal
 
     res = playbook(kinit_play(), hosts={
+        "expired": kinit_vars(principal, keytabs["good"], expired, kdc.krb5_conf, kinit_min_lifetime="0"),
         "short": kinit_vars(principal, keytabs["good"], short, kdc.krb5_conf, kinit_min_lifetime="1h"),
         "other": kinit_vars(principal, keytabs["good"], other, kdc.krb5_conf),
     })
     assert res.rc == 0, res
-    assert res.hosts["short"]["changed"] == 1 and res.hosts["other"]["changed"] == 1, res
-    assert cache_principal(kdc, short) == principal
-    assert cache_principal(kdc, other) == principal
+    assert {h: v["changed"] for h, v in res.hosts.items()} == {"expired": 1, "short": 1, "other": 1}, res
+    for cache in (expired, short, other):
+        assert klist_valid(kdc, cache) and cache_principal(kdc, cache) == principal
+    assert ticket_times(kdc, expired)[0] > start
     start, end = ticket_times(kdc, short)
     assert (end - start).total_seconds() > 3600
 
@@ -199,10 +202,6 @@ def test_destroy(kdc, keytabs, principal, ccache, tmp_path, playbook):
             kinit_ccache: "{ccache}"
             kinit_krb5_config: "{kdc.krb5_conf}"
     """
-    check = playbook(play, check=True)
-    assert check.rc == 0 and check.changed == 1, check
-    assert cache_principal(kdc, ccache) == principal
-
     first = playbook(play)
     assert first.rc == 0 and first.changed == 1, first
     assert cache_principal(kdc, ccache) is None
