@@ -91,4 +91,3 @@ def test_lifecycle(collection_path, tmp_path):
     # Nothing of the engine's working files outside the state dir.
     assert sorted(os.listdir(str(tmp_path))) == sorted(
         ['app-cache', 'data', 'inventory.ini', 'lakekeeper.yaml', 'ltmp', 'rtmp', 'state', 'vars.json'])
-

@@ -447,8 +447,8 @@ class TestDiff:
         doc = dry_run_result()
         doc['tables'][0]['partitions'][0]['files_after'] = 500  # what the engine reports: nothing changed
         diff = lk.build_diff(doc, dry_run=True)
-        assert diff['after']['db.events'] == {'files': 5, 'partitions': {'year=2024/month=01': 2,
-                                                                           'year=2024/month=02': 3}}
+        expected = {'files': 5, 'partitions': {'year=2024/month=01': 2, 'year=2024/month=02': 3}}
+        assert diff['after']['db.events'] == expected
         assert lk.build_diff(doc)['after']['db.events']['files'] == 503  # not a dry run: as reported
 
     def test_non_partitioned_and_tables_without_partitions(self):
