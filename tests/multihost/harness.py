@@ -61,7 +61,7 @@ def _run(argv: Sequence[str], check: bool = True, **kw) -> subprocess.CompletedP
     kw.setdefault("stdout", subprocess.PIPE)
     kw.setdefault("stderr", subprocess.PIPE)
     kw.setdefault("text", True)
-    proc = subprocess.run(list(argv), **kw)
+    proc = subprocess.run(list(argv), check=False, **kw)
     if check and proc.returncode != 0:
         raise MultiHostError(f"{' '.join(argv)} -> rc={proc.returncode}: {proc.stderr.strip()}")
     return proc
