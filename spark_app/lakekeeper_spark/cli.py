@@ -20,6 +20,7 @@ from . import __version__
 from .config import build_settings, load_config_file
 from .errors import LakekeeperError, UsageError
 from .names import parse_table_list, parse_table_name, validate_ident
+from .journal import parking_enabled
 from .planner import new_run_id
 
 log = logging.getLogger("lakekeeper")
@@ -40,6 +41,10 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--backup-prefix", dest="backup_prefix")
     common.add_argument("--dry-run", action="store_true", default=None, dest="dry_run")
     common.add_argument("--older-than", dest="older_than", help="cleanup: 30m, 12h, 7d")
+    common.add_argument("--quiet-period", dest="quiet_period",
+                        help="compact: skip partitions with a file younger than this (30s, 10m, 1h)")
+    common.add_argument("--parallelism", type=int, dest="parallelism",
+                        help="partitions compacted at the same time (default 4)")
     common.add_argument("--log-level", dest="log_level", type=str.upper)
     common.add_argument("--result-file", help="also write the JSON result to this local file")
     common.add_argument("--state-dir", help="embedded Metastore and warehouse directory (plain python mode)")
@@ -66,10 +71,12 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
     file_values = load_config_file(args.config_file) if args.config_file else {}
     overrides = {k: getattr(args, k) for k in (
         "block_size_mb", "compaction_ratio_threshold", "target_file_size_mb", "backup_prefix",
-        "dry_run", "log_level", "older_than")}
+        "dry_run", "log_level", "older_than", "parallelism", "quiet_period")}
     settings = build_settings(file_values, overrides)
     if args.older_than is not None and args.command != "cleanup":
         raise UsageError("--older-than only applies to cleanup")
+    if args.quiet_period is not None and args.command != "compact":
+        raise UsageError("--quiet-period only applies to compact")
     tables: list[str] = []
     if args.table:
         db, t = parse_table_name(args.table)
@@ -106,8 +113,8 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None)
             return [table_result(database, "failed", f"database {database} does not exist", code="not_found")]
         backup_name = re.compile("^" + re.escape(ctx.settings.backup_prefix.lower()) + r"_.+_\d{8}_\d{6}_[0-9a-f]{6}$")
         tables = [f"{database}.{t}" for t in ctx.catalog.list_tables(database) if not backup_name.match(t)]
-    results = []
-    for name in tables:
+
+    def run_one(name: str) -> dict[str, Any]:
         started = time.time()
         log.info("%s %s", command, name)
         try:
@@ -116,12 +123,79 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None)
             res = error_result(name, exc, ctx.run_id)
             if database_mode and exc.status == "refused":
                 res["status"] = "skipped"  # a database run passes over what it may not touch
+            elif exc.status != "refused" and exc.code != "not_found":
+                _recover_after_error(ctx, command, name, res)
         except Exception as exc:  # noqa: BLE001 - one table's failure must not stop the others
             log.exception("%s %s failed", command, name)
             res = table_result(name, "failed", _java_message(exc), code="error", run_id=ctx.run_id)
+            _recover_after_error(ctx, command, name, res)
         res["seconds"] = round(time.time() - started, 3)
         log.info("%s %s: %s (%s)", command, name, res["status"], res["reason"])
-        results.append(res)
+        return res
+
+    if parking_enabled():
+        return _run_parking(ctx, tables, run_one)
+    return [run_one(name) for name in tables]
+
+
+def _recover_after_error(ctx: Any, command: str, name: str, res: dict[str, Any]) -> None:
+    """A table whose run stopped on an unexpected error after it had started
+    writing: settle what this run left right away (the next run would
+    otherwise), so a failure leaves the table as it was."""
+    if command not in ("compact", "rollback") or ctx.settings.dry_run:
+        return
+    from .commands.common import load_table
+    from .commands.recover import recover_table
+    from .fs import _java_message
+    from .journal import Journal
+    from .planner import journal_dir
+
+    try:
+        info = load_table(ctx, name)
+        if ctx.run_id not in Journal.run_ids(ctx.fs, journal_dir(info)):
+            return
+        res["recovered_after_error"] = recover_table(ctx, info)
+    except Exception as exc:  # noqa: BLE001 - the next run's automatic recovery will try again
+        log.exception("%s: recovery after the error failed", name)
+        res["recovery_after_error_failed"] = _java_message(exc)
+
+
+def _run_parking(ctx: Any, tables: list[str], run_one: Callable[[str], dict[str, Any]]) -> list[dict[str, Any]]:
+    """Fault-injection mode (``LAKEKEEPER_FAULT_AT=<step>@<db.table>``, tests
+    only): each table runs in its own thread, one after the other; a table
+    that reaches its fault point parks there. When every table is finished
+    or parked, the process is killed: one process leaves several tables
+    interrupted at chosen steps, exactly as a crash would."""
+    import dataclasses
+    import threading
+
+    from .journal import HOOKS, hard_kill
+
+    if getattr(ctx.settings, "parallelism", 1) != 1:  # units one at a time: deterministic parking
+        ctx.settings = dataclasses.replace(ctx.settings, parallelism=1)
+    results: list[dict[str, Any]] = []
+    parked: list[str] = []
+    for name in tables:
+        box: dict[str, Any] = {}
+        done = threading.Event()
+
+        def work(name: str = name, box: dict[str, Any] = box, done: threading.Event = done) -> None:
+            try:
+                box["res"] = run_one(name)
+            finally:
+                done.set()
+
+        threading.Thread(target=work, name=f"lakekeeper-{name}", daemon=True).start()
+        event = HOOKS.parked_event(name)
+        while not done.wait(0.05):
+            if event.is_set():
+                parked.append(name)
+                break
+        if "res" in box:
+            results.append(box["res"])
+    if parked:
+        log.warning("test hook: %d table(s) parked (%s); killing the process", len(parked), ", ".join(parked))
+        hard_kill()
     return results
 
 
@@ -167,6 +241,13 @@ def main(argv: list[str] | None = None) -> int:
                 doc["msg"] = f"the engine could not start: {str(exc).splitlines()[0] if str(exc) else exc!r}"
                 code = 3
                 raise _Done() from exc
+            try:  # the Metastore: fail once, clearly, instead of once per table
+                ctx.catalog.database_exists("default")
+            except Exception as exc:  # noqa: BLE001
+                log.exception("the Hive Metastore is unreachable")
+                doc["msg"] = f"the engine could not start: the Hive Metastore is unreachable: {_metastore_reason(exc)}"
+                code = 3
+                raise _Done() from exc
             results = _run_tables(ctx, args.command, tables, args.database)
         failed = any(r["status"] in ("failed", "refused") for r in results)
         doc.update(
@@ -186,6 +267,19 @@ def main(argv: list[str] | None = None) -> int:
     real_stdout.write(text + "\n")
     real_stdout.flush()
     return code
+
+
+def _metastore_reason(exc: Exception) -> str:
+    """The most telling line of a Metastore connection failure."""
+    from .fs import _java_message
+
+    text = str(exc)
+    for marker in ("Connection refused", "UnknownHost", "timed out", "Could not connect to meta store",
+                   "Unable to instantiate", "XSDB6", "Failed to start database"):
+        for line in text.splitlines():
+            if marker in line:
+                return " ".join(line.split())[:300]
+    return _java_message(exc)[:300]
 
 
 class _Done(Exception):

@@ -51,6 +51,8 @@ class Settings:
     dry_run: bool = False
     log_level: str = "INFO"
     older_than_seconds: int | None = None
+    quiet_period_seconds: int | None = None  # compact: skip units with a file younger than this
+    parallelism: int = 4  # units (partitions) compacted at the same time
 
     @property
     def block_size_bytes(self) -> int:
@@ -71,6 +73,8 @@ class Settings:
             raise UsageError("block_size_mb must be > 0")
         if self.compaction_ratio_threshold <= 0:
             raise UsageError("compaction_ratio_threshold must be > 0")
+        if self.parallelism < 1 or self.parallelism > 64:
+            raise UsageError("parallelism must be between 1 and 64")
         if self.target_file_size_mb is not None and self.target_file_size_mb <= 0:
             raise UsageError("target_file_size_mb must be > 0")
         prefix = self.backup_prefix
@@ -95,6 +99,8 @@ _FILE_KEYS = {
     "dry_run": bool,
     "log_level": str,
     "older_than": str,
+    "quiet_period": str,
+    "parallelism": int,
 }
 _LAUNCHER_KEYS = {"spark_submit"}
 
@@ -128,6 +134,9 @@ def build_settings(file_values: dict[str, Any], overrides: dict[str, Any]) -> Se
     for key, value in merged.items():
         if key == "older_than":
             s.older_than_seconds = parse_duration(value)
+            continue
+        if key == "quiet_period":
+            s.quiet_period_seconds = parse_duration(value)
             continue
         if key not in _FILE_KEYS:
             continue

@@ -28,15 +28,16 @@ _STATUS = re.compile(
 
 
 def parse_status_dump(text: str) -> list[tuple[str, bool, int, int]] | None:
-    """Parse ``java.util.Arrays.toString(FileStatus[])``.
+    """Parse ``ArrayUtils.toString(FileStatus[])`` (``{A{...},B{...}}``; the
+    ``[A{...}, B{...}]`` form of ``Arrays.toString`` is accepted too).
 
     Returns (path, is_dir, length, mtime) tuples, or None when the text does not
     parse cleanly (the caller then falls back to per-field calls).
     """
     text = text.strip()
-    if text == "[]":
+    if text in ("[]", "{}"):
         return []
-    if not (text.startswith("[") and text.endswith("}]")):
+    if not ((text.startswith("[") and text.endswith("}]")) or (text.startswith("{") and text.endswith("}}"))):
         return None
     out = []
     for m in _STATUS.finditer(text):
@@ -141,7 +142,7 @@ class HadoopFS:
         if str(fs.getScheme()) != "file":
             # One round trip for the whole batch. Not on file://, where
             # toString() would load each file's owner and permission.
-            entries = parse_status_dump(self._jvm.java.util.Arrays.toString(statuses))
+            entries = parse_status_dump(self._jvm.org.apache.commons.lang3.ArrayUtils.toString(statuses))
         if entries is None:
             entries = []
             for st in statuses:

@@ -11,6 +11,7 @@ table's Hive SerDe and write with the same SerDe, properties and codec via
 from __future__ import annotations
 
 import dataclasses
+import uuid
 import logging
 from typing import Any
 
@@ -26,7 +27,7 @@ HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
 @dataclasses.dataclass
 class WriteResult:
-    rows_read: int | None  # rows that went through the write (None when not observed)
+    rows_source: int  # rows of the unit's data before compaction
 
 
 def _unit_session(spark: Any) -> Any:
@@ -70,7 +71,7 @@ def _write_native(spark: Any, table: TableInfo, unit: Unit, settings: Settings, 
         s.conf.set("spark.sql.parquet.writeLegacyFormat", "true" if codec.get("legacy") else "false")
     schema = StructType.fromJson(json.loads(table.data_schema_json))
     paths = [f"{unit.location.rstrip('/')}/{f.name}" for f in unit.listing.files]
-    obs = Observation(f"lk_{unit.stats.files}")
+    obs = Observation("lk_" + uuid.uuid4().hex[:12])
     df = s.read.schema(schema).format(fmt).load(paths).observe(obs, F.count(F.lit(1)).alias("rows"))
     writer = df.write.mode("errorifexists").format(fmt)
     name = spark_codec_name(fmt, codec.get("codec"))
@@ -79,7 +80,11 @@ def _write_native(spark: Any, table: TableInfo, unit: Unit, settings: Settings, 
     log.info("%s: writing %d files (%d bytes) into %s as %s/%s", unit.spec or table.full_name,
              unit.stats.files, unit.stats.bytes, unit.staging, fmt, name)
     writer.save(unit.staging)
-    return WriteResult(rows_read=int(obs.get["rows"]))
+    # The write pass itself counts what it read from exactly the planned
+    # files (corrupt or vanished files fail the job instead of being
+    # skipped), so no separate counting pass over the source is needed.
+    rows = int(obs.get["rows"])
+    return WriteResult(rows_source=rows)
 
 
 def partition_filter(table: TableInfo, spec: dict[str, str] | None) -> Any:
@@ -106,6 +111,7 @@ def _write_hive_serde(spark: Any, table: TableInfo, unit: Unit, codec: dict[str,
             s.conf.set("avro.output.codec", c)
     cols = [f"`{n}`" for n, _ in table.data_columns]
     src = s.table(qualified(table.db, table.name)).where(partition_filter(table, unit.partition)).select(*cols)
+    rows_source = int(src.count())  # text and Avro have no row counts in metadata: a scan
     view = "lk_unit_source"
     src.createOrReplaceTempView(view)
     props = dict(table.serde_properties)
@@ -125,22 +131,4 @@ def _write_hive_serde(spark: Any, table: TableInfo, unit: Unit, codec: dict[str,
         f"SELECT /*+ REPARTITION({n}) */ {', '.join(cols)} FROM {view}"
     )
     s.catalog.dropTempView(view)
-    return WriteResult(rows_read=None)
-
-
-def source_rows(spark: Any, table: TableInfo, unit: Unit) -> int:
-    """Rows of the unit's data before compaction.
-
-    Parquet/ORC: a count over exactly the planned files, which Spark answers
-    from file metadata (no column is read). Text/Avro: a scan through the
-    table's SerDe.
-    """
-    import json
-    from pyspark.sql.types import StructType
-
-    if table.format in ("parquet", "orc"):
-        s = _unit_session(spark)
-        schema = StructType.fromJson(json.loads(table.data_schema_json))
-        paths = [f"{unit.location.rstrip('/')}/{f.name}" for f in unit.listing.files]
-        return int(s.read.schema(schema).format(table.format).load(paths).count())
-    return int(spark.table(qualified(table.db, table.name)).where(partition_filter(table, unit.partition)).count())
+    return WriteResult(rows_source=rows_source)

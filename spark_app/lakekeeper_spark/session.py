@@ -28,7 +28,7 @@ def build_session(
     if not under_spark_submit():
         builder = builder.master(master or "local[*]")
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        builder = builder.config("spark.ui.enabled", "false")
+        builder = builder.config("spark.ui.enabled", "false").config("spark.scheduler.mode", "FAIR")
     if state_dir:
         state = os.path.abspath(os.path.expanduser(state_dir))
         os.makedirs(state, exist_ok=True)

@@ -5,12 +5,28 @@ the table and of every partition never changes.
     .live.lk_staging_<run> -> live     (move in)
 
 Between the two renames the location is missing for the time of one
-rename. If moving in fails, the original is moved back at once.
+rename. Writers are not stopped, so three things can happen around a swap,
+and none of them may lose a row:
+
+* a file added after planning and before the move aside: ``check_unchanged``
+  sees it before anything is moved (``concurrent_write``; nothing changes);
+* a file added between that check and the move aside follows the directory
+  into ``.lk_old``: ``adopt_late_files`` moves it into the live directory;
+* a writer re-creates the live directory between the two renames (Hive and
+  Spark create a missing partition directory): ``move_in`` moves what it
+  wrote into ``.lk_old`` (to be adopted like the previous case), removes the
+  empty directory and then moves the staging in.
+
+Before the move aside the names of the compacted files are journaled, so a
+rollback can tell them from files written after the compaction and keep
+the latter (``swap_back``).
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from typing import Any
 
 from .errors import LakekeeperError
 from .fs import HadoopFS
@@ -18,6 +34,8 @@ from .journal import Journal, fault_point
 from .model import Listing, Unit
 
 log = logging.getLogger(__name__)
+
+MOVE_IN_ATTEMPTS = 5
 
 
 def check_unchanged(fs: HadoopFS, unit: Unit) -> None:
@@ -37,45 +55,127 @@ def check_unchanged(fs: HadoopFS, unit: Unit) -> None:
         )
 
 
-def swap_in(fs: HadoopFS, journal: Journal, idx: int, unit: Unit) -> None:
-    journal.unit_step(idx, "moving_aside", old=unit.old, staging=unit.staging, location=unit.location)
+def swap_in(fs: HadoopFS, journal: Journal, idx: int, unit: Unit) -> list[str]:
+    """Move the original aside and the verified staging in. Returns the
+    names of the compacted files (journaled before anything moves)."""
+    compacted = sorted(f.name for f in fs.list_dir(unit.staging).files)
+    journal.unit_step(idx, "moving_aside", old=unit.old, staging=unit.staging, location=unit.location,
+                      compacted=compacted)
     fs.rename(unit.location, unit.old)
-    fault_point("moving_aside", "after")
-    journal.unit_step(idx, "moving_in", old=unit.old, staging=unit.staging, location=unit.location)
+    journal.fault("moving_aside", idx)
+    journal.unit_step(idx, "moving_in", old=unit.old, staging=unit.staging, location=unit.location,
+                      compacted=compacted)
     try:
-        fs.rename(unit.staging, unit.location)
+        move_in(fs, unit.staging, unit.location, unit.old)
     except LakekeeperError:
+        if fs.exists(unit.location) or not fs.exists(unit.old):
+            raise
         log.error("moving %s in failed; putting the original back", unit.staging)
         fs.rename(unit.old, unit.location)
         raise
-    fault_point("moving_in", "after")
+    journal.fault("moving_in", idx)
+    return compacted
+
+
+def move_in(fs: HadoopFS, staging: str, live: str, old: str) -> list[str]:
+    """``staging -> live``. If a writer re-created ``live`` after it was moved
+    aside, its files go into ``old`` first (``adopt_late_files`` brings them
+    back after the rename) and the emptied directory is removed; a writer
+    that keeps re-creating it makes this fail with ``concurrent_write``
+    (recovery then finishes the job). Returns the names moved into ``old``."""
+    moved: list[str] = []
+    for _ in range(MOVE_IN_ATTEMPTS):
+        if fs.exists(live):
+            listing = fs.list_dir(live)
+            moved += adopt_files(fs, live, old, set(), what="re-created live directory")
+            if listing.subdirs:
+                raise LakekeeperError(
+                    "concurrent_write",
+                    f"{live} was re-created during the swap with subdirectories {listing.subdirs[:3]}; "
+                    f"compacted data kept at {staging}, original at {old}; run recover")
+            remove_empty_dir(fs, live)
+            if fs.exists(live):
+                time.sleep(0.1)
+                continue
+        try:
+            fs.rename(staging, live)
+            return moved
+        except LakekeeperError:
+            if fs.exists(live) and fs.exists(staging):
+                continue  # re-created again in the meantime
+            raise
+    raise LakekeeperError("concurrent_write", f"{live} keeps being re-created during the swap; "
+                                              f"compacted data kept at {staging}, original at {old}; run recover")
+
+
+def remove_empty_dir(fs: HadoopFS, uri: str) -> bool:
+    """Delete a directory only if it is empty: not even a writer's hidden
+    temporary file (which it would rename into place later) is deleted. A
+    file that arrives meanwhile makes the non-recursive delete fail, and
+    nothing is lost."""
+    if fs.list_names(uri):
+        return False
+    try:
+        return fs.delete(uri, recursive=False)
+    except Exception:  # noqa: BLE001 - not empty any more: keep it
+        return False
+
+
+def adopt_files(fs: HadoopFS, src: str, dst: str, skip: set[str], what: str = "") -> list[str]:
+    """Move the visible files of ``src`` that are not in ``skip`` into
+    ``dst`` (renamed ``late-<n>-<name>`` when the name is taken)."""
+    moved = []
+    if not fs.exists(src):
+        return moved
+    for f in fs.list_dir(src).files:
+        if f.name in skip:
+            continue
+        target = f"{dst.rstrip('/')}/{f.name}"
+        n = 0
+        while fs.exists(target):
+            n += 1
+            target = f"{dst.rstrip('/')}/late-{n}-{f.name}"
+        fs.rename(f"{src.rstrip('/')}/{f.name}", target)
+        moved.append(f.name)
+    if moved:
+        log.warning("%s: %d file(s) of the %s moved into %s", dst, len(moved), what or src, dst)
+    return moved
 
 
 def adopt_late_files(fs: HadoopFS, unit: Unit, planned: Listing) -> list[str]:
     """Files a writer created in the original directory between the last
     check and the move aside followed it into ``.lk_old``; move them into the
     live directory so no row is lost. Returns their names."""
-    moved = []
-    planned_names = {f.name for f in planned.files}
-    for f in fs.list_dir(unit.old).files:
-        if f.name in planned_names:
-            continue
-        target = f"{unit.location}/{f.name}"
-        if fs.exists(target):
-            target = f"{unit.location}/late-{f.name}"
-        fs.rename(f"{unit.old}/{f.name}", target)
-        moved.append(f.name)
-    if moved:
-        log.warning("%s: %d file(s) written during the swap were moved into the live directory", unit.location, len(moved))
-    return moved
+    return adopt_files(fs, unit.old, unit.location, {f.name for f in planned.files},
+                       what="files written during the swap")
 
 
-def swap_back(fs: HadoopFS, live: str, old: str, trash: str) -> None:
-    """Rollback of one unit: compacted data aside, original back, compacted
-    data deleted."""
+def swap_back(fs: HadoopFS, live: str, old: str, trash: str, compacted: list[str] | None = None,
+              journal: Journal | None = None, idx: int | None = None) -> dict[str, Any]:
+    """Rollback of one unit: compacted data aside, original back in place,
+    files written after the compaction carried over, compacted data deleted."""
+    table = journal.table_name if journal else None
     if fs.exists(live):
         fs.rename(live, trash)
-    fault_point("rollback_moved_compacted", "after")
+    fault_point("rollback_moved_compacted", "after", table, idx)
+    if fs.exists(live):  # re-created by a writer between the renames
+        adopt_files(fs, live, trash, set(), what="re-created live directory")
+        remove_empty_dir(fs, live)
     fs.rename(old, live)
-    fault_point("rollback_restored", "after")
+    fault_point("rollback_restored", "after", table, idx)
+    return finish_trash(fs, live, trash, compacted)
+
+
+def finish_trash(fs: HadoopFS, live: str, trash: str, compacted: list[str] | None) -> dict[str, Any]:
+    """Once the original is back: files of the trash that the compaction did
+    not write (appended afterwards) go back into the live directory, then
+    the trash is deleted. Without the list of compacted files the trash is
+    kept, never deleted blind."""
+    if not fs.exists(trash):
+        return {"carried_over": [], "trash_kept": None}
+    if compacted is None:
+        log.warning("%s: the compacted files of this unit are not journaled; %s kept", live, trash)
+        return {"carried_over": [], "trash_kept": trash}
+    carried = adopt_files(fs, trash, live, set(compacted), what="files written after the compaction")
     fs.delete(trash)
+    return {"carried_over": carried, "trash_kept": None}

@@ -29,7 +29,6 @@ def verify_staging(
     table: TableInfo,
     unit: Unit,
     rows_before: int,
-    rows_read: int | None,
     codec: dict[str, Any],
 ) -> tuple[Listing, int]:
     """Returns the staged listing and its row count, or raises
@@ -47,10 +46,6 @@ def verify_staging(
         _check_schema(spark, table, unit.staging)
     else:
         rows_after = input_format_rows(spark, table.input_format or "", uris)
-    if rows_read is not None and rows_read != rows_before:
-        raise LakekeeperError(
-            "verification_failed", f"read {rows_read} rows but the source files hold {rows_before}"
-        )
     if rows_after != rows_before:
         raise LakekeeperError(
             "verification_failed", f"row count mismatch: {rows_before} before, {rows_after} in the compacted copy"

@@ -189,7 +189,9 @@ def test_parse_status_dump():
         ("hdfs://127.0.0.1:9000/wh/t/a.parquet", False, 10, 1700000000000),
         ("hdfs://127.0.0.1:9000/wh/t/sub", True, 0, 1700000000001),
     ]
-    assert parse_status_dump("[]") == []
+    assert parse_status_dump("[]") == [] and parse_status_dump("{}") == []
+    commons = "{" + dump[1:-1].replace("}, Hdfs", "},Hdfs") + "}"  # ArrayUtils.toString form
+    assert parse_status_dump(commons) == parse_status_dump(dump)
     assert parse_status_dump("garbage") is None
 
 

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from typing import Any
 
-from ..backup import create_backup, forget_unit, repoint
+from ..backup import create_backup, repoint
 from ..errors import LakekeeperError
 from ..formats import detect_codec
 from ..fs import _java_message
 from ..journal import Journal
-from ..model import TableInfo, TablePlan, Unit
-from ..rewrite import source_rows, write_staging
+from ..model import Decision, TableInfo, TablePlan, Unit
+from ..rewrite import write_staging
 from ..space import space_check
 from ..swap import adopt_late_files, check_unchanged, swap_in
 from ..verify import verify_staging
@@ -31,6 +32,7 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     info = load_table(ctx, full_name)
     recovered = [] if ctx.settings.dry_run else recover_table(ctx, info)
     p = plan(ctx, info)
+    apply_quiet_period(p, ctx.settings.quiet_period_seconds)
     todo = p.to_compact
     skipped = [partition_result(u, "skipped", u.decision.reason) for u in p.units if u not in todo]
     known = set(Journal.run_ids(ctx.fs, p.journal_dir)) | {ctx.run_id}
@@ -55,19 +57,21 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     if not space["ok"]:
         raise LakekeeperError("insufficient_space", "not enough room for the compacted copy: "
                               + "; ".join(space["problems"]) + "; nothing was written")
+    first = todo[0]  # before anything is written: a file that is not in the table's format fails here
+    codec = detect_codec(ctx.spark, info.format or "", f"{first.location}/{first.listing.files[0].name}")
+    log.info("%s: %s files, codec %s", full_name, info.format, codec.get("codec"))
     journal = Journal(ctx.fs, p.journal_dir, ctx.run_id)
     journal.start(_journal_doc(info, p, todo))
     journal.table_step("creating_backup")
     create_backup(ctx.catalog, info, p, todo)
     journal.table_step("compacting")
-    first = todo[0]
-    codec = detect_codec(ctx.spark, info.format or "", f"{first.location}/{first.listing.files[0].name}")
-    log.info("%s: %s files, codec %s", full_name, info.format, codec.get("codec"))
 
-    done = [_compact_unit(ctx, info, p, journal, i, u, codec) for i, u in enumerate(todo)]
+    done = _run_units(ctx, [(lambda i=i, u=u: _compact_unit(ctx, info, p, journal, i, u, codec))
+                            for i, u in enumerate(todo)])
     swapped = [r for r in done if r["status"] == "compacted"]
     failed = [r for r in done if r["status"] == "failed"]
-    if not swapped:
+    pending = [r for r in done if r.get("pending_recovery")]
+    if not swapped and not pending:  # nothing to keep: no backup, no journal
         db, name = p.backup_table.split(".")
         ctx.catalog.drop_table(db, name)
         journal.table_step("finished", backup_table=None)
@@ -91,10 +95,29 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
         reason,
         changed=bool(swapped) or bool(recovered),
         partitions=parts,
-        backup_table=p.backup_table if swapped else None,
+        backup_table=p.backup_table if swapped or pending else None,
         code=code,
         **base,
     )
+
+
+def _run_units(ctx: Context, jobs: list[Any]) -> list[dict[str, Any]]:
+    """Run units on a bounded pool of threads: each submits its own Spark
+    jobs (in the FAIR pool ``lakekeeper``), so many small partitions keep the
+    executors busy. Results keep the plan's order."""
+    workers = max(1, min(ctx.settings.parallelism, len(jobs)))
+    if workers == 1:
+        return [job() for job in jobs]
+    from concurrent.futures import ThreadPoolExecutor
+
+    sc = ctx.spark.sparkContext
+
+    def run(job: Any) -> dict[str, Any]:
+        sc.setLocalProperty("spark.scheduler.pool", "lakekeeper")
+        return job()
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lakekeeper-unit") as pool:
+        return list(pool.map(run, jobs))
 
 
 def _compact_unit(
@@ -104,12 +127,12 @@ def _compact_unit(
     rows_before = rows_after = None
     try:
         journal.unit_step(idx, "writing_staging", staging=u.staging)
-        rows_before = source_rows(ctx.spark, info, u)
         written = write_staging(ctx.spark, info, u, ctx.settings, codec)
+        rows_before = written.rows_source
         if os.environ.get("LAKEKEEPER_FAULT_AT") == "tamper_staging":  # test hook: a bad copy
             fs.duplicate_file(f"{u.staging}/{fs.list_dir(u.staging).files[0].name}", f"{u.staging}/part-dup")
         journal.unit_step(idx, "verifying")
-        staged, rows_after = verify_staging(ctx.spark, fs, info, u, rows_before, written.rows_read, codec)
+        staged, rows_after = verify_staging(ctx.spark, fs, info, u, rows_before, codec)
         warnings = fs.copy_permissions(u.location, u.staging)
         check_unchanged(fs, u)
         swap_in(fs, journal, idx, u)
@@ -134,27 +157,66 @@ def _compact_unit(
         else:
             code, message = "write_failed", _java_message(exc)
         log.error("%s %s: %s: %s", info.full_name, u.spec or "(table)", code, message)
-        left = _undo_unit(ctx, info, p, u)
-        try:
-            journal.unit_step(idx, "aborted", code=code, reason=message)
-        except Exception:  # noqa: BLE001
-            log.exception("could not journal the abort of %s", u.location)
-        return partition_result(u, "failed", f"{message}; {left}", code=code,
-                                rows_before=rows_before, rows_after=rows_after)
+        left, state = _undo_unit(ctx, p, journal, idx, u, code, message)
+        if state == "compacted":  # the error came after the swap; recovery finished it
+            return partition_result(u, "compacted", f"{u.stats.files} files compacted; {message}; {left}",
+                                    rows_before=rows_before, rows_after=rows_after, warnings=[message])
+        return partition_result(u, "failed", f"{message}; {left}", code=code, rows_before=rows_before,
+                                rows_after=rows_after, pending_recovery=state == "pending")
 
 
-def _undo_unit(ctx: Context, info: TableInfo, p: TablePlan, u: Unit) -> str:
-    fs = ctx.fs
-    if fs.exists(u.location):
-        fs.delete(u.staging)
-        try:
-            forget_unit(ctx.catalog, info, p, u)
-        except Exception:  # noqa: BLE001
-            log.exception("could not drop %s from the backup table", u.spec)
-        if fs.exists(u.old):  # moved aside and back is impossible here; keep data
-            return f"original data in place at {u.location}; {u.old} kept"
-        return f"original data untouched at {u.location}"
-    return f"ATTENTION: {u.location} is missing; original at {u.old}, staging at {u.staging}; run recover"
+def _undo_unit(ctx: Context, p: TablePlan, journal: Journal, idx: int, u: Unit, code: str,
+               message: str) -> tuple[str, str]:
+    """Settle a failed unit with the same state machine as ``recover``
+    (whatever step it failed at). Returns (what is where, state) with state
+    ``original`` (original data live, staging removed), ``compacted`` (the
+    swap had happened: compacted data live, backup at the original) or
+    ``pending`` (could not settle: nothing deleted, the journal stays for
+    ``recover``)."""
+    from .recover import settle_unit
+
+    db, name = p.backup_table.split(".")
+    entry = _journal_doc_unit(idx, u)
+    try:
+        backup = (db, name, ctx.catalog.table_exists(db, name))
+        action, swapped = settle_unit(ctx, journal, entry, journal.record(idx), backup, code=code, reason=message)
+    except Exception as exc:  # noqa: BLE001
+        log.exception("could not settle %s after the failure", u.location)
+        return (f"ATTENTION: not settled ({_java_message(exc)}); live {u.location}, original {u.old}, "
+                f"staging {u.staging} kept as they are; run recover", "pending")
+    if swapped:
+        return f"compacted data live at {u.location}, original kept at {u.old} for the backup", "compacted"
+    if action and action["action"] == "restored_original":
+        return f"original data moved back to {u.location}", "original"
+    return f"original data untouched at {u.location}", "original"
+
+
+def apply_quiet_period(p: TablePlan, quiet_seconds: int | None, now: float | None = None) -> None:
+    """Skip units whose newest file is younger than the quiet period: a
+    writer may still be adding files there."""
+    if not quiet_seconds:
+        return
+    now_ms = (now if now is not None else time.time()) * 1000
+    for u in p.units:
+        if u.decision.action != "compact" or not u.listing.files:
+            continue
+        age = (now_ms - max(f.mtime for f in u.listing.files)) / 1000
+        if age < quiet_seconds:
+            u.decision = Decision(
+                "skip", f"newest file is {max(age, 0):.0f}s old, within the quiet period of {quiet_seconds}s "
+                        f"(a writer may still be active)", u.decision.target_files)
+
+
+def _journal_doc_unit(i: int, u: Unit) -> dict[str, Any]:
+    return {
+        "index": i,
+        "spec": u.spec,
+        "partition": u.partition,
+        "location": u.location,
+        "staging": u.staging,
+        "old": u.old,
+        "files": u.listing.fingerprint(),
+    }
 
 
 def _journal_doc(info: TableInfo, p: TablePlan, todo: list[Unit]) -> dict[str, Any]:
@@ -165,18 +227,7 @@ def _journal_doc(info: TableInfo, p: TablePlan, todo: list[Unit]) -> dict[str, A
         "partitioned": info.is_partitioned,
         "format": info.format,
         "backup_table": p.backup_table,
-        "units": [
-            {
-                "index": i,
-                "spec": u.spec,
-                "partition": u.partition,
-                "location": u.location,
-                "staging": u.staging,
-                "old": u.old,
-                "files": u.listing.fingerprint(),
-            }
-            for i, u in enumerate(todo)
-        ],
+        "units": [_journal_doc_unit(i, u) for i, u in enumerate(todo)],
     }
 
 

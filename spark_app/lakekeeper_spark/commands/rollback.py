@@ -1,9 +1,15 @@
 """rollback: restore the most recent backup of a table exactly.
 
 For each unit of the backup: compacted data aside (``.lk_trash``), original
-back in place, compacted data deleted; then the backup table is dropped and
-the compaction's journal removed. Journaled like a compaction, so an
-interrupted rollback is finished by ``recover``.
+back in place, files written into the live directory *after* the
+compaction carried over (the compaction journaled the names of the files it
+wrote; anything else is someone's new data), compacted data deleted; then
+the backup table is dropped and the compaction's journal removed. Journaled
+like a compaction, so an interrupted rollback is finished by ``recover``.
+
+A rollback is refused when a compacted file is gone from the live
+directory (someone rewrote it, e.g. ``INSERT OVERWRITE``): restoring the
+originals then would bring back rows that were meant to be replaced.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from ..errors import LakekeeperError
 from ..journal import Journal
 from ..model import TableInfo
 from ..planner import journal_dir, parse_hidden_name, split_path, trash_path
-from ..swap import swap_back
+from ..swap import adopt_files, finish_trash, remove_empty_dir, swap_back
 from .common import Context, load_table, table_result
 from .recover import recover_table
 
@@ -57,6 +63,19 @@ def backup_units(ctx: Context, info: TableInfo, b: BackupRef) -> list[dict[str, 
     return out
 
 
+def compacted_files(ctx: Context, info: TableInfo, b: BackupRef) -> dict[str, list[str]]:
+    """Location -> names of the files the backup's compaction wrote there
+    (from its journal); locations without that record are absent."""
+    jdir = b.journal_dir or journal_dir(info)
+    doc, units = Journal.load(ctx.fs, jdir, b.run_id)
+    out = {}
+    for u in doc.get("units", []):
+        names = units.get(u["index"], {}).get("compacted")
+        if names is not None:
+            out[ctx.fs.qualify(u["location"])] = list(names)
+    return out
+
+
 def rollback_table(ctx: Context, full_name: str) -> dict[str, Any]:
     info = load_table(ctx, full_name)
     recovered = [] if ctx.settings.dry_run else recover_table(ctx, info)
@@ -69,6 +88,18 @@ def rollback_table(ctx: Context, full_name: str) -> dict[str, Any]:
     missing = [u["old"] for u in units if not ctx.fs.exists(u["old"])]
     if missing:
         raise LakekeeperError("backup_incomplete", f"original data of {b.full_name} is missing: {missing[:3]}")
+    written = compacted_files(ctx, info, b)
+    for u in units:
+        u["compacted"] = written.get(u["location"])
+        if u["compacted"] is None:
+            continue
+        live = {f.name for f in ctx.fs.list_dir(u["location"]).files}
+        gone = sorted(set(u["compacted"]) - live)
+        if gone:
+            raise LakekeeperError(
+                "live_changed",
+                f"{u['location']} no longer holds the compacted files {gone[:3]} (rewritten since the "
+                f"compaction?); restoring {b.full_name} would bring back replaced rows; not rolling back")
     parts = [{"spec": u["spec"], "location": u["location"], "status": "planned" if ctx.settings.dry_run else "rolled_back",
               "reason": f"restore {u['old']}"} for u in units]
     if ctx.settings.dry_run:
@@ -86,8 +117,14 @@ def rollback_table(ctx: Context, full_name: str) -> dict[str, Any]:
     }
     journal.start(doc)
     journal.table_step("rolling_back")
-    finish_rollback(ctx, info, journal, journal._table, {})
+    done = finish_rollback(ctx, info, journal, journal._table, {})  # pylint: disable=protected-access
     ctx.catalog.refresh(info.db, info.name)
+    by_spec = {a["spec"]: a for a in done}
+    for part in parts:
+        carried = by_spec.get(part["spec"], {}).get("carried_over")
+        if carried:
+            part["carried_over"] = carried
+            part["reason"] += f"; kept {len(carried)} file(s) written after the compaction"
     return table_result(full_name, "rolled_back", f"restored {len(units)} unit(s) from {b.full_name}",
                         changed=True, backup_table=b.full_name, run_id=ctx.run_id, partitions=parts,
                         recovered=recovered)
@@ -101,26 +138,35 @@ def finish_rollback(ctx: Context, info: TableInfo, journal: Journal, doc: dict[s
     actions = []
     for u in doc["units"]:
         idx, L, O, T = u["index"], u["location"], u["old"], u["trash"]
-        if units.get(idx, {}).get("step") == "rolled_back":
+        step = units.get(idx, {}).get("step", "planned")
+        if step == "rolled_back":
             continue
+        compacted = u.get("compacted")
         has_l, has_o, has_t = fs.exists(L), fs.exists(O), fs.exists(T)
         journal.unit_step(idx, "rolling_back", location=L, old=O, trash=T)
-        if has_o and has_l and not has_t:
-            swap_back(fs, L, O, T)
-        elif has_o and not has_l:
+        if has_o and has_l and has_t:
+            # the compacted data was moved aside and a writer re-created L
+            adopt_files(fs, L, T, set(), what="re-created live directory")
+            if not remove_empty_dir(fs, L):
+                raise LakekeeperError("rollback_failed", f"{L} was re-created during the rollback and is not empty")
+            has_l = False
+        if has_o and has_l:
+            kept = swap_back(fs, L, O, T, compacted, journal, idx)
+        elif has_o:
             fs.rename(O, L)
-            fs.delete(T)
-        elif has_l and not has_o:
-            fs.delete(T)  # original already back in place
+            kept = finish_trash(fs, L, T, compacted)
+        elif has_l:
+            kept = finish_trash(fs, L, T, compacted)  # original already back in place
         else:
             raise LakekeeperError("rollback_failed", f"cannot restore {L}: original {O} and live data both missing")
         if u.get("partition_missing") and u.get("partition"):
             cat.add_partitions(info.db, info.name, [(u["partition"], L)])
-        journal.unit_step(idx, "rolled_back")
-        actions.append({"spec": u["spec"], "action": "rolled_back"})
+        journal.unit_step(idx, "rolled_back", **kept)
+        actions.append({"spec": u["spec"], "action": "rolled_back", "was_at": step, **kept})
     bdb, bname = doc["backup_table"].split(".")
     cat.drop_table(bdb, bname)
     Journal(fs, doc.get("backup_journal_dir") or journal.dir, doc["backup_run_id"]).remove()
     journal.table_step("rolled_back")
     journal.remove()
+    actions.append({"spec": None, "action": "finished_run", "was_at": doc.get("step")})
     return actions
