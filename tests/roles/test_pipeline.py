@@ -659,11 +659,17 @@ def test_second_pause_changes_nothing_and_a_failed_compaction_still_resumes(bed)
     assert all(second.recap[n]["changed"] == 0 for n in INGESTION), second
     assert {n: json.loads(bed.h(n).read_text(STATE_FILE)) for n in INGESTION} == records
 
+    # someone starts a paused unit again by hand: the next pause stops it again
+    bed.h("h2").exec(["systemctl", "start", "ingest-stream.service"])
+    assert _growing(bed, [("h2", "/srv/ingest/stream.log")]) == []
+
     # a third pause (in the maintenance play) keeps the record, the compaction
-    # fails, and the always section resumes everything the first pause paused
+    # (which first checks that nothing writes) fails, and the always section
+    # resumes everything the first pause paused
     run = bed.run("maintenance.yml", "-e", "compaction_fail=true")
     assert run.rc != 0, run
     assert "compaction failed (forced by the test)" in run.output, run
+    assert "WRITING" not in run.output, run
     assert all(run.recap[n]["failed"] > 0 for n in INGESTION), run
     _assert_all_running(bed)
 
