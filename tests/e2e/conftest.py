@@ -18,7 +18,7 @@ import os
 
 import pytest
 
-from e2e_helpers import BIN, ROOT, run  # pylint: disable=import-error
+from e2e_helpers import BIN, ROOT, run, tool_env  # pylint: disable=import-error
 
 
 @pytest.fixture(scope='session')
@@ -37,9 +37,11 @@ def built_collection(tmp_path_factory):
     tarballs = sorted(dist.glob('lakekeeper-hive-*.tar.gz'))
     assert len(tarballs) == 1, res.stdout
     installed = work / 'installed'
-    res = run([os.path.join(BIN, 'ansible-galaxy'), 'collection', 'install', '--offline', '--no-deps',
-               '-p', str(installed), str(tarballs[0])])
+    # --force: a copy of lakekeeper.hive elsewhere (e.g. ~/.ansible/collections) must not count as installed.
+    res = run([os.path.join(BIN, 'ansible-galaxy'), 'collection', 'install', '--offline', '--no-deps', '--force',
+               '-p', str(installed), str(tarballs[0])], env=tool_env(ANSIBLE_COLLECTIONS_PATH=str(installed)))
     assert res.returncode == 0, 'ansible-galaxy collection install failed:\n' + res.stdout
+    assert os.path.isfile(str(installed / 'ansible_collections' / 'lakekeeper' / 'hive' / 'MANIFEST.json')), res.stdout
     return str(tarballs[0]), str(installed)
 
 

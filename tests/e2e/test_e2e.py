@@ -41,7 +41,7 @@ def test_build_ships_the_spark_app(built_collection):
                  'plugins/plugin_utils/_lakekeeper_action.py', 'plugins/doc_fragments/lakekeeper.py'):
         assert name in names, name
     for name in names:
-        assert not name.startswith(('.venv', '.git/', '.ansible', 'tests/output')), name
+        assert not name.startswith(('.venv/', '.git/', '.ansible/', '.cache/', 'tests/output/')), name
         assert '__pycache__' not in name and not name.endswith('.pyc'), name
     root = os.path.join(installed, 'ansible_collections', 'lakekeeper', 'hive')
     assert os.path.isfile(os.path.join(root, 'spark_app', 'run_lakekeeper.py'))
