@@ -13,11 +13,12 @@ import time
 from typing import Any
 
 from ..backup import create_backup, repoint
-from ..errors import LakekeeperError
+from ..errors import LakekeeperError, Refused, UsageError
 from ..formats import detect_codec
 from ..fs import _java_message
 from ..journal import Journal
 from ..model import Decision, TableInfo, TablePlan, Unit
+from ..names import sql_path_literal
 from ..rewrite import write_staging
 from ..space import space_check
 from ..swap import adopt_late_files, check_unchanged, swap_in
@@ -57,6 +58,11 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     if not space["ok"]:
         raise LakekeeperError("insufficient_space", "not enough room for the compacted copy: "
                               + "; ".join(space["problems"]) + "; nothing was written")
+    for path in [info.location or ""] + [x for u in todo for x in (u.location, u.old)]:
+        try:  # every path that goes into the backup table's DDL, checked before anything is written
+            sql_path_literal(path)
+        except UsageError as exc:
+            raise Refused("unsafe_path", f"{exc}; nothing was written") from exc
     first = todo[0]  # before anything is written: a file that is not in the table's format fails here
     codec = detect_codec(ctx.spark, info.format or "", f"{first.location}/{first.listing.files[0].name}")
     log.info("%s: %s files, codec %s", full_name, info.format, codec.get("codec"))
@@ -155,7 +161,7 @@ def _compact_unit(
         if isinstance(exc, LakekeeperError):
             code, message = exc.code, exc.message
         else:
-            code, message = "write_failed", _java_message(exc)
+            code, message = "write_failed", root_cause(exc)
         log.error("%s %s: %s: %s", info.full_name, u.spec or "(table)", code, message)
         left, state = _undo_unit(ctx, p, journal, idx, u, code, message)
         if state == "compacted":  # the error came after the swap; recovery finished it
@@ -189,6 +195,25 @@ def _undo_unit(ctx: Context, p: TablePlan, journal: Journal, idx: int, u: Unit, 
     if action and action["action"] == "restored_original":
         return f"original data moved back to {u.location}", "original"
     return f"original data untouched at {u.location}", "original"
+
+
+def root_cause(exc: Exception) -> str:
+    """The top and the innermost message of a (Java) exception chain: Spark
+    wraps e.g. "... is not a Parquet file" in generic read errors."""
+    top = _java_message(exc)
+    cur = getattr(exc, "java_exception", None)
+    if cur is None:
+        return top
+    try:
+        for _ in range(30):
+            nxt = cur.getCause()
+            if nxt is None:
+                break
+            cur = nxt
+        deepest = f"{cur.getClass().getName()}: {cur.getMessage()}"
+    except Exception:  # noqa: BLE001
+        return top
+    return top if deepest in top else f"{top} (cause: {deepest})"
 
 
 def apply_quiet_period(p: TablePlan, quiet_seconds: int | None, now: float | None = None) -> None:

@@ -1,0 +1,46 @@
+"""Layout of the crash-test tables, shared by the setup and verify apps and
+the pytest side (pure Python, no Spark)."""
+from __future__ import annotations
+
+COLUMNS = ("id", "name", "amount", "ts")
+DATA_TYPES = ("BIGINT", "STRING", "DECIMAL(12,2)", "TIMESTAMP")
+SELECT = ("id", "concat('name-', id) AS name", "CAST(id * 1.5 AS DECIMAL(12,2)) AS amount",
+          "timestamp_seconds(1700000000 + id) AS ts")
+
+# kind -> unit spec -> (first id, end id, files). Ids are distinct within a
+# kind, so comparing rows both ways (exceptAll) sees any loss or duplicate.
+KINDS = {
+    "flat": {"": (0, 600, 12)},
+    "part": {"dt=a": (0, 400, 8), "dt=b": (400, 450, 1), "dt=c": (450, 850, 8)},
+    "outside": {"y=2024/m=01": (0, 300, 6), "y=2024/m=02": (300, 350, 1), "y=2024/m=03": (350, 650, 6)},
+    "quiet": {"dt=old": (0, 400, 8), "dt=new": (400, 800, 8)},
+}
+PARTITION_COLUMNS = {"flat": [], "part": ["dt"], "outside": ["y", "m"], "quiet": ["dt"]}
+# the units a compaction rewrites (more than one small file), in plan order
+COMPACTED = {
+    "flat": [""],
+    "part": ["dt=a", "dt=c"],
+    "outside": ["y=2024/m=01", "y=2024/m=03"],
+    "quiet": ["dt=old", "dt=new"],
+}
+LATE_TEMPLATES = 24  # single-file templates for files written "late" (writers, appends)
+LATE_ROWS = 7
+
+
+def template_dir(base: str, kind: str, spec: str) -> str:
+    return f"{base}/{kind}/{spec.replace('/', '_').replace('=', '-') or 'table'}"
+
+
+def units_of(kind: str, root: str, outside: str | None = None) -> dict:
+    """Unit spec -> directory, and the partition columns, of a table of ``kind``."""
+    units = {}
+    for spec in KINDS[kind]:
+        if kind == "outside" and spec == "y=2024/m=03":
+            units[spec] = outside
+        else:
+            units[spec] = f"{root}/{spec}" if spec else root
+    return {"units": units, "partition_columns": PARTITION_COLUMNS[kind]}
+
+
+def partition_values(spec: str) -> dict:
+    return dict(kv.split("=", 1) for kv in spec.split("/")) if spec else {}

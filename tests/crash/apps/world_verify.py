@@ -1,0 +1,377 @@
+"""Checks every table of a crash-test world in ONE Spark process and writes
+the facts as JSON (the tests assert on them):
+
+    python world_verify.py SPEC.json EXPECT.json EXTRAS.json OUT.json
+
+For each table, first a second recovery in-process (its actions must be
+empty), then: rows against the originals plus every file written later
+(exceptAll both ways), Metastore location and partitions, SHOW PARTITIONS
+before and after MSCK REPAIR TABLE, hidden Lakekeeper directories
+(staging, trash, originals not referenced by a backup), visible
+directories, the backup tables (each unit a .lk_old sibling holding exactly
+the original files), each unit's state (original files, compacted, or
+mixed), journal runs, owners and modes; for bad-input tables an exact
+snapshot of every entry (hidden included).
+"""
+from __future__ import annotations
+
+import collections
+import json
+import os
+import sys
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.abspath(os.path.join(HERE, "..", "..", "..", "spark_app")))
+sys.path.insert(0, HERE)
+
+from world_common import COLUMNS, KINDS, PARTITION_COLUMNS, partition_values, template_dir, units_of  # noqa: E402
+from world_setup import FS, perms, tree  # noqa: E402
+
+LK_TAGS = ("lk_staging", "lk_old", "lk_trash")
+
+
+def normalized(df, full, pcols):
+    """(t, id, name, amount, ts, part): one shape for every kind of table."""
+    from pyspark.sql import functions as F
+
+    part = F.concat_ws("/", *[F.concat(F.lit(f"{c}="), F.col(c).cast("string")) for c in pcols]) if pcols \
+        else F.lit("")
+    return df.select(F.lit(full).alias("t"), *COLUMNS, part.alias("part"))
+
+
+def golden(spark, kind, templates, extras, late):
+    """The rows the table must hold: its templates plus the late/appended files."""
+    from pyspark.sql import functions as F
+
+    frames = []
+    pcols = PARTITION_COLUMNS[kind]
+
+    def with_parts(df, spec):
+        vals = partition_values(spec)
+        for c in pcols:
+            df = df.withColumn(c, F.lit(vals[c]))
+        return df.select(*COLUMNS, *pcols)
+
+    schema = "id BIGINT, name STRING, amount DECIMAL(12,2), ts TIMESTAMP"
+    for spec in KINDS[kind]:
+        frames.append(with_parts(spark.read.schema(schema).parquet(template_dir(templates, kind, spec)), spec))
+    for e in extras:
+        frames.append(with_parts(spark.read.schema(schema).parquet(late[e["template"]]), e["unit"]))
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.unionByName(f)
+    return out
+
+
+def scan_hidden(fs, dirs, names_of_units):
+    """Hidden Lakekeeper entries (``.<unit>.lk_<tag>_<run>``) in ``dirs``, walking
+    visible subdirectories."""
+    from lakekeeper_spark.planner import parse_hidden_name
+
+    found = []
+    seen = set()
+
+    def walk(u, depth):
+        if u in seen or depth > 4:
+            return
+        seen.add(u)
+        for n, is_dir, _ in fs.ls(u):
+            parsed = parse_hidden_name(n)
+            if parsed and parsed[0] in names_of_units:
+                found.append({"path": f"{u}/{n}", "tag": parsed[1], "run": parsed[2], "is_dir": is_dir})
+            elif is_dir and not n.startswith((".", "_")):
+                walk(f"{u}/{n}", depth + 1)
+    for d in dirs:
+        walk(d, 0)
+    return found
+
+
+def visible_dirs(fs, root):
+    out = set()
+
+    def walk(u, rel):
+        for n, is_dir, _ in fs.ls(u):
+            if n.startswith((".", "_")):
+                continue
+            if is_dir:
+                r = f"{rel}/{n}" if rel else n
+                out.add(r)
+                walk(f"{u}/{n}", r)
+    if fs.exists(root):
+        walk(root, "")
+    return sorted(out)
+
+
+def expected_visible_dirs(tree_):
+    return sorted(p for p, v in tree_.items() if v == "dir" and not any(x.startswith((".", "_")) for x in p.split("/")))
+
+
+def unit_state(live, originals, extra_shas):
+    """original | compacted | mixed, comparing file contents (names may
+    change when a late file is adopted)."""
+    live_c = collections.Counter(live.values())
+    extra_c = collections.Counter(extra_shas)
+    missing_extras = sum((extra_c - live_c).values())
+    rest = live_c - extra_c
+    orig_c = collections.Counter(originals.values())
+    if rest == orig_c:
+        state = "original"
+    elif rest and not (set(rest) & set(orig_c)):
+        state = "compacted"
+    else:
+        state = "mixed"
+    return state, missing_extras, sum(rest.values())
+
+
+def check_table(spark, ctx, fs, full, exp, extras, late, templates, prefix):
+    from lakekeeper_spark.backup import find_backups
+    from lakekeeper_spark.commands.common import load_table
+    from lakekeeper_spark.commands.recover import recover_table
+    from lakekeeper_spark.commands.rollback import backup_units
+    from lakekeeper_spark.journal import Journal
+    from lakekeeper_spark.planner import journal_dir
+
+    db, name = full.split(".")
+    t = exp["spec"]
+    kind = t["kind"]
+    f = {"table": full}
+    problems = f.setdefault("problems", [])
+    # 1. second recovery
+    info = None
+    try:
+        info = load_table(ctx, full)
+        t0 = time.time()
+        f["second_recovery"] = recover_table(ctx, info)
+        f["second_recovery_seconds"] = round(time.time() - t0, 3)
+    except Exception as exc:  # noqa: BLE001
+        f["second_recovery_error"] = str(exc).splitlines()[0][:300]
+    try:
+        spark.sql(f"REFRESH TABLE {full}")
+    except Exception:  # noqa: BLE001
+        pass
+    cat = ctx.catalog
+    # 2. Metastore
+    try:
+        now = cat.get_table(db, name)
+        f["location_ok"] = now.location == exp["location"]
+        if exp.get("partitions") is not None:
+            parts = {p.spec_str: p.location for p in cat.list_partitions(now)}
+            f["partitions_ok"] = parts == exp["partitions"]
+            if not f["partitions_ok"]:
+                problems.append(f"partitions {parts} != {exp['partitions']}")
+            shown = sorted(r[0] for r in spark.sql(f"SHOW PARTITIONS {full}").collect())
+            f["show_partitions_ok"] = shown == exp["show_partitions"]
+            if kind in KINDS:
+                spark.sql(f"MSCK REPAIR TABLE {full}")
+                after = sorted(r[0] for r in spark.sql(f"SHOW PARTITIONS {full}").collect())
+                f["msck_ok"] = after == exp["show_partitions"]
+                if not f["msck_ok"]:
+                    problems.append(f"MSCK REPAIR TABLE changed the partitions: {after}")
+        if not f["location_ok"]:
+            problems.append(f"location {now.location} != {exp['location']}")
+    except Exception as exc:  # noqa: BLE001
+        f["metastore_error"] = str(exc).splitlines()[0][:300]
+    f["backups"] = []
+    backups = find_backups(cat, db, name, prefix) if cat.database_exists(db) and cat.table_exists(db, name) else []
+    roots = [t["root"]] + ([t["outside"]] if t.get("outside") else [])
+    if kind not in KINDS:  # bad input: nothing may have changed at all
+        trees = {r: tree(fs, r) for r in roots}
+        f["tree_unchanged"] = trees == exp["trees"]
+        if not f["tree_unchanged"]:
+            diff = []
+            for r in roots:
+                a, b = exp["trees"].get(r, {}), trees.get(r, {})
+                diff += [f"-{k}" for k in sorted(set(a) - set(b))] + [f"+{k}" for k in sorted(set(b) - set(a))]
+                diff += [f"~{k}" for k in sorted(set(a) & set(b)) if a[k] != b[k]]
+            f["tree_diff"] = diff[:20]
+            problems.append(f"files changed: {diff[:5]}")
+        f["backups"] = [b.full_name for b in backups]
+        if backups:
+            problems.append(f"backup tables created: {f['backups']}")
+        parents = {r.rstrip("/").rsplit("/", 1)[0] for r in roots}
+        base = {r.rstrip("/").rsplit("/", 1)[1] for r in roots}
+        left = [n for p in parents for n, _d, _s in fs.ls(p)
+                if any(n.startswith(f".{b}.") for b in base)]
+        if left:
+            problems.append(f"hidden entries next to the table: {left}")
+        return f
+    # 3. rows: the frames are compared for all tables at once (main)
+    ex = (extras or [])
+    try:
+        pcols = PARTITION_COLUMNS[kind]
+        f["_frames"] = (normalized(golden(spark, kind, templates, ex, late), full, pcols),
+                        normalized(spark.table(full), full, pcols))
+    except Exception as exc:  # noqa: BLE001
+        f["rows_error"] = str(exc).splitlines()[0][:300]
+        problems.append(f"rows not readable: {f['rows_error']}")
+    # 4. units, backups
+    layout = units_of(kind, t["root"], t.get("outside"))
+    loc_to_spec = {fs.fs(loc).makeQualified(fs.P(loc)).toString(): spec for spec, loc in layout["units"].items()}
+    backed = {}
+    for b in backups:
+        entry = {"name": b.full_name, "run_id": b.run_id, "units": {}}
+        try:
+            for u in backup_units(ctx, info, b):
+                spec = loc_to_spec.get(u["location"], u["location"])
+                old_files = {n: fs.sha(f"{u['old']}/{n}") for n in fs.data_files(u["old"])} if fs.exists(u["old"]) else {}
+                same = old_files == exp["units"][spec]["files"] if spec in exp["units"] else False
+                entry["units"][spec] = {"old": u["old"], "matches_original": same}
+                if not same:
+                    problems.append(f"backup {b.full_name} unit {spec!r} does not hold exactly the original files")
+                if spec in backed:
+                    problems.append(f"unit {spec!r} is in two backups")
+                backed[spec] = b.full_name
+        except Exception as exc:  # noqa: BLE001
+            entry["error"] = str(exc).splitlines()[0][:300]
+            problems.append(f"backup {b.full_name}: {entry['error']}")
+        f["backups"].append(entry)
+    extra_shas = collections.defaultdict(list)
+    for e in ex:
+        extra_shas[e["unit"]].append(fs.sha(late[e["template"]]))
+    f["units"] = {}
+    for spec, loc in layout["units"].items():
+        live = {n: fs.sha(f"{loc}/{n}") for n in fs.data_files(loc)} if fs.exists(loc) else None
+        if live is None:
+            f["units"][spec] = {"state": "missing"}
+            problems.append(f"unit {spec!r}: {loc} is missing")
+            continue
+        state, missing_extras, other = unit_state(live, exp["units"][spec]["files"], extra_shas.get(spec, []))
+        u = {"state": state, "files": len(live), "backed_up": spec in backed, "missing_extras": missing_extras}
+        f["units"][spec] = u
+        if state == "mixed":
+            problems.append(f"unit {spec!r}: neither the original nor a compacted copy: {sorted(live)[:4]}")
+        if missing_extras:
+            problems.append(f"unit {spec!r}: {missing_extras} file(s) written later are not in the live directory")
+        if state == "compacted" and spec not in backed:
+            problems.append(f"unit {spec!r} is compacted but no backup holds its originals")
+        if state == "original" and spec in backed:
+            problems.append(f"unit {spec!r} holds its originals and is also in a backup")
+        if exp["units"][spec].get("dir_perms") and state == "compacted":
+            first = sorted(n for n in live)[0]
+            u["dir_perms"] = perms(fs, loc)
+            u["file_perms"] = [perms(fs, f"{loc}/{n}") for n in sorted(live)]
+            if u["dir_perms"] != exp["units"][spec]["dir_perms"]:
+                problems.append(f"unit {spec!r}: directory owner/mode {u['dir_perms']} != "
+                                f"{exp['units'][spec]['dir_perms']}")
+            bad = [p for p in u["file_perms"] if p != exp["units"][spec]["file_perms"]]
+            if bad:
+                problems.append(f"unit {spec!r}: file owner/mode {bad[0]} != {exp['units'][spec]['file_perms']} "
+                                f"(first file {first})")
+    # 5. hidden entries and visible directories
+    parents = [r.rstrip("/").rsplit("/", 1)[0] for r in roots] + roots
+    unit_names = {loc.rstrip("/").rsplit("/", 1)[1] for loc in layout["units"].values()}
+    hidden = scan_hidden(fs, sorted(set(parents)), unit_names)
+    referenced = {u["old"] for b in f["backups"] for u in b["units"].values()}
+    f["hidden"] = hidden
+    for h in hidden:
+        q = fs.fs(h["path"]).makeQualified(fs.P(h["path"])).toString()
+        if h["tag"] != "lk_old" or q not in referenced:
+            problems.append(f"stray hidden entry {h['path']}")
+    vis = visible_dirs(fs, t["root"])
+    want_vis = expected_visible_dirs(exp["trees"][t["root"]])
+    f["visible_dirs_ok"] = vis == want_vis
+    if vis != want_vis:
+        problems.append(f"visible directories {vis} != {want_vis}")
+    # 6. journal runs: exactly those kept for a backup
+    jdir = journal_dir(info)
+    runs = Journal.run_ids(fs_engine(ctx), jdir)
+    f["journal_runs"] = runs
+    if sorted(runs) != sorted(b.run_id for b in backups):
+        problems.append(f"journal runs {runs} != backups' runs {[b.run_id for b in backups]}")
+    if f.get("second_recovery"):
+        problems.append(f"second recovery was not a no-op: {f['second_recovery']}")
+    if f.get("second_recovery_error"):
+        problems.append(f"second recovery failed: {f['second_recovery_error']}")
+    return f
+
+
+def compare_rows(spark, facts):
+    """Rows of every table against its expected rows, exceptAll both ways,
+    in one job per direction for all tables (one per table if that fails)."""
+    from functools import reduce
+
+    frames = {t: f.pop("_frames") for t, f in facts.items() if "_frames" in f}
+    if not frames:
+        return
+
+    def per_table(names):
+        want = reduce(lambda a, b: a.unionByName(b), [frames[n][0] for n in names])
+        have = reduce(lambda a, b: a.unionByName(b), [frames[n][1] for n in names])
+        counts = {}
+        for key, df in (("missing", want.exceptAll(have)), ("extra", have.exceptAll(want)),
+                        ("expected", want), ("count", have)):
+            for row in df.groupBy("t").count().collect():
+                counts.setdefault(row["t"], {})[key] = row["count"]
+        return counts
+
+    try:
+        counts = per_table(sorted(frames))
+    except Exception:  # noqa: BLE001 - one unreadable table: go table by table
+        counts = {}
+        for n in sorted(frames):
+            try:
+                counts.update(per_table([n]))
+            except Exception as exc:  # noqa: BLE001
+                facts[n]["rows_error"] = str(exc).splitlines()[0][:300]
+                facts[n]["problems"].append(f"rows not readable: {facts[n]['rows_error']}")
+    for n, c in counts.items():
+        rows = {k: c.get(k, 0) for k in ("count", "expected", "missing", "extra")}
+        facts[n]["rows"] = rows
+        if rows["missing"] or rows["extra"]:
+            facts[n]["problems"].append(f"rows differ: {rows['missing']} missing, {rows['extra']} extra")
+
+
+def fs_engine(ctx):
+    return ctx.fs
+
+
+def main():
+    spec_path, expect_path, extras_path, out_path = sys.argv[1:5]
+    only = sys.argv[5].split(",") if len(sys.argv) > 5 and sys.argv[5] else None
+    spec = json.load(open(spec_path))
+    expect = json.load(open(expect_path))
+    extras = json.load(open(extras_path)) if os.path.exists(extras_path) else {}
+    t0 = time.time()
+    from lakekeeper_spark.catalog import Catalog
+    from lakekeeper_spark.commands.common import Context
+    from lakekeeper_spark.config import build_settings
+    from lakekeeper_spark.fs import HadoopFS
+    from lakekeeper_spark.planner import new_run_id
+    from lakekeeper_spark.session import build_session
+
+    spark = build_session(spec.get("master", "local[2]"), spec.get("state_dir"),
+                          {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"})
+    ctx = Context(spark, HadoopFS(spark), Catalog(spark), build_settings({}, {}), new_run_id())
+    fs = FS(spark)
+    late = expect["late_templates"]
+    out = {"tables": {}, "session_seconds": round(time.time() - t0, 1)}
+    for full, exp in sorted(expect["tables"].items()):
+        if only and full not in only:
+            continue
+        t1 = time.time()
+        ex = list(expect.get("appended", {}).get(full, [])) + list(extras.get(full, []))
+        try:
+            f = check_table(spark, ctx, fs, full, exp, ex, late, spec["templates"], "__bkp")
+        except Exception:  # noqa: BLE001
+            f = {"table": full, "problems": ["verification crashed: " + traceback.format_exc()[-1500:]]}
+        f["verify_seconds"] = round(time.time() - t1, 2)
+        out["tables"][full] = f
+    t1 = time.time()
+    compare_rows(spark, out["tables"])
+    out["rows_seconds"] = round(time.time() - t1, 1)
+    out["seconds"] = round(time.time() - t0, 1)
+    with open(out_path, "w") as fh:
+        json.dump(out, fh, indent=1, sort_keys=True)
+    spark.stop()
+    print("RESULT " + json.dumps({"seconds": out["seconds"], "tables": len(out["tables"])}), flush=True)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except Exception:
+        traceback.print_exc()
+        print("RESULT " + json.dumps({"error": traceback.format_exc()[-4000:]}), flush=True)
+        sys.exit(1)

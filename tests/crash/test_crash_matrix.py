@@ -1,0 +1,108 @@
+"""Fault injection on file:// with the embedded Derby Metastore: the real CLI
+is SIGKILLed (JVM and Python) at every journal step of a compaction and of a
+rollback, for a non-partitioned table, a partitioned table and a table with
+a partition outside its root; recovery (the ``recover`` command, and a plain
+new ``compact`` in some cases) must bring every table back to a consistent
+state without losing a row. See world.py for the processes and
+apps/world_verify.py for what is checked per table:
+
+* rows equal to the original both ways (exceptAll), plus any file written later;
+* Metastore location of the table and of every partition unchanged;
+* SHOW PARTITIONS unchanged, also after MSCK REPAIR TABLE; no stray visible dir;
+* no staging or trash left; originals kept only where a backup table
+  points at them, holding exactly the original files;
+* the backup table exists iff a unit was swapped;
+* a second recovery does nothing.
+"""
+from __future__ import annotations
+
+import pytest
+
+import world as W
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(5400)]
+
+
+def _report(request, w: W.World, rows, title: str, json_name: str) -> None:
+    lines = [f"{title} ({len(rows)} cases; whole world {w.total_seconds()} s, "
+             f"load average {w.load.get('start')} -> {w.load.get('end')})", *W.matrix_lines(rows)]
+    W.terminal(request.config, lines)
+    W.save_json(json_name, {"rows": rows, "stages": {k: {kk: vv for kk, vv in v.items() if kk != "results"}
+                                                     for k, v in w.stages.items()},
+                            "world_seconds": w.total_seconds(), "load": w.load, "errors": w.errors})
+
+
+def _failures(rows):
+    return [r for r in rows if r["problems"] or r["outcome"] != r["expected"]]
+
+
+def test_the_kill_runs_really_died_by_sigkill(file_world):
+    for name in ("kill_compact", "kill_rollback"):
+        st = file_world.stages[name]
+        assert st["killed"], f"{name}: expected death by SIGKILL, exit {st['rc']}\n{W.stderr_tail(st)}"
+        assert not st["left_processes"], f"{name}: processes left behind {st['left_processes']}"
+    assert not file_world.errors, file_world.errors
+
+
+def test_compaction_crash_at_every_step(file_world, request):
+    rows = W.crash_rows(file_world, ("crash",))
+    _report(request, file_world, rows, "compaction killed at every journal step, then `recover`",
+            "crash-matrix-file.json")
+    assert len(rows) == 3 * len(W.COMPACT_STEPS)
+    assert file_world.stages["recover"]["rc"] == 0, W.stderr_tail(file_world.stages["recover"])
+    for r in rows:
+        if r["step"] == "table:finished":
+            assert r["recovery_status"] == "skipped", r  # the run had completed: nothing to do
+        else:
+            assert r["recovery_status"] == "recovered" and r["actions"], r
+        swapped = "fwd" in r["outcome"].values()
+        assert r["backups"] == (1 if swapped else 0), r
+    assert not _failures(rows), _failures(rows)
+
+
+def test_a_new_compact_run_recovers_automatically(file_world, request):
+    rows = W.crash_rows(file_world, ("auto",))
+    _report(request, file_world, rows, "killed, then a plain new `compact`", "crash-auto-file.json")
+    for r in rows:
+        res = file_world.stages["compact"]["results"][r["table"]]
+        assert res["recovered"], res  # the automatic recovery did something
+        assert res["status"] in ("compacted", "skipped"), res
+    assert not _failures(rows), _failures(rows)
+
+
+def test_late_file_during_the_swap_then_crash(file_world, request):
+    """A writer adds a file at the move aside (it follows the directory into
+    .lk_old) or re-creates the directory between the renames; the process
+    dies before adopting it; recovery must bring the file's rows back."""
+    rows = W.crash_rows(file_world, ("late_crash",))
+    _report(request, file_world, rows, "writer during the swap, then killed", "crash-late-file.json")
+    for r in rows:
+        assert file_world.extras.get(r["table"]), f"no file was written at the pause point of {r['table']}"
+    assert not _failures(rows), _failures(rows)
+
+
+def test_rollback_crash_at_every_step(file_world, request):
+    rows = W.crash_rows(file_world, ("rollback",))
+    _report(request, file_world, rows, "rollback killed at every step, then `recover`", "crash-rollback-file.json")
+    assert len(rows) == 11
+    for r in rows:
+        assert r["recovery_status"] == "recovered" and r["actions"], r
+        assert r["backups"] == 0, r
+    assert not _failures(rows), _failures(rows)
+
+
+def test_errors_injected_at_every_step(file_world, request):
+    """An exception (not a crash) at every step: the unit ends either with
+    its original untouched or, after the swap, compacted with the backup at
+    the original; the error is reported; nothing is left for recovery."""
+    rows = W.crash_rows(file_world, ("raise",))
+    _report(request, file_world, rows, "exception at every step (normal run)", "crash-raise-file.json")
+    results = file_world.stages["compact"]["results"]
+    for r in rows:
+        res = results[r["table"]]
+        text = res["reason"] + " " + " ".join(p.get("reason", "") for p in res.get("partitions", []))
+        assert "injected fault" in text, res
+        back = "back" in r["outcome"].values()
+        if back or r["step"] == "table:finished":
+            assert res["status"] == "failed", res
+    assert not _failures(rows), _failures(rows)
