@@ -27,8 +27,10 @@ def partition_locations(spark, table: str) -> dict[str, str]:
     return {p.spec_str: p.location for p in cat.list_partitions(cat.get_table(db, name))}
 
 
-def backup_tables(spark) -> list[str]:
-    return sorted(r.tableName for r in spark.sql("SHOW TABLES IN lk").collect() if r.tableName.startswith("__bkp"))
+def backup_tables(spark, table: str) -> list[str]:
+    """Backup tables of lk.<table> (the Metastore may be shared with other tests)."""
+    return sorted(r.tableName for r in spark.sql("SHOW TABLES IN lk").collect()
+                  if r.tableName.startswith(f"__bkp_{table}_"))
 
 
 def test_non_partitioned_parquet_full_cycle(spark, engine, files, warehouse):
@@ -50,7 +52,7 @@ def test_non_partitioned_parquet_full_cycle(spark, engine, files, warehouse):
     assert part["decision"] == "compact" and part["target_files"] == 1 and part["median_file_bytes"] > 0
     res = engine.one("compact", t, dry_run=True)
     assert res["status"] == "planned" and res["would_change"] and not res["changed"]
-    assert files.snapshot(loc) == original and files.hidden(parent(loc)) == [] and backup_tables(spark) == []
+    assert files.snapshot(loc) == original and files.hidden(parent(loc)) == [] and backup_tables(spark, "flat_pq") == []
 
     res = engine.one("compact", t)
     assert res["status"] == "compacted" and res["changed"], res
@@ -75,14 +77,14 @@ def test_non_partitioned_parquet_full_cycle(spark, engine, files, warehouse):
     res = engine.one("rollback", t)
     assert res["status"] == "rolled_back" and res["changed"]
     assert files.snapshot(loc) == original  # same files, same bytes
-    assert backup_tables(spark) == [] and files.hidden(parent(loc)) == []
+    assert backup_tables(spark, "flat_pq") == [] and files.hidden(parent(loc)) == []
     assert engine.one("rollback", t)["changed"] is False
 
     engine.one("compact", t)
     res = engine.one("cleanup", t)
     assert res["status"] == "cleaned" and res["backups_removed"][0]["bytes"] > 0
     assert res["freed_bytes"] == res["backups_removed"][0]["bytes"]
-    assert backup_tables(spark) == [] and files.hidden(parent(loc)) == []
+    assert backup_tables(spark, "flat_pq") == [] and files.hidden(parent(loc)) == []
     spark.sql(f"REFRESH TABLE {t}")
     assert same_rows(spark.table(t), rows)
     assert engine.one("cleanup", t)["changed"] is False
@@ -208,7 +210,8 @@ def test_refusals_touch_nothing(spark, engine, files, warehouse):
         status, words = expected[r["table"]]
         assert r["status"] == status and words in r["reason"], r
         assert not r["changed"]
-    assert files.snapshot(managed_loc) == before and backup_tables(spark) == []
+    assert files.snapshot(managed_loc) == before
+    assert all(backup_tables(spark, name.split(".")[1]) == [] for name in expected)
     # A database run passes over what it may not touch instead of failing.
     db = {r["table"]: r for r in engine.run("analyze", database="lk")}
     assert db["lk.r_managed"]["status"] == "skipped" and db["lk.r_view"]["status"] == "skipped"
@@ -249,7 +252,7 @@ def test_verification_mismatch_fails_and_keeps_the_original(spark, engine, files
     assert res["status"] == "failed" and res["code"] == "verification_failed", res
     assert "row count mismatch" in res["reason"] and "original data untouched" in res["reason"]
     assert files.snapshot(loc) == original
-    assert files.hidden(parent(loc)) == [] and backup_tables(spark) == []
+    assert files.hidden(parent(loc)) == [] and backup_tables(spark, "tamper") == []
     assert engine.one("compact", "lk.tamper")["status"] == "compacted"
 
 
