@@ -1,0 +1,181 @@
+"""Pure-Python checks of the pieces the crash tests rely on: journal records
+survive a crash at any point of their replacement, unit records are
+cumulative, the fault/pause hook specs parse, the quiet period decides.
+A fake filesystem stands in for HadoopFS (same method names)."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "spark_app"))
+
+from lakekeeper_spark import journal as J  # noqa: E402
+from lakekeeper_spark.config import Settings  # noqa: E402
+from lakekeeper_spark.model import Decision, FileEntry, FileStats, Listing, TablePlan, Unit  # noqa: E402
+
+
+class FakeFS:
+    """The HadoopFS calls the journal makes, on a dict."""
+
+    def __init__(self):
+        self.files: dict[str, str] = {}
+        self.dirs: set[str] = set()
+
+    def mkdirs(self, uri):
+        self.dirs.add(uri.rstrip("/"))
+
+    def exists(self, uri):
+        return uri in self.files or uri.rstrip("/") in self.dirs
+
+    def write_text(self, uri, text):
+        assert uri not in self.files
+        self.files[uri] = text
+
+    def read_text(self, uri):
+        return self.files[uri]
+
+    def delete(self, uri, recursive=True):
+        if uri in self.files:
+            del self.files[uri]
+            return True
+        uri = uri.rstrip("/")
+        if uri in self.dirs:
+            self.dirs = {d for d in self.dirs if d != uri and not d.startswith(uri + "/")}
+            self.files = {f: t for f, t in self.files.items() if not f.startswith(uri + "/")}
+            return True
+        return False
+
+    def rename(self, src, dst):
+        assert src in self.files and dst not in self.files
+        self.files[dst] = self.files.pop(src)
+
+    def list_names(self, uri):
+        uri = uri.rstrip("/")
+        out = {(f[len(uri) + 1:].split("/")[0], "/" in f[len(uri) + 1:]) for f in self.files if f.startswith(uri + "/")}
+        out |= {(d[len(uri) + 1:].split("/")[0], True) for d in self.dirs if d.startswith(uri + "/")}
+        return sorted(out)
+
+
+def _pending(fs, base):
+    return sorted(f for f in fs.files if f.startswith(base + ".new."))
+
+
+def test_a_record_is_old_or_new_at_every_crash_point():
+    fs = FakeFS()
+    fs.mkdirs("j/r")
+    base = "j/r/unit-000000.json"
+    J.replace_record(fs, base, json.dumps({"step": "verifying"}))
+    assert json.loads(J.read_record(fs, "j/r", "unit-000000.json"))["step"] == "verifying"
+    # crash after writing the new record, before dropping the old one: old one read
+    tmp = f"{base}.new.{time.time_ns():020d}-aaaaaa"
+    fs.write_text(tmp, json.dumps({"step": "moving_aside"}))
+    assert json.loads(J.read_record(fs, "j/r", "unit-000000.json"))["step"] == "verifying"
+    # the next replacement removes that orphan
+    J.replace_record(fs, base, json.dumps({"step": "moving_aside"}))
+    assert _pending(fs, base) == []
+    # crash between dropping the old record and renaming the new one: the new one is read,
+    # even next to an older orphan and a torn (half written) one
+    fs.write_text(f"{base}.new.{time.time_ns():020d}-zzzzzz", json.dumps({"step": "stale"}))
+    time.sleep(0.001)
+    fs.write_text(f"{base}.new.{time.time_ns():020d}-000000", json.dumps({"step": "moving_in"}))
+    time.sleep(0.001)
+    fs.write_text(f"{base}.new.{time.time_ns():020d}-111111", '{"step": "repoin')
+    fs.delete(base)
+    assert json.loads(J.read_record(fs, "j/r", "unit-000000.json"))["step"] == "moving_in"
+
+
+def test_journal_load_after_a_crash_inside_a_replacement():
+    fs = FakeFS()
+    j = J.Journal(fs, "t/.lakekeeper", "20260101T000000-abcdef")
+    j.start({"table": "db.t", "units": []})
+    j.unit_step(0, "moving_aside", compacted=["part-0.parquet"])
+    j.unit_step(0, "moving_in")
+    j.unit_step(1, "writing_staging")
+    # unit 1's record is being replaced when the process dies
+    base = f"{j.run_dir}/unit-000001.json"
+    fs.write_text(f"{base}.new.{time.time_ns():020d}-abcdef", json.dumps({"index": 1, "step": "verifying"}))
+    fs.delete(base)
+    doc, units = J.Journal.load(fs, j.dir, j.run_id)
+    assert doc["table"] == "db.t" and doc["step"] == "planned"
+    assert units[0]["step"] == "moving_in" and units[0]["compacted"] == ["part-0.parquet"]  # cumulative
+    assert units[1]["step"] == "verifying"
+    # recovery continues the run: later records keep what earlier ones said
+    r = J.Journal(fs, j.dir, j.run_id).resume(doc, units)
+    r.unit_step(0, "done", recovered=True)
+    assert J.Journal.load(fs, j.dir, j.run_id)[1][0]["compacted"] == ["part-0.parquet"]
+    assert not J.Journal.is_empty(fs, j.dir, j.run_id)
+    r.remove()
+    assert not fs.exists(j.dir)
+
+
+@pytest.mark.parametrize("text,expect", [
+    ("table:compacting", [("table:compacting", "before", None, None, "kill")]),
+    ("moving_in:after@Db.T#1", [("moving_in", "after", "db.t", 1, "kill")]),
+    ("verifying@a.b=raise; done", [("verifying", "before", "a.b", None, "raise"), ("done", "before", None, None, "kill")]),
+    ("rollback_restored:after@db.t#0", [("rollback_restored", "after", "db.t", 0, "kill")]),
+    ("tamper_staging", [("tamper_staging", "before", None, None, "kill")]),
+    ("x@y;#3;=raise", []),
+])
+def test_hook_specs(text, expect):
+    got = [(s.step, s.phase, s.table, s.unit, s.action) for s in J.parse_hook_specs(text)]
+    assert got == expect
+
+
+def test_hooks_match_table_and_unit_and_raise(monkeypatch):
+    monkeypatch.setenv("LAKEKEEPER_FAULT_AT", "moving_in:after@db.t#1=raise")
+    J.HOOKS.fired.clear()
+    J.fault_point("moving_in", "after", "db.u", 1)  # other table
+    J.fault_point("moving_in", "after", "db.t", 0)  # other unit
+    J.fault_point("moving_in", "before", "db.t", 1)  # before, not after
+    with pytest.raises(J.InjectedFault):
+        J.fault_point("moving_in", "after", "db.t", 1)
+    J.fault_point("moving_in", "after", "db.t", 1)  # fires once
+    assert not J.parking_enabled()
+    monkeypatch.setenv("LAKEKEEPER_FAULT_AT", "done@db.t")
+    assert J.parking_enabled()
+    J.HOOKS.fired.clear()
+
+
+def test_pause_hook_waits_for_resume(monkeypatch, tmp_path):
+    monkeypatch.setenv("LAKEKEEPER_PAUSE_AT", "verifying@db.t")
+    monkeypatch.setenv("LAKEKEEPER_PAUSE_DIR", str(tmp_path))
+    (tmp_path / "db.t.verifying.resume").write_text("go")
+    t0 = time.time()
+    J.fault_point("verifying", "before", "db.t", 0)
+    assert (tmp_path / "db.t.verifying.paused").exists() and time.time() - t0 < 5
+    monkeypatch.setenv("LAKEKEEPER_PAUSE_TIMEOUT", "0.2")
+    J.fault_point("moving_in", "before", "db.t", 0)  # no spec: no pause
+    assert not (tmp_path / "db.t.moving_in.paused").exists()
+
+
+def _unit(spec, mtimes_ms):
+    files = [FileEntry(f"f{i}", 10, m) for i, m in enumerate(mtimes_ms)]
+    return Unit(spec=spec, partition={"dt": spec}, location=f"x/{spec}", listing=Listing(path="x", files=files),
+                stats=FileStats(len(files), 10 * len(files), 10.0, 10.0), decision=Decision("compact", "small", 1),
+                staging="s", old="o")
+
+
+def test_quiet_period():
+    from lakekeeper_spark.commands.compact import apply_quiet_period
+
+    now = 1_800_000_000.0
+    old = _unit("old", [(now - 3600) * 1000, (now - 7200) * 1000])
+    new = _unit("new", [(now - 3600) * 1000, (now - 30) * 1000])
+    p = TablePlan(table="db.t", run_id="r", format="parquet", location="x", partitioned=True, units=[old, new],
+                  backup_table="db.b", journal_dir="j")
+    apply_quiet_period(p, None, now)
+    assert [u.decision.action for u in p.units] == ["compact", "compact"]
+    apply_quiet_period(p, 600, now)
+    assert [u.decision.action for u in p.units] == ["compact", "skip"]
+    assert "within the quiet period of 600s" in new.decision.reason and "30s old" in new.decision.reason
+    from lakekeeper_spark.config import build_settings
+    assert build_settings({"quiet_period": "10m"}, {}).quiet_period_seconds == 600
+    assert build_settings({}, {"quiet_period": "30s"}).quiet_period_seconds == 30
+    assert Settings().quiet_period_seconds is None
+    assert os.environ.get("LAKEKEEPER_FAULT_AT") is None
