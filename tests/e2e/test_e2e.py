@@ -22,6 +22,8 @@ import pytest
 
 from e2e_helpers import BIN, run, tarball_names, tool_env  # pylint: disable=import-error
 
+pytestmark = pytest.mark.e2e
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TAIL = 150
 
