@@ -279,6 +279,19 @@ class MultiHost:
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               timeout=timeout, check=False)
 
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU time used so far inside each host (its cgroup; systemd mode only)."""
+        out = {}
+        for h in self.hosts:
+            try:
+                stat = (h.cgroup / "cpu.stat").read_text() if h.cgroup else ""
+            except OSError:
+                stat = ""
+            usage = [line.split()[1] for line in stat.splitlines() if line.startswith("usage_usec ")]
+            if usage:
+                out[h.name] = int(usage[0]) / 1e6
+        return out
+
     # ------------------------------------------------------------ lifecycle
     def start(self) -> "MultiHost":
         t0 = time.monotonic()

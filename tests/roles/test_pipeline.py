@@ -34,46 +34,73 @@ AIRFLOW_PASSWORD = "Airfl0w-S3cret-pw-7731"
 SCHEDULER_PORT = 8080
 OOZIE_JOB = "0000001-ingest-h1-C"
 
-WRITER = r"""#!/bin/sh
+# The stand-ins are small Python programs (no fork per line written: they
+# cost next to no CPU on a busy machine).
+WRITER = r"""#!/usr/bin/python3
 # writer FILE: appends a timestamped line every 0.2 s, forever
-while :; do date +%s.%N >> "$1"; sleep 0.2; done
+import sys, time
+while True:
+    with open(sys.argv[1], "a") as fh:
+        fh.write(f"{time.time():.3f}\n")
+    time.sleep(0.2)
 """
 
-BATCH = r"""#!/bin/sh
+BATCH = r"""#!/usr/bin/python3
 # one batch run (started by ingest-batch.timer): start, 8 lines in 1.6 s, end
-echo "start $(date +%s.%N)" >> /srv/ingest/batch.log
-i=0; while [ $i -lt 8 ]; do date +%s.%N >> /srv/ingest/batch.log; sleep 0.2; i=$((i+1)); done
-echo "end $(date +%s.%N)" >> /srv/ingest/batch.log
+import time
+def note(text):
+    with open("/srv/ingest/batch.log", "a") as fh:
+        fh.write(text + "\n")
+note(f"start {time.time():.3f}")
+for _ in range(8):
+    note(f"{time.time():.3f}")
+    time.sleep(0.2)
+note(f"end {time.time():.3f}")
 """
 
-CRON_JOB = r"""#!/bin/sh
+CRON_JOB = r"""#!/usr/bin/python3
 # ingest-cron-job MODE: stand-in for a run that cron started.
 #   follow - runs until the "ingest-hourly" cron entry is disabled, then 1.6 s more
 #   N      - runs N seconds
-log=/srv/ingest/cronjob.log
-echo "start $(date +%s.%N)" >> $log
-if [ "$1" = follow ]; then
-  while crontab -l 2>/dev/null | grep -q '^17 '; do date +%s.%N >> $log; sleep 0.2; done
-  n=8
-else
-  n=$(( $1 * 5 ))
-fi
-i=0; while [ $i -lt $n ]; do date +%s.%N >> $log; sleep 0.2; i=$((i+1)); done
-echo "end $(date +%s.%N)" >> $log
+import subprocess, sys, time
+def note(text):
+    with open("/srv/ingest/cronjob.log", "a") as fh:
+        fh.write(text + "\n")
+def entry_enabled():
+    tab = subprocess.run(["crontab", "-l"], capture_output=True, text=True).stdout
+    return any(line.startswith("17 ") for line in tab.splitlines())
+note(f"start {time.time():.3f}")
+if sys.argv[1] == "follow":
+    while entry_enabled():
+        note(f"{time.time():.3f}")
+        time.sleep(0.3)
+    end = time.time() + 1.6
+else:
+    end = time.time() + float(sys.argv[1])
+while time.time() < end:
+    note(f"{time.time():.3f}")
+    time.sleep(0.2)
+note(f"end {time.time():.3f}")
 """
 
-GENERIC = r"""#!/bin/sh
+GENERIC = r"""#!/usr/bin/python3
 # ingest-generic: writes chunks of 3 lines unless the pause flag exists;
-# /run/ingest-generic.busy exists while a chunk is in flight (set before the
-# flag is checked, so "not busy" after the flag appeared means "no more writes")
-flag=/var/lib/ingest-generic/paused
-while :; do
-  touch /run/ingest-generic.busy
-  if [ -e $flag ]; then rm -f /run/ingest-generic.busy; sleep 0.1; continue; fi
-  i=0; while [ $i -lt 3 ]; do date +%s.%N >> /srv/ingest/generic.log; sleep 0.2; i=$((i+1)); done
-  rm -f /run/ingest-generic.busy
-  sleep 0.1
-done
+# /run/ingest-generic.busy exists while a chunk is in flight (created before
+# the flag is checked, so "not busy" after the flag appeared means "no more writes")
+import os, time
+FLAG, BUSY = "/var/lib/ingest-generic/paused", "/run/ingest-generic.busy"
+while True:
+    open(BUSY, "w").close()
+    if os.path.exists(FLAG):
+        os.unlink(BUSY)
+        time.sleep(0.1)
+        continue
+    for _ in range(3):
+        with open("/srv/ingest/generic.log", "a") as fh:
+            fh.write(f"{time.time():.3f}\n")
+        time.sleep(0.2)
+    os.unlink(BUSY)
+    time.sleep(0.1)
 """
 
 QUIET_CHECK = r"""#!/bin/sh
@@ -170,8 +197,9 @@ def runner(jid):
     while True:
         with lock:
             start = not jobs[jid]["paused"]
-            jobs[jid]["running"] = start
-            save()
+            if jobs[jid]["running"] != start:
+                jobs[jid]["running"] = start
+                save()
         if not start:
             time.sleep(0.1)
             continue
@@ -494,7 +522,9 @@ def bed(multihost, collections_dir, tmp_path_factory):
     _wait(lambda: b.h(SCHEDULER).read_text("/srv/scheduler/state.json", default="") != "", 10, "scheduler API up")
     b.times["provision"] = round(time.monotonic() - t0, 1)
     yield b
-    print("timings (s):", json.dumps(b.times | {"hosts up": round(multihost.started_in, 2)}))
+    cpu = {n: round(c, 1) for n, c in multihost.cpu_seconds().items()}
+    print("timings (s):", json.dumps(b.times | {"hosts up": round(multihost.started_in, 2)}),
+          "CPU inside the hosts (s):", json.dumps(cpu))
 
 
 # ------------------------------------------------------------------ helpers
