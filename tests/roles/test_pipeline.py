@@ -26,7 +26,7 @@ if str(_TESTS) not in sys.path:
 # the session fixture, registered by importing it
 from multihost.fixture import multihost  # noqa: E402,F401 pylint: disable=unused-import
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(600)
 
 # ---------------------------------------------------------------- stand-ins
 AIRFLOW_USER = "airflow"
