@@ -210,8 +210,11 @@ def _summary(command: str, results: list[dict[str, Any]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     real_stdout = sys.stdout
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO,
+    # force: under spark-submit the root logger already has a handler that
+    # writes to stdout, which would corrupt the JSON document.
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, force=True,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     doc: dict[str, Any] = {"lakekeeper_version": __version__, "changed": False, "failed": True, "tables": []}
     code = 0
     result_file = None
@@ -245,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
                 ctx.catalog.database_exists("default")
             except Exception as exc:  # noqa: BLE001
                 log.exception("the Hive Metastore is unreachable")
-                doc["msg"] = f"the engine could not start: the Hive Metastore is unreachable: {_metastore_reason(exc)}"
+                doc["msg"] = f"the engine could not start: the Hive Metastore is unreachable: {_metastore_reason(exc, spark)}"
                 code = 3
                 raise _Done() from exc
             results = _run_tables(ctx, args.command, tables, args.database)
@@ -269,17 +272,27 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
-def _metastore_reason(exc: Exception) -> str:
-    """The most telling line of a Metastore connection failure."""
+def _metastore_reason(exc: Exception, spark: Any = None) -> str:
+    """Where the Metastore was looked for, and the innermost cause of the
+    failure (e.g. ``java.net.ConnectException: Connection refused``)."""
     from .fs import _java_message
 
-    text = str(exc)
-    for marker in ("Connection refused", "UnknownHost", "timed out", "Could not connect to meta store",
-                   "Unable to instantiate", "XSDB6", "Failed to start database"):
-        for line in text.splitlines():
-            if marker in line:
-                return " ".join(line.split())[:300]
-    return _java_message(exc)[:300]
+    where = ""
+    try:
+        uris = spark._jsc.hadoopConfiguration().get("hive.metastore.uris") if spark is not None else None
+        where = f"{uris}: " if uris else "embedded Derby: "
+    except Exception:  # noqa: BLE001
+        pass
+    cause = None
+    java = getattr(exc, "java_exception", None)
+    try:
+        while java is not None:
+            cause = f"{java.getClass().getName()}: {java.getMessage()}"
+            java = java.getCause()
+    except Exception:  # noqa: BLE001
+        pass
+    text = " ".join((cause or _java_message(exc)).split())
+    return (where + text)[:400]
 
 
 class _Done(Exception):
