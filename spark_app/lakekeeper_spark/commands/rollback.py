@@ -100,8 +100,18 @@ def rollback_table(ctx: Context, full_name: str) -> dict[str, Any]:
                 "live_changed",
                 f"{u['location']} no longer holds the compacted files {gone[:3]} (rewritten since the "
                 f"compaction?); restoring {b.full_name} would bring back replaced rows; not rolling back")
-    parts = [{"spec": u["spec"], "location": u["location"], "status": "planned" if ctx.settings.dry_run else "rolled_back",
-              "reason": f"restore {u['old']}"} for u in units]
+    listings = ctx.fs.list_dirs([u["location"] for u in units] + [u["old"] for u in units])
+    parts = []
+    for u in units:
+        now, orig = listings[u["location"]], listings[u["old"]]
+        parts.append({
+            "spec": u["spec"], "location": u["location"],
+            "files_before": len(now.files), "files_after": len(orig.files),
+            "bytes_before": now.total_bytes, "bytes_after": orig.total_bytes,
+            "rows_before": None, "rows_after": None,
+            "status": "planned" if ctx.settings.dry_run else "rolled_back",
+            "reason": f"restore {u['old']}",
+        })
     if ctx.settings.dry_run:
         return table_result(full_name, "planned", f"would restore {len(units)} unit(s) from {b.full_name}",
                             would_change=True, backup_table=b.full_name, run_id=ctx.run_id, partitions=parts)
