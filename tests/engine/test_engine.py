@@ -76,6 +76,7 @@ def test_non_partitioned_parquet_full_cycle(spark, engine, files, warehouse):
 
     res = engine.one("rollback", t)
     assert res["status"] == "rolled_back" and res["changed"]
+    assert (res["partitions"][0]["files_before"], res["partitions"][0]["files_after"]) == (1, 600)
     assert files.snapshot(loc) == original  # same files, same bytes
     assert backup_tables(spark, "flat_pq") == [] and files.hidden(parent(loc)) == []
     assert engine.one("rollback", t)["changed"] is False
