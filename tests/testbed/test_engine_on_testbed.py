@@ -78,8 +78,12 @@ def test_cli_under_spark_submit_on_the_standalone_cluster(testbed, tmp_path):
         p = testbed.spark_submit(APP, *args, "--table", "cli.events", "--result-file", str(result),
                                  confs={"spark.pyspark.python": sys.executable})
         assert p.returncode == 0, p.stderr[-3000:]
-        doc = json.loads(p.stdout)
-        assert doc == json.loads(result.read_text())
+        doc = json.loads(result.read_text())
+        # spark-submit's PythonRunner merges the driver's stderr into stdout:
+        # the document is still the last thing printed, from a line "{".
+        lines = p.stdout.rstrip().splitlines()
+        start = max(i for i, line in enumerate(lines) if line == "{")
+        assert json.loads("\n".join(lines[start:])) == doc
         return doc
 
     reader = tmp_path / "read.py"
