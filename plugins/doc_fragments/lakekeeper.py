@@ -168,10 +168,10 @@ options:
     type: str
   state_dir:
     description:
-      - Embedded mode - the directory, on the target, of the embedded Derby Metastore (C(metastore_db)) and
-        warehouse; created when missing. The engine runs with this directory as its working directory.
+      - The directory, on the target, of the embedded Derby Metastore (C(metastore_db)) and warehouse; created when
+        missing. When used, the engine runs with this directory as its working directory.
       - Default is C(~/.lakekeeper/state) in the embedded mode. With O(spark_submit.enabled) it is passed to the
-        engine only when set.
+        engine (C(--state-dir)) only when set; a cluster normally has its own Metastore.
       - Embedded Derby allows one JVM at a time; do not run two engines on the same O(state_dir) at once.
     type: path
   app_cache_dir:

@@ -338,6 +338,8 @@ def run_module(kind):
         state_dir = state_dir or _abspath(DEFAULT_STATE_DIR)
         if 'PYSPARK_PYTHON' not in env:
             env['PYSPARK_PYTHON'] = python
+    if state_dir:
+        # The embedded Metastore's files (derby.log, ...) land in the working directory.
         try:
             if not os.path.isdir(state_dir):
                 os.makedirs(state_dir, 0o700)

@@ -222,6 +222,21 @@ def test_config_file_spark_submit_merged_on_the_target(engine, tmp_path, monkeyp
     assert res['script'] == engine
 
 
+def test_spark_submit_with_state_dir_runs_there(engine, tmp_path, monkeypatch):
+    submit = write_exe(tmp_path / 'spark-submit', STUB_SPARK_SUBMIT)
+    monkeypatch.setenv('STUB_SUBMIT_LOG', str(tmp_path / 'submit.json'))
+    monkeypatch.setenv('STUB_ECHO', str(tmp_path / 'echo.json'))
+    res = run(lakekeeper_analyze, dict(table='db.t', spark_submit_path=submit, python=None,
+                                       spark_submit=dict(enabled=True, master='local[1]', script_path=engine)),
+              tmp_path)
+    assert res['failed'] is False
+    assert ' --state-dir %s ' % (tmp_path / 'state') in res['cmd']
+    assert 'spark.pyspark.driver.python' not in res['cmd']
+    echo = json.loads((tmp_path / 'echo.json').read_text())
+    assert echo['cwd'] == str(tmp_path / 'state')
+    assert echo['env']['PYSPARK_PYTHON'] is None  # only set in the embedded mode
+
+
 def test_environment_and_state_dir(engine, tmp_path, monkeypatch):
     monkeypatch.setenv('STUB_ECHO', str(tmp_path / 'echo.json'))
     res = run(lakekeeper_analyze, dict(table='db.t', spark_submit=dict(script_path=engine),
