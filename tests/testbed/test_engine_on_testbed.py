@@ -45,6 +45,9 @@ SETUP = textwrap.dedent(
     spark = SparkSession.builder.enableHiveSupport().getOrCreate()
     spark.sql("CREATE DATABASE IF NOT EXISTS cli")
     spark.sql("DROP TABLE IF EXISTS cli.events")
+    jvm = spark._jvm  # an external table's files outlive DROP TABLE: start clean
+    jvm.org.apache.hadoop.fs.FileSystem.get(spark._jsc.hadoopConfiguration()).delete(
+        jvm.org.apache.hadoop.fs.Path("/lk-cli"), True)
     spark.sql("CREATE EXTERNAL TABLE cli.events (id BIGINT, v STRING) PARTITIONED BY (dt STRING) "
               "STORED AS PARQUET LOCATION '/lk-cli/events'")
     for i, dt in enumerate(["2024-01-01", "2024-01-02"]):
