@@ -1,0 +1,408 @@
+# -*- coding: utf-8 -*-
+# Copyright: Lakekeeper for Ansible contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The collection's playbooks (playbooks/*.yml) run for real with
+``ansible-playbook``, inventory-driven like on a cluster: an edge host in
+group ``lakekeeper_edge`` runs the engine, an ingestion host in group
+``lakekeeper_ingestion`` is paused, both in the cluster group named by
+``lakekeeper_cluster``. Extra variables are passed as ``-e k=v`` strings, the
+way an AWX survey passes them.
+
+* ``test_playbooks_embedded``: the embedded default (local Spark, Derby
+  Metastore in a state dir; one JVM at a time): analyze.yml, compact.yml
+  (failing after the pause: the ingestion is resumed anyway; then for real,
+  with a Kerberos ticket from a real KDC and a real stand-in ingestion process
+  stopped with SIGSTOP during the window), rollback.yml, cleanup.yml.
+* ``test_playbooks_on_the_testbed``: spark-submit to the test bed's Spark
+  standalone master, tables on HDFS through the Metastore service: compact.yml
+  (with the pre-flight reading real HDFS quotas), a second Spark process reads
+  the tables through the Metastore and sees the same rows, rollback.yml,
+  cleanup.yml, and a last read.
+
+Run: ``.venv/bin/python -m pytest tests/playbooks`` (``-m 'not testbed'`` for
+the embedded part only). Each JVM start costs 10-20 s on a quiet machine, so
+each test runs few playbooks and checks several things per run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, '..', '..'))
+BIN = os.path.dirname(os.path.abspath(sys.executable))
+PLAYBOOKS = os.path.join(ROOT, 'playbooks')
+CREATE_TABLES = os.path.join(ROOT, 'tests', 'e2e', 'create_tables.py')
+STANDIN = os.path.join(HERE, 'ingest_standin.py')
+RECAP = re.compile(r'^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)', re.M)
+TIMINGS = []
+
+
+@dataclass
+class Run:
+    rc: int
+    output: str
+    seconds: float
+    stats: dict = field(default_factory=dict)
+    recap: dict = field(default_factory=dict)
+
+    def __str__(self):
+        return 'ansible-playbook rc=%d after %.0fs\n%s' % (self.rc, self.seconds, self.output[-12000:])
+
+    def summary(self, host):
+        return self.stats.get('lakekeeper_summary', {}).get(host, {})
+
+
+def run_playbook(playbook, inventory, collections_dir, workdir, extra=(), timeout=1500):
+    """ansible-playbook PLAYBOOK (a path or a collection playbook FQCN) with
+    ``-e k=v`` extra variables; returns a Run with the set_stats of the run."""
+    argv = [os.path.join(BIN, 'ansible-playbook'), '-i', str(inventory), playbook]
+    for item in extra:  # "k=v", or JSON for values with spaces (AWX passes extra variables as JSON/YAML)
+        argv += ['-e', item]
+    env = dict(os.environ)
+    env.pop('ANSIBLE_CONFIG', None)
+    env.update({
+        'PATH': BIN + os.pathsep + env.get('PATH', ''),
+        'ANSIBLE_COLLECTIONS_PATH': collections_dir,
+        'ANSIBLE_SHOW_CUSTOM_STATS': '1',
+        'ANSIBLE_NOCOLOR': '1', 'ANSIBLE_FORCE_COLOR': '0', 'ANSIBLE_RETRY_FILES_ENABLED': '0',
+        'ANSIBLE_DEPRECATION_WARNINGS': '0', 'ANSIBLE_LOCALHOST_WARNING': '0',
+        'ANSIBLE_LOCAL_TEMP': str(workdir / 'ansible-local'), 'ANSIBLE_REMOTE_TEMP': str(workdir / 'ansible-remote'),
+        'SPARK_LOCAL_IP': '127.0.0.1', 'PYTHONUNBUFFERED': '1',
+    })
+    started = time.time()
+    proc = subprocess.run(argv, cwd=str(workdir), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, timeout=timeout, check=False)
+    run = Run(proc.returncode, proc.stdout, time.time() - started)
+    for line in proc.stdout.splitlines():
+        if line.strip().startswith('RUN: '):
+            run.stats = json.loads(line.strip()[len('RUN: '):])
+    for m in RECAP.finditer(proc.stdout):
+        run.recap[m.group(1)] = {'ok': int(m.group(2)), 'changed': int(m.group(3)), 'failed': int(m.group(5))}
+    TIMINGS.append('%s %s: %.0fs' % (os.path.basename(playbook), ' '.join(extra)[:70], run.seconds))
+    sys.stdout.write('%s\n' % TIMINGS[-1])
+    return run
+
+
+def listing(top, hidden=False):
+    """{path relative to top: size} of the files under top (hidden ones, and
+    everything under hidden directories, only with hidden=True)."""
+    out = {}
+    for d, dirs, files in os.walk(top):
+        if not hidden:
+            dirs[:] = [x for x in dirs if not x.startswith(('.', '_'))]
+        for f in files:
+            if hidden or not f.startswith(('.', '_')):
+                p = os.path.join(d, f)
+                out[os.path.relpath(p, top)] = os.path.getsize(p)
+    return out
+
+
+def data_files(top):
+    return {k: v for k, v in listing(top).items() if k.endswith('.parquet')}
+
+
+def directories(top):
+    return sorted(os.path.relpath(os.path.join(d, x), top) for d, dirs, _f in os.walk(top) for x in dirs)
+
+
+def write_inventory(path, edge_vars, ingest_vars, cluster):
+    """One cluster: edge host ``edge`` and ingestion host ``ingest``, both
+    local connections, in the cluster group ``cluster``."""
+    path.write_text(json.dumps({'all': {
+        'vars': {'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable},
+        'children': {
+            'lakekeeper_edge': {'hosts': {'edge': edge_vars}},
+            'lakekeeper_ingestion': {'hosts': {'ingest': ingest_vars}},
+            cluster: {'hosts': {'edge': {}, 'ingest': {}}, 'vars': {'lakekeeper_cluster': cluster}},
+        }}}, indent=1))
+    return path
+
+
+def process_state(pid):
+    return subprocess.run(['ps', '-o', 'stat=', '-p', str(pid)], stdout=subprocess.PIPE, text=True,
+                          check=False).stdout.strip()
+
+
+def run_id_time(run_id):
+    return datetime.strptime(run_id.split('-')[0], '%Y%m%dT%H%M%S').replace(tzinfo=timezone.utc).timestamp()
+
+
+# --------------------------------------------------------------------------- embedded
+
+
+@pytest.mark.e2e
+def test_playbooks_embedded(collections_dir, kdc, tmp_path):
+    state_dir, data_dir = tmp_path / 'state', tmp_path / 'data'
+    started = time.time()
+    res = subprocess.run([sys.executable, CREATE_TABLES, str(state_dir), str(data_dir)], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, timeout=900, check=False,
+                         env=dict(os.environ, SPARK_LOCAL_IP='127.0.0.1'))
+    assert res.returncode == 0, res.stdout[-5000:]
+    TIMINGS.append('create_tables.py: %.0fs' % (time.time() - started))
+    originals = {t: data_files(str(data_dir / t)) for t in ('events', 'clicks')}
+    original_dirs = {t: directories(str(data_dir / t)) for t in ('events', 'clicks')}
+    assert [len(originals['events']), len(originals['clicks'])] == [60, 60]
+
+    principal, keytab = kdc.add_principal('lakekeeper-playbooks')
+    ccache = tmp_path / 'krb5cc_playbooks'
+    ticks = tmp_path / 'ticks.log'
+    pipeline_state = tmp_path / 'pipeline-state'
+    standin = subprocess.Popen([sys.executable, STANDIN, str(ticks)])  # pylint: disable=consider-using-with
+    pid = str(standin.pid)
+    try:
+        edge_vars = {
+            'lakekeeper_state_dir': str(state_dir),
+            'lakekeeper_app_cache_dir': str(tmp_path / 'app-cache'),
+            'lakekeeper_spark_submit': {'master': 'local[2]', 'extra_conf': {
+                'spark.sql.shuffle.partitions': '4', 'spark.ui.showConsoleProgress': 'false'}},
+            'lakekeeper_environment': {'SPARK_LOCAL_IP': '127.0.0.1'},
+            'lakekeeper_kinit_principal': principal,
+            'lakekeeper_kinit_keytab': str(keytab),
+            'kinit_krb5_config': kdc.env['KRB5_CONFIG'],
+            'kinit_ccache': 'FILE:%s' % ccache,
+        }
+        ingest_vars = {
+            'pipeline_state_dir': str(pipeline_state),
+            'pipeline_drain_poll': 0.2,
+            'pipeline_drain_timeout': 30,
+            'pipeline_hooks_no_log': False,
+            'pipeline_hooks': [{
+                'name': 'standin',
+                'pause': {'command': ['kill', '-STOP', pid]},
+                'resume': {'command': ['kill', '-CONT', pid]},
+                'paused': {'command': ['ps', '-o', 'stat=', '-p', pid], 'expect': {'stdout': '^T'}},
+                'idle': {'command': ['ps', '-o', 'stat=', '-p', pid], 'expect': {'stdout': '^T'}},
+            }],
+        }
+        inventory = write_inventory(tmp_path / 'inventory.json', edge_vars, ingest_vars, 'local')
+        state_file = pipeline_state / 'pipeline-lakekeeper-local.json'
+
+        # -- analyze.yml, as a collection playbook: report only -------------------------------
+        run = run_playbook('lakekeeper.hive.analyze', inventory, collections_dir, tmp_path,
+                           ['lakekeeper_database=e2e'])
+        assert run.rc == 0, run
+        s = run.summary('edge')
+        assert run.stats['lakekeeper_tables_to_compact'] == 2, run
+        assert run.stats['lakekeeper_files_before'] == 120 and run.stats['lakekeeper_files_after'] == 3, run
+        assert run.stats['lakekeeper_hosts_failed'] == 0
+        assert s['action'] == 'analyze' and s['cluster'] == 'local' and s['ok'], s
+        assert sorted(t['table'] for t in s['tables'] if t['status'] == 'to_compact') == ['e2e.clicks', 'e2e.events']
+        assert s['preflight']['ok'] and sorted(s['preflight']['checked']) == ['e2e.clicks', 'e2e.events'], s
+        assert s['ingestion']['paused'] == {} and not state_file.exists()
+        assert run.recap['edge']['changed'] == 1, run  # the Kerberos ticket, nothing else
+        assert kdc.klist('FILE:%s' % ccache).returncode == 0
+        assert {t: data_files(str(data_dir / t)) for t in originals} == originals
+
+        # -- compact.yml failing after the pause: the ingestion is resumed anyway ---------------
+        run = run_playbook(os.path.join(PLAYBOOKS, 'compact.yml'), inventory, collections_dir, tmp_path,
+                           ['lakekeeper_database=e2e', 'lakekeeper_pause_first=true',
+                            'lakekeeper_kinit_keytab=%s' % (tmp_path / 'missing.keytab')])
+        assert run.rc == 2, run
+        s = run.summary('edge')
+        assert run.stats['lakekeeper_hosts_failed'] == 1 and not s['ok'], run
+        assert 'missing.keytab' in s['error'], s
+        assert s['ingestion']['paused']['ingest']['hooks'] == ['standin'], s
+        assert s['ingestion']['resumed']['ingest']['hooks'] == ['standin'], s
+        assert not state_file.exists() and not process_state(pid).startswith('T')
+        assert re.search(r'compact failed on edge: .*missing\.keytab', run.output), run
+        assert {t: data_files(str(data_dir / t)) for t in originals} == originals
+
+        # -- compact.yml: tables as an AWX survey string, names without the database -------------
+        run = run_playbook(os.path.join(PLAYBOOKS, 'compact.yml'), inventory, collections_dir, tmp_path,
+                           ['lakekeeper_database=e2e', '{"lakekeeper_tables": "events, clicks"}'])
+        finished = time.time()
+        assert run.rc == 0, run
+        s = run.summary('edge')
+        assert [run.stats['lakekeeper_tables_%s' % k] for k in ('compacted', 'skipped', 'failed')] == [2, 0, 0], run
+        assert run.stats['lakekeeper_files_before'] == 120 and run.stats['lakekeeper_files_after'] == 3, run
+        assert run.stats['lakekeeper_bytes_before'] > 0 and run.stats['lakekeeper_bytes_after'] > 0
+        assert sorted(b.split('.')[1].rsplit('_', 3)[0] for b in run.stats['lakekeeper_backup_tables']) == \
+            ['__bkp_clicks', '__bkp_events'], run.stats
+        assert all(b.startswith('edge:e2e.__bkp_') for b in run.stats['lakekeeper_backup_tables'])
+        assert len(data_files(str(data_dir / 'events'))) == 1 and len(data_files(str(data_dir / 'clicks'))) == 2
+        # the stand-in was stopped from before the engine started until after it had run
+        window = s['ingestion']
+        assert window['paused']['ingest']['hooks'] == ['standin'] and window['paused_seconds'] > 0, window
+        engine_started = run_id_time(s['run_id'])
+        assert window['paused_at'] <= engine_started + 1 <= window['resumed_at'], window
+        time.sleep(0.5)
+        stamps = [float(x) for x in ticks.read_text().split()]
+        assert not [t for t in stamps if window['paused_at'] + 0.5 < t < engine_started + 1], 'ticks while paused'
+        assert any(t < window['paused_at'] for t in stamps) and any(t > finished for t in stamps)
+        assert not state_file.exists()
+
+        # -- rollback.yml: one named table, with the ingestion paused -----------------------------
+        run = run_playbook(os.path.join(PLAYBOOKS, 'rollback.yml'), inventory, collections_dir, tmp_path,
+                           ['lakekeeper_tables=e2e.events'])
+        assert run.rc == 0, run
+        s = run.summary('edge')
+        assert run.stats['lakekeeper_tables_rolled_back'] == 1 and s['action'] == 'rollback', run
+        assert s['tables'][0]['table'] == 'e2e.events' and s['tables'][0]['backup_table'].startswith('e2e.__bkp_events')
+        assert s['ingestion']['resumed']['ingest']['hooks'] == ['standin'] and not state_file.exists()
+        assert data_files(str(data_dir / 'events')) == originals['events']
+
+        # -- cleanup.yml: retention 1s over the database (the clicks backup goes) ----------------
+        run = run_playbook(os.path.join(PLAYBOOKS, 'cleanup.yml'), inventory, collections_dir, tmp_path,
+                           ['lakekeeper_database=e2e', 'lakekeeper_older_than=1s'])
+        assert run.rc == 0, run
+        s = run.summary('edge')
+        assert run.stats['lakekeeper_tables_cleaned'] == 1 and run.stats['lakekeeper_tables_skipped'] == 1, run
+        assert run.stats['lakekeeper_freed_bytes'] > 0
+        assert [b.split(':')[1].rsplit('_', 3)[0] for b in run.stats['lakekeeper_backup_tables']] == \
+            ['e2e.__bkp_clicks'], run.stats
+        assert s['ingestion']['paused'] == {}
+        assert directories(str(data_dir / 'clicks')) == original_dirs['clicks']
+        assert len(data_files(str(data_dir / 'clicks'))) == 2
+    finally:
+        standin.send_signal(signal.SIGCONT)
+        standin.kill()
+        standin.wait()
+        sys.stdout.write('\n'.join(['timings:'] + TIMINGS) + '\n')
+
+
+# --------------------------------------------------------------------------- test bed
+
+TABLES = textwrap.dedent(
+    """
+    import json, sys
+    from pyspark.sql import SparkSession
+    spark = SparkSession.builder.master("local[2]").enableHiveSupport().getOrCreate()
+    jvm = spark._jvm
+    fs = jvm.org.apache.hadoop.fs.FileSystem.get(spark._jsc.hadoopConfiguration())
+    P = jvm.org.apache.hadoop.fs.Path
+    if sys.argv[1] == "create":
+        spark.sql("CREATE DATABASE IF NOT EXISTS pb")
+        for i, name in enumerate(["orders", "items"]):
+            spark.sql(f"DROP TABLE IF EXISTS pb.{name}")
+            spark.sql(f"CREATE EXTERNAL TABLE pb.{name} (id BIGINT, v STRING) PARTITIONED BY (dt STRING) "
+                      f"STORED AS PARQUET LOCATION '/lk-pb/{name}'")
+            for j, dt in enumerate(["2024-01-01", "2024-01-02"]):
+                lo = (i * 2 + j) * 5000
+                spark.range(lo, lo + 5000).selectExpr("id", "cast(id as string) v").repartition(40) \\
+                    .createOrReplaceTempView("src")
+                spark.sql(f"INSERT INTO pb.{name} PARTITION (dt='{dt}') SELECT * FROM src")
+        # quotas the pre-flight reads: room for the copies, on the tables' parent
+        fs.setQuota(P("/lk-pb"), 100000, 512 * 1024 * 1024)
+    out = {}
+    for name in ["orders", "items"]:
+        spark.sql(f"REFRESH TABLE pb.{name}")
+        row = spark.sql(f"SELECT count(*) AS n, sum(id) AS s, count(distinct v) AS d FROM pb.{name}").first()
+        files, hidden = {}, []
+        for part in fs.listStatus(P(f"/lk-pb/{name}")):
+            pn = part.getPath().getName()
+            if pn.startswith("."):
+                hidden.append(pn)
+                continue
+            files[pn] = sorted(f.getPath().getName() for f in fs.listStatus(part.getPath())
+                               if f.getPath().getName().endswith(".parquet"))
+        out[name] = {"rows": row.n, "sum": row.s, "distinct": row.d, "files": files, "hidden": sorted(hidden),
+                     "partitions": sorted(r[0] for r in spark.sql(f"SHOW PARTITIONS pb.{name}").collect())}
+    print(json.dumps(out))
+    """
+)
+
+
+@pytest.mark.testbed
+@pytest.mark.e2e
+def test_playbooks_on_the_testbed(collections_dir, testbed, tmp_path):
+    script = tmp_path / 'tables.py'
+    script.write_text(TABLES)
+
+    def tables(action):
+        started = time.time()
+        p = testbed.run_python(script, action)
+        TIMINGS.append('test bed %s (second Spark process): %.0fs' % (action, time.time() - started))
+        assert p.returncode == 0, p.stderr[-5000:]
+        return json.loads(p.stdout.strip().splitlines()[-1])
+
+    before = tables('create')
+    assert before['orders']['rows'] == 10000 and before['items']['rows'] == 10000
+    assert [len(f) for f in before['orders']['files'].values()] == [40, 40]
+
+    hooks_log = tmp_path / 'hooks.log'
+    conf = str(testbed.conf_dir)
+    edge_vars = {
+        'lakekeeper_spark_submit': {
+            'enabled': True,
+            'master': testbed.master_url,
+            'python_env': testbed.python,          # the executors' Python (spark.pyspark.python)
+            'executor_memory': '512m',
+            'extra_conf': {'spark.ui.showConsoleProgress': 'false', 'spark.sql.shuffle.partitions': '4'},
+        },
+        'lakekeeper_spark_home': str(testbed.spark_home),
+        'lakekeeper_hadoop_conf_dir': conf,
+        'lakekeeper_environment': {'SPARK_CONF_DIR': conf, 'HIVE_CONF_DIR': conf, 'SPARK_LOCAL_IP': '127.0.0.1'},
+        'lakekeeper_python': testbed.python,        # the driver's Python
+        'lakekeeper_app_cache_dir': str(tmp_path / 'app-cache'),
+        'lakekeeper_preflight_margin_ratio': 0.5,
+    }
+    ingest_vars = {
+        'pipeline_state_dir': str(tmp_path / 'pipeline-state'),
+        'pipeline_hooks': [{'name': 'loader',
+                            'pause': {'command': ['sh', '-c', 'echo pause >> %s' % hooks_log]},
+                            'resume': {'command': ['sh', '-c', 'echo resume >> %s' % hooks_log]}}],
+    }
+    inventory = write_inventory(tmp_path / 'inventory.json', edge_vars, ingest_vars, 'testbed')
+
+    def spark_apps():
+        work = testbed.run_dir / 'spark' / 'work'
+        return sorted(p.name for p in work.glob('app-*')) if work.is_dir() else []
+
+    apps_before = len(spark_apps())
+    try:
+        # -- compact.yml: spark-submit to the standalone master, tables on HDFS ------------------
+        run = run_playbook(os.path.join(PLAYBOOKS, 'compact.yml'), inventory, collections_dir, tmp_path,
+                           ['lakekeeper_database=pb'])
+        assert run.rc == 0, run
+        s = run.summary('edge')
+        assert run.stats['lakekeeper_tables_compacted'] == 2 and run.stats['lakekeeper_tables_failed'] == 0, run
+        assert run.stats['lakekeeper_files_before'] == 160 and run.stats['lakekeeper_files_after'] == 4, run
+        # both engine runs (analyze, compact) were Spark applications of the standalone master
+        assert len(spark_apps()) == apps_before + 2, spark_apps()
+        # the pre-flight compared real HDFS quota figures of /lk-pb (with the 50 % margin)
+        checks = [c for t in s['preflight']['tables'] for c in t['checks']]
+        assert s['preflight']['ok'] and s['preflight']['margin_ratio'] == 0.5, s['preflight']
+        assert {c['kind'] for c in checks if c['path'].endswith('/lk-pb')} == {'space_quota', 'namespace_quota'}, checks
+        assert all(c['needed'] > 0 and c['ok'] for c in checks), checks
+        assert hooks_log.read_text().split() == ['pause', 'resume']
+
+        # -- a second Spark process reads through the Metastore service: same rows, fewer files -
+        after = tables('read')
+        for name in ('orders', 'items'):
+            assert {k: after[name][k] for k in ('rows', 'sum', 'distinct', 'partitions')} == \
+                {k: before[name][k] for k in ('rows', 'sum', 'distinct', 'partitions')}, (name, after[name])
+            assert [len(f) for f in after[name]['files'].values()] == [1, 1], after[name]
+
+        # -- rollback.yml on one table, cleanup.yml on the other ----------------------------------
+        run = run_playbook(os.path.join(PLAYBOOKS, 'rollback.yml'), inventory, collections_dir, tmp_path,
+                           ['lakekeeper_tables=pb.orders'])
+        assert run.rc == 0, run
+        assert run.stats['lakekeeper_tables_rolled_back'] == 1, run
+        assert hooks_log.read_text().split() == ['pause', 'resume', 'pause', 'resume']
+        run = run_playbook(os.path.join(PLAYBOOKS, 'cleanup.yml'), inventory, collections_dir, tmp_path,
+                           ['lakekeeper_tables=pb.items', 'lakekeeper_older_than=1s'])
+        assert run.rc == 0, run
+        assert run.stats['lakekeeper_tables_cleaned'] == 1 and run.stats['lakekeeper_freed_bytes'] > 0, run
+
+        final = tables('read')
+        assert final['orders']['files'] == before['orders']['files'], final['orders']  # the original files
+        assert final['orders']['rows'] == 10000 and final['orders']['sum'] == before['orders']['sum']
+        assert [len(f) for f in final['items']['files'].values()] == [1, 1], final['items']
+        assert final['items']['rows'] == 10000 and final['items']['sum'] == before['items']['sum']
+        assert not [h for h in final['items']['hidden'] if 'lk_old' in h], final['items']
+    finally:
+        sys.stdout.write('\n'.join(['timings:'] + TIMINGS) + '\n')
