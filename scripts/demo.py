@@ -44,7 +44,7 @@ def engine(command: str, *extra: str) -> dict:
     argv = [sys.executable, str(APP), command, "--table", TABLE, "--state-dir", str(STATE), "--master", "local[2]",
             "--log-level", "WARNING", *extra]
     started = time.time()
-    proc = subprocess.run(argv, capture_output=True, text=True)
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
     if proc.returncode not in (0, 1) or not proc.stdout.strip():
         sys.stderr.write(proc.stderr[-4000:])
         raise SystemExit(f"engine {command} failed with exit code {proc.returncode}")

@@ -115,7 +115,7 @@ class Catalog:
     def list_partitions(self, info: TableInfo) -> list[PartitionInfo]:
         cat = self._session_catalog()
         parts = self._conv.asJava(cat.listPartitions(self._ident(info.db, info.name), self._jvm.scala.Option.empty()))
-        cols = [c for c, _ in info.partition_columns]
+        cols = [c for c, _type in info.partition_columns]
         out = []
         for p in parts:
             spec = self._map(p.spec())

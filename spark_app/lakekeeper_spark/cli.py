@@ -179,13 +179,13 @@ def _run_parking(ctx: Any, tables: list[str], run_one: Callable[[str], dict[str,
         box: dict[str, Any] = {}
         done = threading.Event()
 
-        def work(name: str = name, box: dict[str, Any] = box, done: threading.Event = done) -> None:
+        def work(name: str, box: dict[str, Any], done: threading.Event) -> None:
             try:
                 box["res"] = run_one(name)
             finally:
                 done.set()
 
-        threading.Thread(target=work, name=f"lakekeeper-{name}", daemon=True).start()
+        threading.Thread(target=work, args=(name, box, done), name=f"lakekeeper-{name}", daemon=True).start()
         event = HOOKS.parked_event(name)
         while not done.wait(0.05):
             if event.is_set():

@@ -150,7 +150,7 @@ class HadoopFS:
                     (str(st.getPath().toString()), bool(st.isDirectory()), int(st.getLen()), int(st.getModificationTime()))
                 )
         for path, is_dir, length, mtime in entries:
-            parent, _, name = path.rstrip("/").rpartition("/")
+            parent, _sep, name = path.rstrip("/").rpartition("/")
             u = qualified.get(parent)
             if u is None:  # e.g. file:/x vs file:///x spellings
                 u = qualified.get(self.qualify(parent).rstrip("/"))
@@ -273,7 +273,7 @@ class HadoopFS:
     def read_replaced(self, uri: str) -> str | None:
         if self.exists(uri):
             return self.read_text(uri)
-        parent, _, name = uri.rpartition("/")
+        parent, _sep, name = uri.rpartition("/")
         pending = sorted(n for n, is_dir in self.list_names(parent) if n.startswith(name + ".new.") and not is_dir)
         if pending:
             return self.read_text(f"{parent}/{pending[-1]}")

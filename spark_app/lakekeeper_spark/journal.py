@@ -291,7 +291,7 @@ def replace_record(fs: HadoopFS, uri: str, text: str) -> None:
     """Write ``uri.new.<ns>``, drop ``uri``, rename: a reader finds the old or
     the new record. Suffixes sort by time, so after crashes at different
     moments the newest pending record wins; stale ones are removed."""
-    parent, _, name = uri.rpartition("/")
+    parent, _sep, name = uri.rpartition("/")
     tmp = f"{uri}{_PENDING}{time.time_ns():020d}-{uuid.uuid4().hex[:6]}"
     fs.write_text(tmp, text)
     fs.delete(uri, recursive=False)

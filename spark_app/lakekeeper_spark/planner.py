@@ -135,7 +135,7 @@ def backup_table_pattern(prefix: str, table: str) -> re.Pattern[str]:
 def split_path(path: str) -> tuple[str, str]:
     """``hdfs://nn/a/b`` -> (``hdfs://nn/a``, ``b``)."""
     path = path.rstrip("/")
-    parent, _, name = path.rpartition("/")
+    parent, _sep, name = path.rpartition("/")
     if not name or not parent:
         raise ValueError(f"cannot split path {path!r}")
     return parent, name

@@ -109,7 +109,7 @@ def _write_hive_serde(spark: Any, table: TableInfo, unit: Unit, codec: dict[str,
         s.conf.set("hive.exec.compress.output", "true" if compressed else "false")
         if compressed:
             s.conf.set("avro.output.codec", c)
-    cols = [f"`{n}`" for n, _ in table.data_columns]
+    cols = [f"`{n}`" for n, _type in table.data_columns]
     src = s.table(qualified(table.db, table.name)).where(partition_filter(table, unit.partition)).select(*cols)
     rows_source = int(src.count())  # text and Avro have no row counts in metadata: a scan
     view = "lk_unit_source"

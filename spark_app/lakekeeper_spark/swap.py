@@ -84,7 +84,7 @@ def move_in(fs: HadoopFS, staging: str, live: str, old: str) -> list[str]:
     that keeps re-creating it makes this fail with ``concurrent_write``
     (recovery then finishes the job). Returns the names moved into ``old``."""
     moved: list[str] = []
-    for _ in range(MOVE_IN_ATTEMPTS):
+    for _attempt in range(MOVE_IN_ATTEMPTS):
         if fs.exists(live):
             listing = fs.list_dir(live)
             moved += adopt_files(fs, live, old, set(), what="re-created live directory")

@@ -46,7 +46,7 @@ def check_eligible(info: TableInfo) -> None:
         )
     if not info.location:
         raise Refused("no_location", f"{full} has no location")
-    if info.is_partitioned and any(c.lower().startswith(("_", ".")) for c, _ in info.partition_columns):
+    if info.is_partitioned and any(c.lower().startswith(("_", ".")) for c, _type in info.partition_columns):
         raise Refused("hidden_partition_column", f"{full} has a partition column starting with '_' or '.'")
 
 

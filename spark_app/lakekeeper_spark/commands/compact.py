@@ -205,7 +205,7 @@ def root_cause(exc: Exception) -> str:
     if cur is None:
         return top
     try:
-        for _ in range(30):
+        for _attempt in range(30):
             nxt = cur.getCause()
             if nxt is None:
                 break
