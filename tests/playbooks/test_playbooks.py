@@ -267,11 +267,83 @@ def test_playbooks_embedded(collections_dir, kdc, tmp_path):
         assert s['ingestion']['paused'] == {}
         assert directories(str(data_dir / 'clicks')) == original_dirs['clicks']
         assert len(data_files(str(data_dir / 'clicks'))) == 2
+
+        # -- rollback.yml refuses a database without named tables (nothing runs) ----------------
+        run = run_playbook(os.path.join(PLAYBOOKS, 'rollback.yml'), inventory, collections_dir, tmp_path,
+                           ['lakekeeper_database=e2e'])
+        assert run.rc == 2 and 'a rollback restores named tables only' in run.output, run
+        assert run.stats == {}  # failed before the run started: no summary
+
+        # -- rollback.yml in recover mode over the database, as a dry run ------------------------
+        ticks_before = len(ticks.read_text().split())
+        run = run_playbook(os.path.join(PLAYBOOKS, 'rollback.yml'), inventory, collections_dir, tmp_path,
+                           ['lakekeeper_database=e2e', 'lakekeeper_rollback_mode=recover', 'lakekeeper_dry_run=true'])
+        assert run.rc == 0, run
+        s = run.summary('edge')
+        assert s['action'] == 'recover' and s['dry_run'] and s['counts'] == {'recovered': 0, 'skipped': 2, 'failed': 0}, s
+        assert s['ingestion']['paused']['ingest']['check_mode'], s  # the pipeline role only reported
+        assert not state_file.exists() and len(ticks.read_text().split()) > ticks_before + 10
+        assert run.recap['edge']['changed'] == 0, run
     finally:
         standin.send_signal(signal.SIGCONT)
         standin.kill()
         standin.wait()
         sys.stdout.write('\n'.join(['timings:'] + TIMINGS) + '\n')
+
+
+# --------------------------------------------------------------------------- example inventory
+
+PROBE = textwrap.dedent(
+    """
+    - name: What the maintenance role makes of the example inventory
+      hosts: lakekeeper_edge
+      gather_facts: false
+      tasks:
+        - name: Start a compaction run (selection and ingestion hosts are checked)
+          ansible.builtin.include_role:
+            name: lakekeeper.hive.maintenance
+            tasks_from: _start
+            public: true
+          vars:
+            _maintenance_start_action: compact
+            _maintenance_start_pauses: true
+
+        - name: Show the result
+          ansible.builtin.debug:
+            msg: "PROBE {{ {'ingestion': maintenance_ingestion_hosts, 'run_id': maintenance_pipeline_run_id,
+                            'tables': _maintenance_tables, 'queue': maintenance_spark_submit.queue,
+                            'principal': maintenance_kinit_principal, 'margin': maintenance_preflight_margin_ratio,
+                            'ship_env': maintenance_python_env | bool} | to_json }}"
+    """
+)
+
+
+@pytest.mark.e2e
+def test_example_inventory(collections_dir, tmp_path):
+    """The example inventory: each edge node gets its own cluster's ingestion
+    hosts and settings, survey-style table strings are parsed; the four
+    playbooks pass --syntax-check with it. Nothing connects to the hosts."""
+    inventory = os.path.join(PLAYBOOKS, 'inventory', 'example')
+    probe = tmp_path / 'probe.yml'
+    probe.write_text(PROBE)
+    run = run_playbook(str(probe), inventory, collections_dir, tmp_path,
+                       ['{"lakekeeper_tables": "sales.orders, items\\nsales.orders", "lakekeeper_database": "sales"}'])
+    assert run.rc == 0, run
+    seen = {}
+    for host, doc in re.findall(r'ok: \[(\S+)\] => \{\s+"msg": "PROBE (.*)"\s*\}', run.output):
+        seen[host] = json.loads(doc.encode().decode('unicode_escape'))
+    assert seen['edge01.paris.example.com'] == {
+        'ingestion': ['ingest01.paris.example.com', 'ingest02.paris.example.com'], 'run_id': 'lakekeeper-paris',
+        'tables': ['sales.orders', 'sales.items'], 'queue': 'maintenance', 'principal': 'lakekeeper@PARIS.EXAMPLE.COM',
+        'margin': 0.1, 'ship_env': False}, seen
+    assert seen['edge01.lyon.example.com']['ingestion'] == ['etl01.lyon.example.com']
+    assert seen['edge01.lyon.example.com']['principal'] == 'svc_lakekeeper@LYON.EXAMPLE.COM'
+    assert seen['edge01.lyon.example.com']['ship_env'] is True
+    for name in ('compact', 'analyze', 'rollback', 'cleanup'):
+        res = subprocess.run([os.path.join(BIN, 'ansible-playbook'), '--syntax-check', '-i', inventory,
+                              os.path.join(PLAYBOOKS, name + '.yml')], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True, check=False, env=dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_dir))
+        assert res.returncode == 0, res.stdout
 
 
 # --------------------------------------------------------------------------- test bed
@@ -306,6 +378,8 @@ TABLES = textwrap.dedent(
             pn = part.getPath().getName()
             if pn.startswith("."):
                 hidden.append(pn)
+                continue
+            if not part.isDirectory():
                 continue
             files[pn] = sorted(f.getPath().getName() for f in fs.listStatus(part.getPath())
                                if f.getPath().getName().endswith(".parquet"))
