@@ -32,7 +32,7 @@ def ancestors(uri: str) -> list[str]:
     cur = uri.rstrip("/")
     while True:
         try:
-            parent, _ = split_path(cur)
+            parent = split_path(cur)[0]
         except ValueError:
             break
         if parent.endswith(":") or parent.endswith("//") or parent.count("/") < 3 and "://" in parent:

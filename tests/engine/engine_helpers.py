@@ -49,11 +49,11 @@ class Files:
 
     def hidden(self, uri: str) -> list[str]:
         """Hidden entries anywhere under ``uri`` (checksum files excepted)."""
-        return [rel for rel, _ in self._walk(uri)
+        return [rel for rel, _is_dir in self._walk(uri)
                 if rel.rsplit("/", 1)[-1].startswith(".") and not rel.endswith(".crc")]
 
     def names(self, uri: str) -> list[str]:
-        return sorted(n for n, _ in self.fs.list_names(uri))
+        return sorted(n for n, _is_dir in self.fs.list_names(uri))
 
     def data_files(self, uri: str) -> list[str]:
         return [f"{uri.rstrip('/')}/{f.name}" for f in sorted(self.fs.list_dir(uri).files, key=lambda f: f.name)]

@@ -78,7 +78,7 @@ def make_runner(workdir: Path, collections_dir: Path):
         })
         full_env.update(env or {})
         proc = subprocess.run(argv, cwd=workdir, env=full_env, capture_output=True,
-                              text=True, timeout=600)
+                              text=True, timeout=600, check=False)
         out = proc.stdout + proc.stderr
         result = Run(proc.returncode, out)
         for match in RECAP.finditer(out):

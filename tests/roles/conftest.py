@@ -14,7 +14,7 @@ for _p in (_HERE, _HERE.parents[1] / "tests" / "testbed"):
         sys.path.insert(0, str(_p))
 
 from _role_helpers import link_collection, make_runner  # noqa: E402
-from testbed.kdc import kdc  # noqa: E402,F401  (session fixture)
+from testbed.kdc import kdc  # noqa: E402,F401  # session fixture  # pylint: disable=unused-import
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,6 @@ keeps its own quota although a new directory inode took its place."""
 from __future__ import annotations
 
 import json
-import sys
 import textwrap
 from pathlib import Path
 

@@ -61,7 +61,7 @@ def missing_tools() -> list[str]:
 
 def free_port(host: str = "127.0.0.1") -> int:
     """A port that is free for both TCP and UDP on ``host`` (the KDC uses both)."""
-    for _ in range(50):
+    for _unused in range(50):
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as tcp:
             tcp.bind((host, 0))
             port = tcp.getsockname()[1]
@@ -222,7 +222,7 @@ class KDC:
     def kadmin(self, query: str, check: bool = True) -> subprocess.CompletedProcess:
         argv = ["kadmin.local", "-r", self.realm, "-q", query]
         res = subprocess.run(argv, env=self._run_env(), capture_output=True, text=True,
-                             timeout=30)
+                             timeout=30, check=False)
         # kadmin.local -q exits 0 even when the query fails; look at stderr
         failed = res.returncode != 0 or "error" in res.stderr.lower() \
             or "does not exist" in res.stderr
@@ -313,7 +313,7 @@ class KDC:
             return
         try:
             os.kill(pid, signal.SIGTERM)
-            for _ in range(100):
+            for _unused in range(100):
                 os.kill(pid, 0)
                 time.sleep(0.05)
             os.kill(pid, signal.SIGKILL)
@@ -344,7 +344,7 @@ class KDC:
     def klist(self, ccache: str) -> subprocess.CompletedProcess:
         """``klist`` on ``ccache`` (does not raise; look at ``returncode``)."""
         return subprocess.run(["klist", "-c", ccache], env=self._run_env(),
-                              capture_output=True, text=True, timeout=30)
+                              capture_output=True, text=True, timeout=30, check=False)
 
     def dead_krb5_conf(self, path: Path | str | None = None) -> Path:
         """A ``krb5.conf`` for this realm that points at a port nobody listens on."""
@@ -396,7 +396,7 @@ except ImportError:  # pragma: no cover
 def main(argv: list[str] | None = None) -> int:  # pragma: no cover - manual/molecule use
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m testbed.kdc", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m testbed.kdc", description=__doc__.split("\n", maxsplit=1)[0])
     sub = parser.add_subparsers(dest="cmd")
     sub.add_parser("run", help="foreground: start a temporary realm, Ctrl-C stops it (default)")
     start = sub.add_parser("start", help="create DIR's realm if missing, add principals, start krb5kdc "
