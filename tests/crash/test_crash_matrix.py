@@ -106,3 +106,21 @@ def test_errors_injected_at_every_step(file_world, request):
         if back or r["step"] == "table:finished":
             assert res["status"] == "failed", res
     assert not _failures(rows), _failures(rows)
+
+
+def test_cleanup_recovers_first_and_never_deletes_foreign_files(file_world):
+    """cleanup deletes the originals for good: it finishes an interrupted
+    run first, and a file found among the originals that the compaction did
+    not plan (a writer closed it there after the move aside) is moved into
+    the live directory, not deleted."""
+    w = file_world
+    results = w.stages["cleanup"]["results"]
+    late = results["cx.late_in_backup"]
+    assert late["status"] == "cleaned", late
+    assert late["backups_removed"][0].get("moved_to_live") == ["late-in-old-1.parquet"], late
+    crashed = results["cx.crashed"]
+    assert crashed["status"] == "cleaned" and crashed["recovered"], crashed
+    for full in ("cx.late_in_backup", "cx.crashed"):
+        f = w.facts[full]
+        assert f["units"][""]["state"] == "compacted" and not f["backups"], f
+        assert not f["problems"], f["problems"]

@@ -205,7 +205,8 @@ class World:
         root = f"{self.base}/data/{db}/{name}"
         t = {"db": db, "name": name, "kind": kind, "root": root,
              "outside": f"{self.base}/outside/{db}/{name}/m=03" if kind == "outside" else None,
-             "precompact": False, "append": [], "backdate": True, "fresh_units": [], "owner": None}
+             "precompact": False, "append": [], "backdate": True, "fresh_units": [], "owner": None,
+             "append_to_old": [], "cleaned": False}
         for k, v in extra.items():
             if k in t:
                 t[k] = v
@@ -337,7 +338,7 @@ BAD_INPUT = [
     ("truncated_parquet", "a truncated parquet file", "failed", None),
     ("schema_mismatch", "a parquet file with another schema (id STRING)", "failed", None),
     ("empty_file", "a zero-byte file among parquet files", None, None),
-    ("quote_in_location", "a location with a quote character", "failed", None),
+    ("quote_in_location", "a location with a quote character", "refused", "unsafe_path"),
     ("unreachable_filesystem", "a location on an HDFS nobody runs", "failed", None),
 ]
 
@@ -426,17 +427,26 @@ def build_file_world(work: Path) -> World:
     owned = w.add("co", "owned", "flat", owner={"user": "nobody", "group": "nogroup", "dir_mode": 0o750,
                                                 "file_mode": 0o640}, group="owner", expect={"": "fwd"})
     free = [w.add("cf", f"t{i}", kind, group="free_writer") for i, kind in enumerate(("flat", "flat", "part"))]
+    # cleanup: a foreign file among the originals is kept (moved live); a crash is recovered first
+    cleaned = [w.add("cx", "late_in_backup", "flat", precompact=True, append_to_old=[{"unit": "", "template": 1}],
+                     cleaned=True, group="cleanup", expect={"": "fwd"}),
+               w.add("cx", "crashed", "flat", cleaned=True, group="cleanup", step="moving_in", recover_by="cleanup",
+                     expect={"": "fwd"})]
+    kill_specs.append(hook("moving_in", cleaned[1], 0))
     bad = []
     for variant, _what, _status, _code in BAD_INPUT:
         bad.append(w.add("bi", variant, f"bad:{variant}", group="bad"))
     w.setup()
+    for full, items in w.expect.get("appended_to_old", {}).items():
+        w.extras.setdefault(full, []).extend(items)
 
     late_env = w.pause_env(late_pause)
-    w.engine("kill_compact", "compact", crash + auto + late,
+    w.engine("kill_compact", "compact", crash + auto + late + cleaned[1:],
              env=dict(late_env, LAKEKEEPER_FAULT_AT=";".join(kill_specs)),
              on_poll=w.pause_handler(late_actions))
     w.engine("kill_rollback", "rollback", rb, env={"LAKEKEEPER_FAULT_AT": ";".join(rb_specs)})
     w.engine("recover", "recover", crash + late + rb[1:])
+    w.engine("cleanup", "cleanup", cleaned)
     w.engine("compact", "compact", auto + errs + writers + [quiet, owned] + ["nodb.t", "bi.nope"] + bad,
              env=dict(w.pause_env(pause_specs), LAKEKEEPER_FAULT_AT=";".join(raise_specs)),
              extra=["--quiet-period", "10m"], on_poll=w.pause_handler(actions))
@@ -597,9 +607,10 @@ def crash_rows(w: World, groups: tuple[str, ...]) -> list[dict[str, Any]]:
         if case.get("group") not in groups:
             continue
         f = w.facts.get(full, {})
-        rec_stage = w.stages.get("compact" if case.get("recover_by") == "compact" else "recover", {})
+        by = case.get("recover_by")
+        rec_stage = w.stages.get(by if by in ("compact", "cleanup") else "recover", {})
         res = rec_stage.get("results", {}).get(full, {})
-        actions = res.get("recovered") if case.get("recover_by") == "compact" else res.get("actions")
+        actions = res.get("recovered") if by in ("compact", "cleanup") else res.get("actions")
         outcome = {s: ("fwd" if u.get("state") == "compacted" else "back" if u.get("state") == "original"
                        else u.get("state")) for s, u in f.get("units", {}).items() if s in COMPACTED[case["kind"]]}
         rows.append({

@@ -61,7 +61,8 @@ def module_run(tmp_path_factory, collections_dir, kdc) -> dict:
     for cache in caches.values():
         kdc.kinit(principal, keytab, cache, lifetime="3s")
     expired_at = time.time() + 4
-    engine_env = {"SPARK_LOCAL_IP": "127.0.0.1", "JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+    engine_env = {"SPARK_LOCAL_IP": "127.0.0.1",
+                  "JAVA_TOOL_OPTIONS": f"-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Dderby.stream.error.file={work}/derby.log",
                   "PYTHONPATH": str(capture), "LK_SYSLOG_DIR": str(syslog_dir)}
     common = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, "lk_work": str(work),
               "lk_env": engine_env, "lk_spark_submit": str(BIN / "spark-submit"), "lk_principal": principal,

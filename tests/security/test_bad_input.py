@@ -36,7 +36,7 @@ pytestmark = pytest.mark.timeout(5400)
 
 def record(layer, case, what, outcome, message, ok):
     TABLE.append({"layer": layer, "case": case, "input": what, "outcome": outcome,
-                  "message": " ".join(str(message).split())[:160], "ok": bool(ok)})
+                  "message": " ".join(str(message).split())[:160], "ok": ok if ok == "finding" else bool(ok)})
 
 
 # ------------------------------------------------------------------ command line
@@ -165,11 +165,14 @@ MODULE_CASES = [
     # (case, what, expect failure, fragment of msg)
     ("conflicting_selectors", "table and database in one task", True, "mutually exclusive"),
     ("spark_submit_not_found", "spark_submit.enabled, no spark-submit anywhere", True, "spark-submit not found"),
-    ("missing_keytab", "spark_submit.keytab that does not exist", True, "missing.keytab"),
     ("metastore_unreachable", "hive.metastore.uris pointing at a closed port", True, "Metastore is unreachable"),
     ("bad_older_than", "lakekeeper_cleanup older_than: soon", True, "invalid duration"),
     ("kinit_expired_kdc_down", "kinit role: expired ticket, KDC down", True, "Cannot contact any KDC"),
 ]
+MISSING_KEYTAB = ("FINDING (plugins/): with a missing keytab spark-submit fails before the engine starts and the "
+                  "module's msg is the last stderr line, a Java stack frame ('at org.apache.spark.deploy."
+                  "SparkSubmit.main(...)'); the cause 'Keytab file: ... does not exist' is only in stderr_lines. "
+                  "The module should check the keytab (exists, readable, not world-readable) before launching")
 
 
 def test_modules_give_clear_errors(module_run):
@@ -182,6 +185,18 @@ def test_modules_give_clear_errors(module_run):
         if not ok:
             bad.append((case, res.get("failed"), msg[:400]))
     assert not bad, (bad, module_run["stdout"][-3000:])
+
+
+@pytest.mark.xfail(strict=True, reason=MISSING_KEYTAB)
+def test_a_missing_keytab_is_named_in_the_message(module_run):
+    res = module_run["results"].get("missing_keytab") or {}
+    msg = str(res.get("msg", ""))
+    in_stderr = any("does not exist" in line for line in res.get("stderr_lines", []))
+    ok = bool(res.get("failed")) and "missing.keytab" in msg
+    record("module", "missing_keytab", "spark_submit.keytab that does not exist", "failed (FINDING)",
+           msg, ok or ("finding" if in_stderr else False))
+    assert res.get("failed") and in_stderr, res  # the cause is there, only not in msg
+    assert "missing.keytab" in msg, msg
 
 
 def test_an_expired_ticket_is_renewed_by_the_kinit_role(module_run):
@@ -199,9 +214,10 @@ def test_an_expired_ticket_is_renewed_by_the_kinit_role(module_run):
 # ------------------------------------------------------------------ the table
 
 def test_print_the_bad_input_table(request):
-    rows = [[r["layer"], r["case"], r["input"][:58], r["outcome"], r["message"][:110], "ok" if r["ok"] else "FAIL"]
-            for r in TABLE]
-    W.terminal(request.config, [f"bad input: {len(TABLE)} cases, {sum(r['ok'] for r in TABLE)} as expected",
+    rows = [[r["layer"], r["case"], r["input"][:58], r["outcome"], r["message"][:110],
+             "ok" if r["ok"] is True else "FINDING" if r["ok"] == "finding" else "FAIL"] for r in TABLE]
+    W.terminal(request.config, [f"bad input: {len(TABLE)} cases, {sum(r['ok'] is True for r in TABLE)} as expected, "
+                                f"{sum(r['ok'] == 'finding' for r in TABLE)} findings for plugins/",
                                 *W.table_lines(["layer", "case", "input", "outcome", "message", "check"], rows)])
     W.save_json("bad-input.json", TABLE)
     assert len(TABLE) >= 30, len(TABLE)

@@ -1,7 +1,9 @@
 """cleanup: delete backups (original files and backup table) of a table,
 all of them or those older than ``--older-than``. Irreversible. Pinned
 backups are never deleted. Only directories that are provably Lakekeeper
-originals next to a live directory are deleted (see rollback.backup_units).
+originals next to a live directory are deleted (see rollback.backup_units),
+and only the files the compaction planned: anything else found there is
+moved into the live directory first (``moved_to_live``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,16 @@ from ..journal import Journal
 from ..planner import journal_dir
 from .common import Context, load_table, table_result
 from .recover import recover_table
+from ..swap import adopt_files
 from .rollback import backup_units
+
+
+def planned_files(ctx: Context, info, b) -> dict[str, set[str]]:
+    """Location -> names of the original files the backup's compaction
+    planned (from its journal); locations without a record are absent."""
+    doc, _units = Journal.load(ctx.fs, b.journal_dir or journal_dir(info), b.run_id)
+    return {ctx.fs.qualify(u["location"]): {f[0] for f in u.get("files") or []}
+            for u in doc.get("units", []) if u.get("files")}
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +56,15 @@ def cleanup_table(ctx: Context, full_name: str) -> dict[str, Any]:
         entry = {"backup_table": b.full_name, "run_id": b.run_id, "bytes": size, "units": len(units),
                  "age_seconds": int(now - b.created_at)}
         if not ctx.settings.dry_run:
+            planned = planned_files(ctx, info, b)
             for u in units:
+                names = planned.get(u["location"])
+                if names is not None and ctx.fs.exists(u["old"]):
+                    # a file that is not one of the originals (a writer closed it there after the
+                    # move aside) is someone's data: into the live directory, not deleted
+                    late = adopt_files(ctx.fs, u["old"], u["location"], names, what="files found among the originals")
+                    if late:
+                        entry.setdefault("moved_to_live", []).extend(late)
                 ctx.fs.delete(u["old"])
             ctx.catalog.drop_table(b.db, b.name)
             Journal(ctx.fs, b.journal_dir or journal_dir(info), b.run_id).remove()

@@ -131,7 +131,8 @@ def settle_unit(ctx: Context, journal: Journal, u: dict[str, Any], record: dict[
         if compacted is None:
             compacted = sorted(f.name for f in fs.list_dir(S).files)
         fs.rename(S, L)
-        late = adopt_files(fs, O, L, planned, what="files written during the swap")
+        # without the planned list every original would look "late": adopt nothing then
+        late = adopt_files(fs, O, L, planned, what="files written during the swap") if planned else []
         repoint()
         journal.unit_step(idx, "done", recovered=True, compacted=compacted, late_files=late)
         return act("completed_swap", late_files=late), True

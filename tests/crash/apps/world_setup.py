@@ -271,7 +271,7 @@ def create_bad(spark, fs, t, templates, late):
         spark.sql(f"CREATE EXTERNAL TABLE {full} ({cols}) STORED AS PARQUET LOCATION '{root}'")
         spark.range(0, 40000, 1, 8).selectExpr(
             "id", "sha2(CAST(id AS STRING), 512) AS name", "CAST(id * 1.5 AS DECIMAL(12,2)) AS amount",
-            "timestamp_seconds(1700000000 + id) AS ts").write.parquet(root)
+            "timestamp_seconds(1700000000 + id) AS ts").write.mode("append").parquet(root)
         chown_tree(fs, parent, "bob", "bob", 0o755, 0o644)
         note = "owned by bob, ~4 MB in 8 files"
     else:
@@ -428,6 +428,17 @@ def main():
             dst = f"{layout['units'][a['unit']]}/appended-{a['template']}.parquet"
             fs.copy(late[a["template"]], dst)
             appended.setdefault(f"{t['db']}.{t['name']}", []).append(dict(a, path=dst))
+    appended_to_old = {}
+    for t in spec["tables"]:
+        for a in t.get("append_to_old") or []:
+            # a file a writer closed in the moved-aside original after the swap
+            loc = units_of(t["kind"], t["root"], t.get("outside"))["units"][a["unit"]]
+            parent, base = loc.rstrip("/").rsplit("/", 1)
+            old = [n for n, d, _ in fs.ls(parent) if d and n.startswith(f".{base}.lk_old_")]
+            assert len(old) == 1, old
+            dst = f"{parent}/{old[0]}/late-in-old-{a['template']}.parquet"
+            fs.copy(late[a["template"]], dst)
+            appended_to_old.setdefault(f"{t['db']}.{t['name']}", []).append(dict(a, path=dst))
     for t in spec["tables"]:
         if t.get("owner"):
             set_owner(fs, t)
@@ -443,7 +454,8 @@ def main():
         for d in dirs:
             backdate(fs, d, now - DAY_MS)
     t1 = time.time()
-    expect = {"tables": {}, "late_templates": late, "appended": appended, "notes": notes,
+    expect = {"tables": {}, "late_templates": late, "appended": appended, "appended_to_old": appended_to_old,
+              "notes": notes,
               "precompacted": precompacted}
     for t in spec["tables"]:
         full = f"{t['db']}.{t['name']}"

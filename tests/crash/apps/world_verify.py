@@ -26,7 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.abspath(os.path.join(HERE, "..", "..", "..", "spark_app")))
 sys.path.insert(0, HERE)
 
-from world_common import COLUMNS, KINDS, PARTITION_COLUMNS, partition_values, template_dir, units_of  # noqa: E402
+from world_common import COLUMNS, KINDS, PARTITION_COLUMNS, template_dir, units_of  # noqa: E402
 from world_setup import FS, perms, tree  # noqa: E402
 
 LK_TAGS = ("lk_staging", "lk_old", "lk_trash")
@@ -41,51 +41,32 @@ def normalized(df, full, pcols):
     return df.select(F.lit(full).alias("t"), *COLUMNS, part.alias("part"))
 
 
-def golden(spark, kind, templates, extras, late):
-    """The rows the table must hold: its templates plus the late/appended files."""
-    from pyspark.sql import functions as F
-
-    frames = []
-    pcols = PARTITION_COLUMNS[kind]
-
-    def with_parts(df, spec):
-        vals = partition_values(spec)
-        for c in pcols:
-            df = df.withColumn(c, F.lit(vals[c]))
-        return df.select(*COLUMNS, *pcols)
-
-    schema = "id BIGINT, name STRING, amount DECIMAL(12,2), ts TIMESTAMP"
-    for spec in KINDS[kind]:
-        frames.append(with_parts(spark.read.schema(schema).parquet(template_dir(templates, kind, spec)), spec))
-    for e in extras:
-        frames.append(with_parts(spark.read.schema(schema).parquet(late[e["template"]]), e["unit"]))
-    out = frames[0]
-    for f in frames[1:]:
-        out = out.unionByName(f)
-    return out
-
-
-def scan_hidden(fs, dirs, names_of_units):
-    """Hidden Lakekeeper entries (``.<unit>.lk_<tag>_<run>``) in ``dirs``, walking
-    visible subdirectories."""
+def scan_hidden(fs, roots, unit_dirs):
+    """Hidden Lakekeeper entries (``.<dir>.lk_<tag>_<run>``) of this table: in
+    its roots and their visible subdirectories, and next to each root and
+    each unit directory (a flat table's or an outside partition's siblings)."""
     from lakekeeper_spark.planner import parse_hidden_name
 
-    found = []
-    seen = set()
+    found = {}
 
-    def walk(u, depth):
-        if u in seen or depth > 4:
-            return
-        seen.add(u)
+    def look(u, names=None):
         for n, is_dir, _ in fs.ls(u):
             parsed = parse_hidden_name(n)
-            if parsed and parsed[0] in names_of_units:
-                found.append({"path": f"{u}/{n}", "tag": parsed[1], "run": parsed[2], "is_dir": is_dir})
-            elif is_dir and not n.startswith((".", "_")):
-                walk(f"{u}/{n}", depth + 1)
-    for d in dirs:
-        walk(d, 0)
-    return found
+            if parsed and (names is None or parsed[0] in names):
+                found[f"{u}/{n}"] = {"path": f"{u}/{n}", "tag": parsed[1], "run": parsed[2], "is_dir": is_dir}
+
+    def walk(u, depth):
+        look(u)
+        if depth < 4:
+            for n, is_dir, _ in fs.ls(u):
+                if is_dir and not n.startswith((".", "_")):
+                    walk(f"{u}/{n}", depth + 1)
+    for r in roots:
+        walk(r, 0)
+    for d in set(roots) | set(unit_dirs):
+        parent, name = d.rstrip("/").rsplit("/", 1)
+        look(parent, {name})
+    return sorted(found.values(), key=lambda h: h["path"])
 
 
 def visible_dirs(fs, root):
@@ -197,12 +178,11 @@ def check_table(spark, ctx, fs, full, exp, extras, late, templates, prefix):
         if left:
             problems.append(f"hidden entries next to the table: {left}")
         return f
-    # 3. rows: the frames are compared for all tables at once (main)
+    # 3. rows: compared for all tables at once (compare_rows)
     ex = (extras or [])
     try:
-        pcols = PARTITION_COLUMNS[kind]
-        f["_frames"] = (normalized(golden(spark, kind, templates, ex, late), full, pcols),
-                        normalized(spark.table(full), full, pcols))
+        f["_frames"] = (expected_rows(spark, full, kind, templates, ex, late),
+                        normalized(spark.table(full), full, PARTITION_COLUMNS[kind]))
     except Exception as exc:  # noqa: BLE001
         f["rows_error"] = str(exc).splitlines()[0][:300]
         problems.append(f"rows not readable: {f['rows_error']}")
@@ -244,7 +224,7 @@ def check_table(spark, ctx, fs, full, exp, extras, late, templates, prefix):
             problems.append(f"unit {spec!r}: neither the original nor a compacted copy: {sorted(live)[:4]}")
         if missing_extras:
             problems.append(f"unit {spec!r}: {missing_extras} file(s) written later are not in the live directory")
-        if state == "compacted" and spec not in backed:
+        if state == "compacted" and spec not in backed and not t.get("cleaned"):
             problems.append(f"unit {spec!r} is compacted but no backup holds its originals")
         if state == "original" and spec in backed:
             problems.append(f"unit {spec!r} holds its originals and is also in a backup")
@@ -260,9 +240,7 @@ def check_table(spark, ctx, fs, full, exp, extras, late, templates, prefix):
                 problems.append(f"unit {spec!r}: file owner/mode {bad[0]} != {exp['units'][spec]['file_perms']} "
                                 f"(first file {first})")
     # 5. hidden entries and visible directories
-    parents = [r.rstrip("/").rsplit("/", 1)[0] for r in roots] + roots
-    unit_names = {loc.rstrip("/").rsplit("/", 1)[1] for loc in layout["units"].values()}
-    hidden = scan_hidden(fs, sorted(set(parents)), unit_names)
+    hidden = scan_hidden(fs, [t["root"]], list(layout["units"].values()))
     referenced = {u["old"] for b in f["backups"] for u in b["units"].values()}
     f["hidden"] = hidden
     for h in hidden:
@@ -287,9 +265,33 @@ def check_table(spark, ctx, fs, full, exp, extras, late, templates, prefix):
     return f
 
 
+_ROWS_CACHE: dict = {}
+ROW_SCHEMA = "t STRING, id BIGINT, name STRING, amount DECIMAL(12,2), ts TIMESTAMP, part STRING"
+
+
+def _template_rows(spark, path):
+    if path not in _ROWS_CACHE:
+        schema = "id BIGINT, name STRING, amount DECIMAL(12,2), ts TIMESTAMP"
+        _ROWS_CACHE[path] = [tuple(r) for r in spark.read.schema(schema).parquet(path).collect()]
+    return _ROWS_CACHE[path]
+
+
+def expected_rows(spark, full, kind, templates, extras, late):
+    """(t, id, name, amount, ts, part) rows the table must hold: its
+    templates (read once per kind) plus every late/appended file."""
+    out = []
+    for spec in KINDS[kind]:
+        out += [(full, *r, spec) for r in _template_rows(spark, template_dir(templates, kind, spec))]
+    for e in extras:
+        out += [(full, *r, e["unit"]) for r in _template_rows(spark, late[e["template"]])]
+    return out
+
+
 def compare_rows(spark, facts):
-    """Rows of every table against its expected rows, exceptAll both ways,
-    in one job per direction for all tables (one per table if that fails)."""
+    """Rows of every table against its expected rows with exceptAll both
+    ways. The tables are read once, together (a local checkpoint), the
+    expected rows come from the templates; one table at a time only if the
+    joint read fails."""
     from functools import reduce
 
     frames = {t: f.pop("_frames") for t, f in facts.items() if "_frames" in f}
@@ -297,13 +299,12 @@ def compare_rows(spark, facts):
         return
 
     def per_table(names):
-        want = reduce(lambda a, b: a.unionByName(b), [frames[n][0] for n in names])
-        have = reduce(lambda a, b: a.unionByName(b), [frames[n][1] for n in names])
-        counts = {}
-        for key, df in (("missing", want.exceptAll(have)), ("extra", have.exceptAll(want)),
-                        ("expected", want), ("count", have)):
+        want = spark.createDataFrame([r for n in names for r in frames[n][0]], ROW_SCHEMA)
+        have = reduce(lambda a, b: a.unionByName(b), [frames[n][1] for n in names]).localCheckpoint(eager=True)
+        counts = {n: {"expected": len(frames[n][0])} for n in names}
+        for key, df in (("missing", want.exceptAll(have)), ("extra", have.exceptAll(want)), ("count", have)):
             for row in df.groupBy("t").count().collect():
-                counts.setdefault(row["t"], {})[key] = row["count"]
+                counts[row["t"]][key] = row["count"]
         return counts
 
     try:
