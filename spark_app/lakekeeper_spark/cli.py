@@ -162,10 +162,11 @@ def _recover_after_error(ctx: Any, command: str, name: str, res: dict[str, Any])
 
 def _run_parking(ctx: Any, tables: list[str], run_one: Callable[[str], dict[str, Any]]) -> list[dict[str, Any]]:
     """Fault-injection mode (``LAKEKEEPER_FAULT_AT=<step>@<db.table>``, tests
-    only): each table runs in its own thread, one after the other; a table
-    that reaches its fault point parks there. When every table is finished
-    or parked, the process is killed: one process leaves several tables
-    interrupted at chosen steps, exactly as a crash would."""
+    only): each table runs in its own thread (up to PARKING_TABLES at a time,
+    its units one at a time); a table that reaches its fault point parks
+    there. When every table is finished or parked, the process is killed:
+    one process leaves many tables interrupted at chosen steps, each exactly
+    as a crash at that step would (tables are independent)."""
     import dataclasses
     import threading
 
@@ -173,30 +174,36 @@ def _run_parking(ctx: Any, tables: list[str], run_one: Callable[[str], dict[str,
 
     if getattr(ctx.settings, "parallelism", 1) != 1:  # units one at a time: deterministic parking
         ctx.settings = dataclasses.replace(ctx.settings, parallelism=1)
-    results: list[dict[str, Any]] = []
-    parked: list[str] = []
-    for name in tables:
-        box: dict[str, Any] = {}
-        done = threading.Event()
+    boxes: dict[str, dict[str, Any]] = {}
+    done: dict[str, threading.Event] = {}
+    pending, active, parked = list(tables), [], []
 
-        def work(name: str, box: dict[str, Any], done: threading.Event) -> None:
-            try:
-                box["res"] = run_one(name)
-            finally:
-                done.set()
+    def work(name: str) -> None:
+        try:
+            boxes[name]["res"] = run_one(name)
+        finally:
+            done[name].set()
 
-        threading.Thread(target=work, args=(name, box, done), name=f"lakekeeper-{name}", daemon=True).start()
-        event = HOOKS.parked_event(name)
-        while not done.wait(0.05):
-            if event.is_set():
+    while pending or active:
+        while pending and len(active) < PARKING_TABLES:
+            name = pending.pop(0)
+            boxes[name], done[name] = {}, threading.Event()
+            threading.Thread(target=work, args=(name,), name=f"lakekeeper-{name}", daemon=True).start()
+            active.append(name)
+        time.sleep(0.05)
+        for name in list(active):
+            if done[name].is_set():
+                active.remove(name)
+            elif HOOKS.parked_event(name).is_set():
+                active.remove(name)
                 parked.append(name)
-                break
-        if "res" in box:
-            results.append(box["res"])
     if parked:
         log.warning("test hook: %d table(s) parked (%s); killing the process", len(parked), ", ".join(parked))
         hard_kill()
-    return results
+    return [boxes[n]["res"] for n in tables if "res" in boxes.get(n, {})]
+
+
+PARKING_TABLES = 4
 
 
 def _summary(command: str, results: list[dict[str, Any]]) -> str:

@@ -57,7 +57,7 @@ def test_writer_at_exact_moments(file_world, request):
 
 def test_free_running_writer_loses_nothing(file_world, request):
     w = file_world
-    st = w.stages["free_writer"]
+    st = w.stages[w.writer["stage"]]
     lines, failures = [], []
     for full, case in w.cases.items():
         if case["group"] != "free_writer":
@@ -75,11 +75,11 @@ def test_free_running_writer_loses_nothing(file_world, request):
         for p in res.get("partitions", []):
             if p["status"] == "failed":
                 assert p.get("code") == "concurrent_write", p
-    W.terminal(request.config, [f"free-running writer during `compact`: {st.get('writer')}",
+    W.terminal(request.config, [f"free-running writer during `compact`: {w.writer}",
                                 *W.table_lines(["table", "status", "units (status, code, adopted)",
                                                 "files written", "rows", "expected", "invariants"], lines)])
-    W.save_json("concurrent-writers-free.json", {"writer": st.get("writer"), "rows": lines})
-    assert st.get("writer", {}).get("written", 0) > 0, st.get("writer")
+    W.save_json("concurrent-writers-free.json", {"writer": w.writer, "rows": lines})
+    assert w.writer.get("written", 0) > 0, w.writer
     assert not failures, failures
 
 

@@ -12,11 +12,13 @@ file world (embedded Derby, file://):
                  then the process SIGKILLs the JVM and itself
   kill_rollback  the same for rollbacks
   recover        ``recover --tables ...`` for the crashed tables
+  cleanup        ``cleanup``: recovers a crashed table first; a foreign file
+                 among the originals is kept
   compact        a normal ``compact`` run: automatic recovery of crashed
                  tables, errors injected at every step (``=raise``), writers
-                 at pause points (LAKEKEEPER_PAUSE_AT), the quiet period, bad
-                 input, owner/mode
-  free_writer    ``compact`` while a separate writer process appends files
+                 at pause points (LAKEKEEPER_PAUSE_AT), a separate writer
+                 process appending all the time, the quiet period, bad input,
+                 owner/mode
   verify         one Spark process: second recovery (must do nothing) and
                  every invariant, per table (world_verify.py)
 
@@ -196,6 +198,8 @@ class World:
         self.expect: dict[str, Any] = {}
         self.facts: dict[str, Any] = {}
         self.errors: list[str] = []
+        self.writer: dict[str, Any] = {}
+        self.notes: dict[str, Any] = {}
         self.load = {"start": load_avg()}
         self._template = 0
         self.started = time.monotonic()
@@ -447,36 +451,45 @@ def build_file_world(work: Path) -> World:
     w.engine("kill_rollback", "rollback", rb, env={"LAKEKEEPER_FAULT_AT": ";".join(rb_specs)})
     w.engine("recover", "recover", crash + late + rb[1:])
     w.engine("cleanup", "cleanup", cleaned)
-    w.engine("compact", "compact", auto + errs + writers + [quiet, owned] + ["nodb.t", "bi.nope"] + bad,
-             env=dict(w.pause_env(pause_specs), LAKEKEEPER_FAULT_AT=";".join(raise_specs)),
-             extra=["--quiet-period", "10m"], on_poll=w.pause_handler(actions))
-    run_free_writer(w, free)
+    with free_writer(w, free, "compact"):
+        w.engine("compact", "compact", free + auto + errs + writers + [quiet, owned] + ["nodb.t", "bi.nope"] + bad,
+                 env=dict(w.pause_env(pause_specs), LAKEKEEPER_FAULT_AT=";".join(raise_specs)),
+                 extra=["--quiet-period", "10m"], on_poll=w.pause_handler(actions))
     w.verify()
     return w
 
 
-def run_free_writer(w: World, tables: list[str]) -> None:
-    """compact while a separate writer process appends files to every
-    compacted unit of ``tables`` (no pause points: whatever the timing)."""
-    targets = []
-    for t in tables:
-        kind = w.table_spec(t)["kind"]
-        for unit in COMPACTED[kind]:
-            targets.append({"table": t, "unit": unit, "dir": local(w.unit_dir(t, unit))})
-    cfg = {"targets": targets, "templates": [local(u) for u in w.expect["late_templates"]], "interval": 0.25,
-           "stop": str(w.work / "writer.stop"), "out": str(w.work / "writer.json")}
-    cfg_p = w.work / "writer.cfg.json"
-    cfg_p.write_text(json.dumps(cfg))
-    writer = subprocess.Popen([PY, str(APPS / "writer.py"), str(cfg_p)], start_new_session=True)
-    try:
-        w.engine("free_writer", "compact", tables)
-    finally:
-        Path(cfg["stop"]).write_text("stop")
-        writer.wait(timeout=60)
-    written = json.loads(Path(cfg["out"]).read_text())
-    w.stages["free_writer"]["writer"] = {"written": len(written["written"]), "failed_renames": written["failed"]}
-    for item in written["written"]:
-        w.extras.setdefault(item["table"], []).append(item)
+class free_writer:  # pylint: disable=invalid-name
+    """Context manager: a separate writer process appends files to every
+    compacted unit of ``tables`` while the block runs (no pause points:
+    whatever the timing); what it wrote becomes those tables' extras."""
+
+    def __init__(self, w: World, tables: list[str], stage: str):
+        self.w, self.tables, self.stage = w, tables, stage
+
+    def __enter__(self):
+        w = self.w
+        targets = []
+        for t in self.tables:
+            kind = w.table_spec(t)["kind"]
+            for unit in COMPACTED[kind]:
+                targets.append({"table": t, "unit": unit, "dir": local(w.unit_dir(t, unit))})
+        self.cfg = {"targets": targets, "templates": [local(u) for u in w.expect["late_templates"]],
+                    "interval": 1.5, "stop": str(w.work / "writer.stop"), "out": str(w.work / "writer.json")}
+        cfg_p = w.work / "writer.cfg.json"
+        cfg_p.write_text(json.dumps(self.cfg))
+        self.proc = subprocess.Popen([PY, str(APPS / "writer.py"), str(cfg_p)], start_new_session=True)
+        return self
+
+    def __exit__(self, *exc):
+        Path(self.cfg["stop"]).write_text("stop")
+        self.proc.wait(timeout=60)
+        written = json.loads(Path(self.cfg["out"]).read_text())
+        self.w.writer = {"written": len(written["written"]), "failed_renames": written["failed"],
+                         "stage": self.stage}
+        for item in written["written"]:
+            self.w.extras.setdefault(item["table"], []).append(item)
+        return False
 
 
 # ---------------------------------------------------------------- the HDFS world
@@ -526,8 +539,8 @@ def build_hdfs_world(work: Path, testbed) -> World:
     w.engine("kill_compact", "compact", [owned] + crash, env={"LAKEKEEPER_FAULT_AT": ";".join(specs)})
     w.engine("kill_rollback", "rollback", rb, env={"LAKEKEEPER_FAULT_AT": ";".join(rb_specs)})
     w.engine("recover", "recover", crash + rb)
-    # as user bob: a table of alice's (700) and bob's own table whose directory
-    # gets a space quota while the compacted copy is being written
+    # as user bob: a table of alice's (700); then a table whose directory gets
+    # a space quota while the compacted copy is being written
     qinfo = w.expect["tables"][quota]
     java = hdfs_client_java(testbed)
 
@@ -537,12 +550,12 @@ def build_hdfs_world(work: Path, testbed) -> World:
         res = subprocess.run([*java, "org.apache.hadoop.hdfs.tools.DFSAdmin", "-fs", testbed.hdfs_uri,
                               "-setSpaceQuota", str(size), parent], capture_output=True, text=True, timeout=120,
                              env=_clean_env())
-        w.stages.setdefault("quota", {})["setSpaceQuota"] = {"rc": res.returncode, "bytes": size,
-                                                             "out": (res.stdout + res.stderr)[-500:]}
+        w.notes["setSpaceQuota"] = {"rc": res.returncode, "bytes": size, "out": (res.stdout + res.stderr)[-500:]}
         if res.returncode != 0:
             raise RuntimeError(res.stdout + res.stderr)
-    w.engine("as_bob", "compact", [denied, quota], env=dict(w.pause_env([hook("writing_staging", quota, 0)]),
-                                                             HADOOP_USER_NAME="bob"),
+    w.engine("as_bob", "compact", [denied], env={"HADOOP_USER_NAME": "bob"})
+    # (as root: the space pre-flight reads quotas of every ancestor up to /, which a plain user may not)
+    w.engine("quota", "compact", [quota], env=w.pause_env([hook("writing_staging", quota, 0)]),
              on_poll=w.pause_handler({pause_tag(quota, "writing_staging"): set_quota}))
     w.verify()
     return w

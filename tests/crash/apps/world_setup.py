@@ -32,6 +32,7 @@ from world_common import (COLUMNS, DATA_TYPES, KINDS, LATE_ROWS, LATE_TEMPLATES,
                           template_dir, units_of)
 
 DAY_MS = 86400 * 1000
+POOL = None  # a thread pool for file copies and hashes (set in main)
 
 
 class FS:
@@ -142,11 +143,12 @@ def create_table(spark, fs, t, templates):
     part_sql = f"PARTITIONED BY ({', '.join(f'{c} STRING' for c in part_cols)})" if part_cols else ""
     spark.sql(f"CREATE EXTERNAL TABLE {full} ({ddl_columns(kind)}) {part_sql} STORED AS PARQUET "
               f"LOCATION '{t['root']}'")
+    jobs = []
     for spec, loc in layout["units"].items():
         src = template_dir(templates, kind, spec)
         fs.mkdirs(loc)
-        for n in fs.data_files(src):
-            fs.copy(f"{src}/{n}", f"{loc}/{n}")
+        jobs += [(f"{src}/{n}", f"{loc}/{n}") for n in fs.data_files(src)]
+    list(POOL.map(lambda j: fs.copy(*j), jobs))
     if part_cols:
         clauses = " ".join(f"{partition_clause(spec)} LOCATION '{loc}'" for spec, loc in layout["units"].items())
         spark.sql(f"ALTER TABLE {full} ADD {clauses}")
@@ -322,8 +324,12 @@ def unit_files(fs, t):
     if t["kind"] not in KINDS:
         return {}
     layout = units_of(t["kind"], t["root"], t.get("outside"))
-    return {spec: {"location": loc, "files": {n: fs.sha(f"{loc}/{n}") for n in fs.data_files(loc)}}
-            for spec, loc in layout["units"].items()}
+    out = {}
+    for spec, loc in layout["units"].items():
+        names = fs.data_files(loc)
+        out[spec] = {"location": loc, "files": dict(zip(names, POOL.map(lambda n, loc=loc: fs.sha(f"{loc}/{n}"),
+                                                                         names)))}
+    return out
 
 
 def snapshot(spark, fs, catalog, t, originals):
@@ -388,6 +394,10 @@ def main():
     from lakekeeper_spark.fs import HadoopFS
     from lakekeeper_spark.planner import new_run_id
 
+    global POOL  # pylint: disable=global-statement
+    from concurrent.futures import ThreadPoolExecutor
+
+    POOL = ThreadPoolExecutor(max_workers=8)
     fs = FS(spark)
     catalog = Catalog(spark)
     t1 = time.time()

@@ -348,9 +348,9 @@ def main():
     fs = FS(spark)
     late = expect["late_templates"]
     out = {"tables": {}, "session_seconds": round(time.time() - t0, 1)}
-    for full, exp in sorted(expect["tables"].items()):
-        if only and full not in only:
-            continue
+
+    def one(item):
+        full, exp = item
         t1 = time.time()
         ex = list(expect.get("appended", {}).get(full, [])) + list(extras.get(full, []))
         try:
@@ -358,7 +358,14 @@ def main():
         except Exception:  # noqa: BLE001
             f = {"table": full, "problems": ["verification crashed: " + traceback.format_exc()[-1500:]]}
         f["verify_seconds"] = round(time.time() - t1, 2)
-        out["tables"][full] = f
+        return full, f
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    items = [(t, e) for t, e in sorted(expect["tables"].items()) if not only or t in only]
+    with ThreadPoolExecutor(max_workers=4) as pool:  # tables are independent
+        for full, f in pool.map(one, items):
+            out["tables"][full] = f
     t1 = time.time()
     compare_rows(spark, out["tables"])
     out["rows_seconds"] = round(time.time() - t1, 1)
