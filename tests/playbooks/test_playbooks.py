@@ -281,7 +281,7 @@ def test_playbooks_embedded(collections_dir, kdc, tmp_path):
         assert run.rc == 0, run
         s = run.summary('edge')
         assert s['action'] == 'recover' and s['dry_run'] and s['counts'] == {'recovered': 0, 'skipped': 2, 'failed': 0}, s
-        assert s['ingestion']['paused']['ingest']['check_mode'], s  # the pipeline role only reported
+        assert s['ingestion']['would_pause'] == ['ingest'] and s['ingestion']['paused'] == {}, s
         assert not state_file.exists() and len(ticks.read_text().split()) > ticks_before + 10
         assert run.recap['edge']['changed'] == 0, run
     finally:
