@@ -94,7 +94,7 @@ def test_rollback_keeps_files_appended_after_the_compaction(file_world):
 
 def test_quiet_period_skips_partitions_with_recent_files(file_world):
     w = file_world
-    res = w.stages["compact"]["results"]["cq.events"]
+    res = w.stages["kill_compact"]["results"]["cq.events"]  # a compact run with --quiet-period 10m
     by = {p["spec"]: p for p in res["partitions"]}
     assert by["dt=old"]["status"] == "compacted", by["dt=old"]
     assert by["dt=new"]["status"] == "skipped", by["dt=new"]

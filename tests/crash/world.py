@@ -17,8 +17,9 @@ file world (embedded Derby, file://):
   compact        a normal ``compact`` run: automatic recovery of crashed
                  tables, errors injected at every step (``=raise``), writers
                  at pause points (LAKEKEEPER_PAUSE_AT), a separate writer
-                 process appending all the time, the quiet period, bad input,
-                 owner/mode
+                 process appending all the time, bad input, owner/mode
+                 (the quiet period is checked in kill_compact, a compact run
+                 too, whose finished tables' results are kept)
   verify         one Spark process: second recovery (must do nothing) and
                  every invariant, per table (world_verify.py)
 
@@ -445,16 +446,21 @@ def build_file_world(work: Path) -> World:
         w.extras.setdefault(full, []).extend(items)
 
     late_env = w.pause_env(late_pause)
-    w.engine("kill_compact", "compact", crash + auto + late + cleaned[1:],
-             env=dict(late_env, LAKEKEEPER_FAULT_AT=";".join(kill_specs)),
-             on_poll=w.pause_handler(late_actions))
+    # (the quiet period: this run is a compact too; its other tables are older than that)
+    w.engine("kill_compact", "compact", [quiet] + crash + auto + late + cleaned[1:],
+             env=dict(late_env, LAKEKEEPER_FAULT_AT=";".join(kill_specs),
+                      LAKEKEEPER_FAULT_RESULTS=str(work / "kill_compact.finished.json")),
+             extra=["--quiet-period", "10m"], on_poll=w.pause_handler(late_actions))
+    finished = work / "kill_compact.finished.json"
+    if finished.exists():
+        w.stages["kill_compact"]["results"] = {r["table"]: r for r in json.loads(finished.read_text())}
     w.engine("kill_rollback", "rollback", rb, env={"LAKEKEEPER_FAULT_AT": ";".join(rb_specs)})
     w.engine("recover", "recover", crash + late + rb[1:])
     w.engine("cleanup", "cleanup", cleaned)
     with free_writer(w, free, "compact"):
-        w.engine("compact", "compact", free + auto + errs + writers + [quiet, owned] + ["nodb.t", "bi.nope"] + bad,
+        w.engine("compact", "compact", free + auto + errs + writers + [owned] + ["nodb.t", "bi.nope"] + bad,
                  env=dict(w.pause_env(pause_specs), LAKEKEEPER_FAULT_AT=";".join(raise_specs)),
-                 extra=["--quiet-period", "10m"], on_poll=w.pause_handler(actions))
+                 on_poll=w.pause_handler(actions))
     w.verify()
     return w
 
