@@ -28,8 +28,9 @@ NUMERIC = {"max", "min", "int", "len", "round"}
 WRAPPERS = {("catalog.py", "sql")}  # Catalog.sql(statement): the sink itself; its callers are checked
 # Known violations, reported to the owner of the file: remove the entry once fixed (strict xfail).
 KNOWN = {
-    ("rewrite.py", "_write_hive_serde", "sql"): "column names from the Metastore are back-quoted with f'`{n}`' "
-                                          "without escaping a backtick inside the name (use a quoting helper)",
+    ("rewrite.py", "_write_hive_serde", "sql"): (
+        "column names from the Metastore are back-quoted with f'`{n}`' "
+        "without escaping a backtick inside the name (use a quoting helper)"),
     ("rewrite.py", "partition_filter", "col"): "partition column names are back-quoted with f'`{col}`' without escaping",
 }
 

@@ -28,6 +28,7 @@ def planned_files(ctx: Context, info, b) -> dict[str, set[str]]:
     return {ctx.fs.qualify(u["location"]): {f[0] for f in u.get("files") or []}
             for u in doc.get("units", []) if u.get("files")}
 
+
 log = logging.getLogger(__name__)
 
 

@@ -85,7 +85,7 @@ class FS:
         return hashlib.sha256(self.read_bytes(uri)).hexdigest()
 
     def data_files(self, uri):
-        return sorted(n for n, d, _ in self.ls(uri) if not d and not n.startswith((".", "_")))
+        return sorted(n for n, d, _size in self.ls(uri) if not d and not n.startswith((".", "_")))
 
 
 def backdate(fs, uri, when):
@@ -94,7 +94,7 @@ def backdate(fs, uri, when):
         entries = fs.ls(uri)
     except Exception:  # noqa: BLE001 - e.g. permission denied: leave it
         return
-    for n, is_dir, _ in entries:
+    for n, is_dir, _size in entries:
         if is_dir:
             backdate(fs, f"{uri}/{n}", when)
         else:
@@ -290,7 +290,7 @@ def tree(fs, uri):
         return out
 
     def walk(u, rel):
-        for n, is_dir, _ in fs.ls(u):
+        for n, is_dir, _size in fs.ls(u):
             r = f"{rel}/{n}" if rel else n
             if is_dir:
                 out[r] = "dir"
@@ -306,7 +306,7 @@ def chown_tree(fs, uri, user, group, dir_mode, file_mode):
     f = fs.fs(uri)
     f.setOwner(fs.P(uri), user, group)
     f.setPermission(fs.P(uri), FsPermission(format(dir_mode, "o")))
-    for n, is_dir, _ in fs.ls(uri):
+    for n, is_dir, _size in fs.ls(uri):
         if is_dir:
             chown_tree(fs, f"{uri}/{n}", user, group, dir_mode, file_mode)
         else:
@@ -327,8 +327,8 @@ def unit_files(fs, t):
     out = {}
     for spec, loc in layout["units"].items():
         names = fs.data_files(loc)
-        out[spec] = {"location": loc, "files": dict(zip(names, POOL.map(lambda n, loc=loc: fs.sha(f"{loc}/{n}"),
-                                                                         names)))}
+        digests = POOL.map(lambda n, loc=loc: fs.sha(f"{loc}/{n}"), names)
+        out[spec] = {"location": loc, "files": dict(zip(names, digests))}
     return out
 
 
@@ -444,7 +444,7 @@ def main():
             # a file a writer closed in the moved-aside original after the swap
             loc = units_of(t["kind"], t["root"], t.get("outside"))["units"][a["unit"]]
             parent, base = loc.rstrip("/").rsplit("/", 1)
-            old = [n for n, d, _ in fs.ls(parent) if d and n.startswith(f".{base}.lk_old_")]
+            old = [n for n, d, _size in fs.ls(parent) if d and n.startswith(f".{base}.lk_old_")]
             assert len(old) == 1, old
             dst = f"{parent}/{old[0]}/late-in-old-{a['template']}.parquet"
             fs.copy(late[a["template"]], dst)

@@ -50,7 +50,7 @@ def scan_hidden(fs, roots, unit_dirs):
     found = {}
 
     def look(u, names=None):
-        for n, is_dir, _ in fs.ls(u):
+        for n, is_dir, _size in fs.ls(u):
             parsed = parse_hidden_name(n)
             if parsed and (names is None or parsed[0] in names):
                 found[f"{u}/{n}"] = {"path": f"{u}/{n}", "tag": parsed[1], "run": parsed[2], "is_dir": is_dir}
@@ -58,7 +58,7 @@ def scan_hidden(fs, roots, unit_dirs):
     def walk(u, depth):
         look(u)
         if depth < 4:
-            for n, is_dir, _ in fs.ls(u):
+            for n, is_dir, _size in fs.ls(u):
                 if is_dir and not n.startswith((".", "_")):
                     walk(f"{u}/{n}", depth + 1)
     for r in roots:
@@ -73,7 +73,7 @@ def visible_dirs(fs, root):
     out = set()
 
     def walk(u, rel):
-        for n, is_dir, _ in fs.ls(u):
+        for n, is_dir, _size in fs.ls(u):
             if n.startswith((".", "_")):
                 continue
             if is_dir:
