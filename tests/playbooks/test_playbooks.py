@@ -11,14 +11,21 @@ group ``lakekeeper_edge`` runs the engine, an ingestion host in group
 way an AWX survey passes them.
 
 * ``test_playbooks_embedded``: the embedded default (local Spark, Derby
-  Metastore in a state dir; one JVM at a time): analyze.yml, compact.yml
-  (failing after the pause: the ingestion is resumed anyway; then for real,
-  with a Kerberos ticket from a real KDC and a real stand-in ingestion process
-  stopped with SIGSTOP during the window), rollback.yml, cleanup.yml.
+  Metastore in a state dir; one JVM at a time): analyze.yml (as the collection
+  playbook lakekeeper.hive.analyze), compact.yml failing after the pause (the
+  ingestion is resumed anyway), compact.yml for real with a Kerberos ticket
+  from a real KDC and a real stand-in ingestion process stopped with SIGSTOP
+  during the window, rollback.yml on one table, cleanup.yml with a 1s
+  retention, rollback.yml refusing a database, rollback.yml in recover mode as
+  a dry run.
+* ``test_example_inventory``: what the role makes of
+  playbooks/inventory/example (ingestion hosts per cluster, settings, survey
+  strings), and --syntax-check of the four playbooks with it.
 * ``test_playbooks_on_the_testbed``: spark-submit to the test bed's Spark
-  standalone master, tables on HDFS through the Metastore service: compact.yml
-  (with the pre-flight reading real HDFS quotas), a second Spark process reads
-  the tables through the Metastore and sees the same rows, rollback.yml,
+  standalone master, tables on HDFS through the Metastore service, the
+  executors' Python shipped by the python_env role: compact.yml (the
+  pre-flight reading real HDFS quotas), a second Spark process reads the
+  tables through the Metastore and sees the same rows, rollback.yml,
   cleanup.yml, and a last read.
 
 Run: ``.venv/bin/python -m pytest tests/playbooks`` (``-m 'not testbed'`` for
@@ -423,6 +430,11 @@ def test_playbooks_on_the_testbed(collections_dir, testbed, tmp_path):
         'lakekeeper_python': testbed.python,        # the driver's Python
         'lakekeeper_app_cache_dir': str(tmp_path / 'app-cache'),
         'lakekeeper_preflight_margin_ratio': 0.5,
+        # ship the executors' Python: built once by the python_env role (PyYAML from PyPI, venv-pack),
+        # published in a local directory, used as --archives ...#lakekeeper_env and ./lakekeeper_env/bin/python
+        'lakekeeper_python_env': True,
+        'python_env_dest': str(tmp_path / 'env'),
+        'python_env_interpreter': testbed.python,
     }
     ingest_vars = {
         'pipeline_state_dir': str(tmp_path / 'pipeline-state'),
@@ -445,8 +457,14 @@ def test_playbooks_on_the_testbed(collections_dir, testbed, tmp_path):
         s = run.summary('edge')
         assert run.stats['lakekeeper_tables_compacted'] == 2 and run.stats['lakekeeper_tables_failed'] == 0, run
         assert run.stats['lakekeeper_files_before'] == 160 and run.stats['lakekeeper_files_after'] == 4, run
-        # both engine runs (analyze, compact) were Spark applications of the standalone master
-        assert len(spark_apps()) == apps_before + 2, spark_apps()
+        # both engine runs (analyze, compact) were Spark applications of the standalone master, and
+        # their executors unpacked the shipped Python environment
+        apps = spark_apps()
+        assert len(apps) == apps_before + 2, apps
+        work = testbed.run_dir / 'spark' / 'work'
+        for app in apps[apps_before:]:
+            assert list(work.glob(app + '/*/lakekeeper_env/bin/python')), sorted(work.glob(app + '/*/*'))
+        env_built = (tmp_path / 'env' / 'lakekeeper_env.tar.gz').stat().st_mtime
         # the pre-flight compared real HDFS quota figures of /lk-pb (with the 50 % margin)
         checks = [c for t in s['preflight']['tables'] for c in t['checks']]
         assert s['preflight']['ok'] and s['preflight']['margin_ratio'] == 0.5, s['preflight']
@@ -467,6 +485,7 @@ def test_playbooks_on_the_testbed(collections_dir, testbed, tmp_path):
         assert run.rc == 0, run
         assert run.stats['lakekeeper_tables_rolled_back'] == 1, run
         assert hooks_log.read_text().split() == ['pause', 'resume', 'pause', 'resume']
+        assert (tmp_path / 'env' / 'lakekeeper_env.tar.gz').stat().st_mtime == env_built  # not rebuilt
         run = run_playbook(os.path.join(PLAYBOOKS, 'cleanup.yml'), inventory, collections_dir, tmp_path,
                            ['lakekeeper_tables=pb.items', 'lakekeeper_older_than=1s'])
         assert run.rc == 0, run
