@@ -264,8 +264,12 @@ class World:
                  str(extras_p), str(out), ",".join(only or []))
         self.facts = json.loads(out.read_text())["tables"]
         self.load["end"] = load_avg()
+        self.built_seconds = round(time.monotonic() - self.started, 1)
 
     def total_seconds(self) -> float:
+        """Wall time of the world's processes (frozen once it is built)."""
+        if getattr(self, "built_seconds", None) is not None:
+            return self.built_seconds
         return round(time.monotonic() - self.started, 1)
 
     # -------------------------------------------------------------- pauses
