@@ -96,10 +96,9 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None)
     from .commands.analyze import analyze_table
     from .commands.cleanup import cleanup_table
     from .commands.common import error_result, table_result
-    from .commands.compact import compact_table
+    from .commands.compact import compact_table, root_cause
     from .commands.recover import recover_command
     from .commands.rollback import rollback_table
-    from .fs import _java_message
 
     handlers: dict[str, Callable[[Any, str], dict[str, Any]]] = {
         "analyze": analyze_table,
@@ -128,7 +127,7 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None)
                 _recover_after_error(ctx, command, name, res)
         except Exception as exc:  # noqa: BLE001 - one table's failure must not stop the others
             log.exception("%s %s failed", command, name)
-            res = table_result(name, "failed", _java_message(exc), code="error", run_id=ctx.run_id)
+            res = table_result(name, "failed", root_cause(exc), code="error", run_id=ctx.run_id)
             _recover_after_error(ctx, command, name, res)
         res["seconds"] = round(time.time() - started, 3)
         log.info("%s %s: %s (%s)", command, name, res["status"], res["reason"])
@@ -296,15 +295,9 @@ def _metastore_reason(exc: Exception, spark: Any = None) -> str:
         where = f"{uris}: " if uris else "embedded Derby: "
     except Exception:  # noqa: BLE001
         pass
-    cause = None
-    java = getattr(exc, "java_exception", None)
-    try:
-        while java is not None:
-            cause = f"{java.getClass().getName()}: {java.getMessage()}"
-            java = java.getCause()
-    except Exception:  # noqa: BLE001
-        pass
-    text = " ".join((cause or _java_message(exc)).split())
+    from .commands.compact import innermost_cause
+
+    text = " ".join((innermost_cause(exc) or _java_message(exc)).split())
     return (where + text)[:400]
 
 

@@ -198,22 +198,33 @@ def _undo_unit(ctx: Context, p: TablePlan, journal: Journal, idx: int, u: Unit, 
 
 
 def root_cause(exc: Exception) -> str:
-    """The top and the innermost message of a (Java) exception chain: Spark
-    wraps e.g. "... is not a Parquet file" in generic read errors."""
-    top = _java_message(exc)
+    """The top and the innermost message of a (Java) exception chain, one
+    line each: Spark wraps e.g. "... is not a Parquet file" or a
+    DSQuotaExceededException in generic read/write errors."""
+    top = _java_message(exc).splitlines()[0] if _java_message(exc) else type(exc).__name__
+    deepest = innermost_cause(exc)
+    if not deepest or deepest in top:
+        return top
+    return f"{top} (cause: {deepest})"
+
+
+def innermost_cause(exc: Exception) -> str | None:
+    """The last ``Caused by:`` of the Java stack trace (or of the cause
+    chain), first line only; None for a plain Python exception."""
+    deepest = None
     cur = getattr(exc, "java_exception", None)
-    if cur is None:
-        return top
     try:
-        for _attempt in range(30):
-            nxt = cur.getCause()
-            if nxt is None:
-                break
-            cur = nxt
-        deepest = f"{cur.getClass().getName()}: {cur.getMessage()}"
-    except Exception:  # noqa: BLE001
-        return top
-    return top if deepest in top else f"{top} (cause: {deepest})"
+        while cur is not None:
+            msg = cur.getMessage()
+            deepest = f"{cur.getClass().getName()}: {str(msg).splitlines()[0] if msg else ''}".rstrip(": ")
+            cur = cur.getCause()
+    except Exception:  # noqa: BLE001 - py4j could not follow the chain: the trace text below
+        pass
+    caused = [ln.strip()[len("Caused by:"):].strip() for ln in str(exc).splitlines()
+              if ln.strip().startswith("Caused by:")]
+    if caused:
+        deepest = caused[-1]
+    return deepest
 
 
 def apply_quiet_period(p: TablePlan, quiet_seconds: int | None, now: float | None = None) -> None:
