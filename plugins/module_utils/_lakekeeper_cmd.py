@@ -41,6 +41,11 @@ SPARK_SUBMIT_ONLY_KEYS = (
 DEFAULT_MASTER_SPARK_SUBMIT = 'yarn'
 DEFAULT_MASTER_EMBEDDED = 'local[*]'
 DEFAULT_STATE_DIR = '~/.lakekeeper/state'
+# Secret-looking extra_conf values never go on a command line (any local user
+# can read /proc/<pid>/cmdline): they are written to this properties file
+# (mode 0600, next to the result file in the module's private tmpdir) and
+# passed with --properties-file.
+SECRET_PROPERTIES_FILE = 'lakekeeper-secret.properties'
 
 # (module option, engine flag), in the order they are emitted.
 ENGINE_OPTIONS = (
@@ -116,7 +121,7 @@ def selector_args(table=None, tables=None, database=None):
 
 
 def engine_args(command, selectors, options=None, config_file=None, dry_run=False,
-                state_dir=None, master=None, conf=None, result_file=None):
+                state_dir=None, master=None, conf=None, result_file=None, properties_file=None):
     """``<command> <selectors> <options>`` as run_lakekeeper.py expects them.
 
     ``master``, ``conf`` and ``state_dir`` are the plain-python (embedded)
@@ -141,9 +146,55 @@ def engine_args(command, selectors, options=None, config_file=None, dry_run=Fals
         argv += ['--master', master]
     for key, value in (conf or {}).items():
         argv += ['--conf', '%s=%s' % (key, _text(value))]
+    if properties_file:
+        argv += ['--properties-file', properties_file]
     if result_file:
         argv += ['--result-file', result_file]
     return argv
+
+
+def split_conf(conf):
+    """``(public, secret)``: extra_conf split by whether the key looks secret."""
+    public, secret = {}, {}
+    for key, value in (conf or {}).items():
+        (secret if is_secret_key(key) else public)[key] = value
+    return public, secret
+
+
+def secret_properties_path(result_file):
+    """Where the secret properties of a run go: beside its result file."""
+    if not result_file:
+        raise LakekeeperError('secret extra_conf values need a private directory for their properties file')
+    return os.path.join(os.path.dirname(result_file), SECRET_PROPERTIES_FILE)
+
+
+def _escape_property(text, key=False):
+    out = []
+    for i, char in enumerate(text):
+        if char == '\\':
+            out.append('\\\\')
+        elif char == '\n':
+            out.append('\\n')
+        elif char == '\r':
+            out.append('\\r')
+        elif char == '\t':
+            out.append('\\t')
+        elif char in '=:#!' or (char == ' ' and (key or i == 0)):
+            out.append('\\' + char)
+        elif ord(char) > 0xFFFF:  # a UTF-16 surrogate pair, as Java reads it
+            code = ord(char) - 0x10000
+            out.append('\\u%04x\\u%04x' % (0xD800 + (code >> 10), 0xDC00 + (code & 0x3FF)))
+        elif ord(char) > 126 or ord(char) < 32:
+            out.append('\\u%04x' % ord(char))
+        else:
+            out.append(char)
+    return ''.join(out)
+
+
+def properties_text(conf):
+    """``conf`` as a java.util.Properties file (the format of --properties-file)."""
+    return ''.join('%s=%s\n' % (_escape_property(str(k), key=True), _escape_property(_text(v)))
+                   for k, v in sorted(conf.items()))
 
 
 # --------------------------------------------------------------------------
@@ -242,8 +293,12 @@ def ignored_embedded_keys(ss):
     return [k for k in SPARK_SUBMIT_ONLY_KEYS if ss.get(k) not in (None, '', [], {})]
 
 
-def spark_submit_flags(ss, driver_python=None):
-    """spark-submit flags in the reference order (before the script)."""
+def spark_submit_flags(ss, driver_python=None, properties_file=None):
+    """spark-submit flags in the reference order (before the script).
+
+    Secret extra_conf values are not flags: they go to ``properties_file``
+    (see properties_text), which the caller writes.
+    """
     argv = ['--master', ss['master']]
     if ss.get('deploy_mode'):
         argv += ['--deploy-mode', ss['deploy_mode']]
@@ -265,8 +320,12 @@ def spark_submit_flags(ss, driver_python=None):
         argv += ['--executor-cores', str(ss['executor_cores'])]
     if ss.get('driver_memory'):
         argv += ['--driver-memory', str(ss['driver_memory'])]
-    for key, value in (ss.get('extra_conf') or {}).items():
+    public, secret = split_conf(ss.get('extra_conf'))
+    for key, value in public.items():
         argv += ['--conf', '%s=%s' % (key, _text(value))]
+    if secret:
+        # --load-spark-defaults (Spark 4): spark-defaults.conf is still read
+        argv += ['--properties-file', properties_file, '--load-spark-defaults']
     if driver_python:
         argv += ['--conf', 'spark.pyspark.driver.python=%s' % driver_python]
     if ss.get('extra_files'):
@@ -291,7 +350,13 @@ def build_command(command, selectors, ss, script, options=None, config_file=None
     In spark-submit mode ``python`` (when given) becomes
     ``--conf spark.pyspark.driver.python=...`` and ``state_dir`` is only passed
     when given (a cluster normally has its own Metastore).
+
+    Secret-looking extra_conf values are left out of the argv: both forms
+    then carry ``--properties-file <secret_properties_path(result_file)>``,
+    a file the caller writes with properties_text before the run.
     """
+    secret = split_conf(ss.get('extra_conf'))[1]
+    properties_file = secret_properties_path(result_file) if secret else None
     if ss['enabled']:
         if not spark_submit:
             raise LakekeeperError('spark-submit binary not given')
@@ -299,7 +364,7 @@ def build_command(command, selectors, ss, script, options=None, config_file=None
             raise LakekeeperError(
                 'spark_submit.deploy_mode=cluster is not supported: the driver would run inside the '
                 'cluster and its JSON result could not be read back by the module; use deploy_mode=client')
-        head = [spark_submit] + spark_submit_flags(ss, driver_python=python) + [script]
+        head = [spark_submit] + spark_submit_flags(ss, driver_python=python, properties_file=properties_file) + [script]
         tail = engine_args(command, selectors, options, config_file=config_file, dry_run=dry_run,
                            state_dir=state_dir, result_file=result_file)
         return head + tail
@@ -307,7 +372,8 @@ def build_command(command, selectors, ss, script, options=None, config_file=None
         raise LakekeeperError('python interpreter not given')
     tail = engine_args(command, selectors, options, config_file=config_file, dry_run=dry_run,
                        state_dir=state_dir or os.path.expanduser(DEFAULT_STATE_DIR), master=ss['master'],
-                       conf=ss.get('extra_conf'), result_file=result_file)
+                       conf=split_conf(ss.get('extra_conf'))[0], result_file=result_file,
+                       properties_file=properties_file)
     return [python, script] + tail
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import stat
 import sys
 import tarfile
 import tempfile
@@ -48,9 +49,12 @@ from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_cmd im
     mask_argv,
     merge_spark_submit,
     parse_result,
+    properties_text,
     resolve_spark_submit,
+    secret_properties_path,
     secret_values,
     selector_args,
+    split_conf,
     tail_lines,
     would_change,
 )
@@ -244,6 +248,52 @@ def find_spark_submit(module, env):
 # the run
 # --------------------------------------------------------------------------
 
+def check_keytab(module, path):
+    """Fail before launching when the keytab is missing, unreadable or
+    readable by every user (a keytab is a password)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        if not os.path.exists(path):
+            module.fail_json(msg='spark_submit.keytab %s does not exist on the target' % path)
+        module.fail_json(msg='spark_submit.keytab %s cannot be read: %s' % (path, exc.strerror))
+    if not stat.S_ISREG(mode):
+        module.fail_json(msg='spark_submit.keytab %s is not a regular file' % path)
+    if mode & stat.S_IROTH:
+        module.fail_json(msg='spark_submit.keytab %s is readable by every user (mode %04o): a keytab is a '
+                             'password; chmod 600 it (owner only)' % (path, stat.S_IMODE(mode)))
+    if not os.access(path, os.R_OK):
+        module.fail_json(msg='spark_submit.keytab %s is not readable by the user running the module' % path)
+
+
+def write_private(path, text):
+    """Write ``text`` to a new file only its owner can read."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, 'w') as handle:
+        handle.write(text)
+
+
+def _stderr_cause(stderr):
+    """The last stderr line that says something (not a Java stack frame)."""
+    for line in reversed(tail_lines(stderr, TAIL)):
+        text = line.strip()
+        if text and not text.startswith('at ') and not text.startswith('... '):
+            return text
+    return None
+
+
+class _Module(AnsibleModule):
+    """AnsibleModule that also keeps secret-looking extra_conf and
+    environment values out of its syslog/journald invocation message (that
+    message is written before run_module could extend no_log_values)."""
+
+    def _log_invocation(self):
+        params = self.params or {}
+        for value in secret_values(params.get('spark_submit'), params.get('environment')):
+            self.no_log_values.add(value)
+        super()._log_invocation()
+
+
 def load_config(module, path):
     if not os.path.isfile(path):
         module.fail_json(msg='config_file %s not found on the target' % path)
@@ -258,7 +308,7 @@ def load_config(module, path):
 
 def run_module(kind):
     """Entry point of the module ``lakekeeper_<kind>``."""
-    module = AnsibleModule(
+    module = _Module(
         argument_spec=argument_spec(kind),
         mutually_exclusive=[('table', 'tables', 'database')],
         required_one_of=[('table', 'tables', 'database')],
@@ -290,6 +340,8 @@ def run_module(kind):
     if ss['enabled'] and ss.get('deploy_mode') == 'cluster':
         module.fail_json(msg='spark_submit.deploy_mode=cluster is not supported: the driver would run inside the '
                              'cluster and the module could not read its JSON result; use deploy_mode=client')
+    if ss['enabled'] and ss.get('keytab'):
+        check_keytab(module, _abspath(str(ss['keytab'])))
     ignored = ignored_embedded_keys(ss)
     if ignored:
         module.warn('spark_submit.enabled is false: %s only apply to spark-submit and are ignored'
@@ -354,6 +406,13 @@ def run_module(kind):
     except LakekeeperError as exc:
         module.fail_json(msg=str(exc))
     cmd = join_cmd(mask_argv(argv))
+    secret_conf = split_conf(ss.get('extra_conf'))[1]
+    if secret_conf:
+        try:
+            write_private(secret_properties_path(result_file), properties_text(secret_conf))
+        except OSError as exc:
+            module.fail_json(msg='could not write the secret properties file in %s: %s'
+                                 % (module.tmpdir, exc.strerror))
 
     rc, stdout, stderr = module.run_command(argv, environ_update=env, cwd=cwd, check_rc=False)
 
@@ -368,10 +427,10 @@ def run_module(kind):
         result['application_id'] = application_id
 
     if doc is None:
-        last = tail_lines(stderr, 1)
+        cause = _stderr_cause(stderr)
         msg = failure_message(command, None, rc)
-        if last:
-            msg += ': %s' % last[0].strip()
+        if cause:
+            msg += ': %s' % cause
         module.fail_json(msg=msg, tables=[], stdout_lines=tail_lines(stdout, TAIL),
                          stderr_lines=tail_lines(stderr, TAIL), **result)
 

@@ -18,7 +18,7 @@ import time
 from typing import Any, Callable
 
 from . import __version__
-from .config import build_settings, load_config_file
+from .config import build_settings, load_config_file, parse_properties
 from .errors import LakekeeperError, UsageError
 from .names import parse_table_list, parse_table_name, validate_ident
 from .journal import parking_enabled
@@ -51,6 +51,9 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--state-dir", help="embedded Metastore and warehouse directory (plain python mode)")
     common.add_argument("--master", help="Spark master in plain python mode (default local[*])")
     common.add_argument("--conf", action="append", default=[], metavar="K=V", help="extra Spark conf (plain python mode)")
+    common.add_argument("--properties-file", metavar="FILE",
+                        help="extra Spark conf from a java properties file, e.g. secrets kept off the "
+                             "command line (plain python mode)")
     p = argparse.ArgumentParser(prog="run_lakekeeper.py", description="Safe compaction of Hive external tables")
     p.add_argument("--version", action="version", version=f"lakekeeper-spark {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
@@ -89,6 +92,13 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
     for item in args.conf:
         if "=" not in item:
             raise UsageError(f"--conf expects K=V, got {item!r}")
+    args.extra_conf = dict(item.split("=", 1) for item in args.conf)
+    if args.properties_file:
+        try:
+            with open(args.properties_file, encoding="utf-8") as fh:
+                args.extra_conf.update(parse_properties(fh.read()))
+        except OSError as exc:
+            raise UsageError(f"cannot read properties file {args.properties_file}: {exc.strerror}") from exc
     return args, settings, tables
 
 
@@ -248,8 +258,7 @@ def main(argv: list[str] | None = None) -> int:
                 from .fs import HadoopFS
                 from .session import build_session
 
-                confs = dict(item.split("=", 1) for item in args.conf)
-                spark = build_session(args.master, args.state_dir, confs, log_level=settings.log_level)
+                spark = build_session(args.master, args.state_dir, args.extra_conf, log_level=settings.log_level)
                 ctx = Context(spark=spark, fs=HadoopFS(spark), catalog=Catalog(spark), settings=settings, run_id=run_id)
             except Exception as exc:  # noqa: BLE001
                 log.exception("the engine could not start")

@@ -42,6 +42,77 @@ def parse_duration(value: str | int | float | None) -> int | None:
     return int(m.group(1)) * _UNIT_SECONDS[m.group(2)]
 
 
+_PROPERTY_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _logical_lines(text: str) -> list[str]:
+    """java.util.Properties lines: comments dropped, continuations joined."""
+    out: list[str] = []
+    pending = None
+    for raw in text.splitlines():
+        line = raw.lstrip(" \t\f")
+        if pending is None and (not line or line[0] in "#!"):
+            continue
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1:  # an odd number of backslashes: the line goes on
+            pending = (pending or "") + line[:-1]
+            continue
+        out.append((pending or "") + line)
+        pending = None
+    if pending is not None:
+        out.append(pending)
+    return out
+
+
+def _unescape_property(text: str) -> str:
+    out, i = [], 0
+    while i < len(text):
+        char = text[i]
+        if char != "\\" or i + 1 == len(text):
+            out.append(char)
+            i += 1
+            continue
+        nxt = text[i + 1]
+        if nxt == "u":
+            digits = text[i + 2:i + 6]
+            if len(digits) != 4 or any(c not in "0123456789abcdefABCDEF" for c in digits):
+                raise UsageError(f"properties file: malformed \\u escape {text[i:i + 6]!r}")
+            out.append(chr(int(digits, 16)))
+            i += 6
+            continue
+        out.append(_PROPERTY_ESCAPES.get(nxt, nxt))
+        i += 2
+    joined = "".join(out)
+    # surrogate pairs written as two \u escapes
+    return joined.encode("utf-16", "surrogatepass").decode("utf-16")
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """A java.util.Properties file (the ``--properties-file`` format of
+    spark-submit): ``key=value``, ``key: value`` or ``key value``."""
+    props: dict[str, str] = {}
+    for line in _logical_lines(text):
+        i, key_end = 0, None
+        while i < len(line):
+            if line[i] == "\\":
+                i += 2
+                continue
+            if line[i] in "=: \t\f":
+                key_end = i
+                break
+            i += 1
+        if key_end is None:
+            props[_unescape_property(line)] = ""
+            continue
+        rest = line[key_end:].lstrip(" \t\f")
+        if rest[:1] in ("=", ":") and line[key_end] not in "=:":
+            rest = rest[1:].lstrip(" \t\f")
+        elif line[key_end] in "=:":
+            rest = line[key_end + 1:].lstrip(" \t\f")
+        props[_unescape_property(line[:key_end])] = _unescape_property(rest)
+    return props
+
+
 @dataclasses.dataclass
 class Settings:
     block_size_mb: float = 128.0

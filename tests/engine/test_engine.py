@@ -281,3 +281,30 @@ def test_database_mode_skips_backups_and_compacts_each_table(spark, engine, ware
     res = engine.run("cleanup", database="lkdb")
     assert all(r["status"] == "cleaned" for r in res)
     assert engine.run("analyze", database="nodb")[0]["status"] == "failed"
+
+
+def test_secret_properties_file_reads_the_same_in_java_and_the_engine(spark, tmp_path):
+    """The modules keep secret conf values off the command line in a
+    properties file: spark-submit reads it with java.util.Properties, the
+    embedded engine with its own parser; both must see the same values."""
+    import importlib.util
+    from pathlib import Path
+
+    from lakekeeper_spark.cli import parse_args
+
+    spec = importlib.util.spec_from_file_location(
+        "_lakekeeper_cmd", Path(__file__).resolve().parents[2] / "plugins" / "module_utils" / "_lakekeeper_cmd.py")
+    cmd = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cmd)
+    conf = {"spark.a.secret": " lead=sp:ce\\x#!\nnl\tt", "spark.b.password": "caf\u00e9 \U0001f600 ",
+            "spark.c.token": "", "spark.d key": "plain"}
+    text = cmd.properties_text(conf)
+    jvm = spark.sparkContext._jvm
+    props = jvm.java.util.Properties()
+    props.load(jvm.java.io.StringReader(text))
+    assert {k: props.getProperty(k) for k in props.stringPropertyNames()} == conf
+    path = tmp_path / "secret.properties"
+    path.write_text(text, encoding="utf-8")
+    args, _settings, _tables = parse_args(["analyze", "--table", "db.t", "--conf", "spark.x=1",
+                                           "--properties-file", str(path)])
+    assert args.extra_conf == {"spark.x": "1", **conf}

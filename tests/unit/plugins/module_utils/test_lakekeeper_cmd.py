@@ -338,9 +338,9 @@ class TestMasking:
         assert not lk.is_secret_key(key)
 
     def test_mask_argv(self):
-        ss = reference_ss(extra_conf={'spark.hadoop.fs.s3a.secret.key': 'abc=def',
-                                      'spark.ssl.keyPassword': 'hunter22'})
-        argv = lk.build_command('compact', ['--table', 'a.b'], ss, '/app/r.py', spark_submit='spark-submit')
+        argv = ['spark-submit', '--conf', 'spark.hadoop.fs.s3a.secret.key=abc=def', '--conf',
+                'spark.ssl.keyPassword=hunter22', '--conf', 'spark.yarn.kerberos.relogin.period=1h',
+                '--keytab', '/etc/security/keytabs/myuser.keytab']
         masked = lk.mask_argv(argv)
         assert 'spark.hadoop.fs.s3a.secret.key=********' in masked
         assert 'spark.ssl.keyPassword=********' in masked
@@ -350,10 +350,40 @@ class TestMasking:
         assert len(masked) == len(argv)
         assert 'spark.ssl.keyPassword=hunter22' in argv  # the real argv is untouched
 
-    def test_mask_embedded_conf(self):
+    def test_secret_conf_goes_to_a_properties_file_with_spark_submit(self):
+        ss = reference_ss(extra_conf={'spark.hadoop.fs.s3a.secret.key': 'abc=def',
+                                      'spark.ssl.keyPassword': 'hunter22'})
+        argv = lk.build_command('compact', ['--table', 'a.b'], ss, '/app/r.py', spark_submit='spark-submit',
+                                result_file='/tmp/mod/lakekeeper-result.json')
+        text = ' '.join(argv)
+        assert 'hunter22' not in text and 'abc=def' not in text and 'keyPassword' not in text
+        assert 'spark.yarn.kerberos.relogin.period=1h' in argv  # public conf stays a flag
+        i = argv.index('--properties-file')
+        assert argv[i + 1] == '/tmp/mod/lakekeeper-secret.properties'
+        assert argv[i + 2] == '--load-spark-defaults'
+        assert i < argv.index('/app/r.py')  # a spark-submit flag, before the script
+        assert lk.properties_text(lk.split_conf(ss['extra_conf'])[1]) == (
+            'spark.hadoop.fs.s3a.secret.key=abc\\=def\nspark.ssl.keyPassword=hunter22\n')
+
+    def test_secret_conf_goes_to_a_properties_file_embedded(self):
+        ss = lk.resolve_spark_submit({'extra_conf': {'spark.authenticate.secret': 's3cr3t', 'spark.ui.enabled': 'false'}})
+        argv = lk.build_command('analyze', ['--table', 'a.b'], ss, '/a.py', python='py', state_dir='/s',
+                                result_file='/t/r.json')
+        assert 's3cr3t' not in ' '.join(argv) and 'spark.ui.enabled=false' in argv
+        assert argv[argv.index('--properties-file') + 1] == '/t/lakekeeper-secret.properties'
+        assert '--load-spark-defaults' not in argv  # an engine option there
+
+    def test_secret_conf_needs_a_private_directory(self):
         ss = lk.resolve_spark_submit({'extra_conf': {'spark.authenticate.secret': 's3cr3t'}})
-        argv = lk.build_command('analyze', ['--table', 'a.b'], ss, '/a.py', python='py', state_dir='/s')
-        assert lk.mask_argv(argv)[-1] == 'spark.authenticate.secret=********'
+        with pytest.raises(lk.LakekeeperError, match='private directory'):
+            lk.build_command('analyze', ['--table', 'a.b'], ss, '/a.py', python='py', state_dir='/s')
+
+    @pytest.mark.parametrize('value', ['plain', ' lead', 'a=b:c#d!e', 'back\\slash', 'new\nline\ttab',
+                                       'caf\u00e9', '\U0001f600'])
+    def test_properties_text_escapes(self, value):
+        text = lk.properties_text({'k.secret': value})
+        assert text.count('\n') == 1 and text.startswith('k.secret=')
+        assert all(32 <= ord(c) < 127 for c in text.rstrip('\n'))
 
     def test_mask_only_conf_values(self):
         argv = ['spark-submit', '--principal', 'token@REALM', '--conf', 'spark.x.token=', 'password=x']

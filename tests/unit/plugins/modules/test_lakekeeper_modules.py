@@ -72,6 +72,10 @@ args = sys.argv[1:]
 i = next(n for n, a in enumerate(args) if a.endswith('.py'))
 with open(os.environ['STUB_SUBMIT_LOG'], 'w') as f:
     json.dump(args[:i], f)
+if '--properties-file' in args[:i]:
+    props = args[args.index('--properties-file') + 1]
+    with open(os.environ['STUB_SUBMIT_LOG'] + '.properties', 'w') as f:
+        json.dump({'mode': oct(os.stat(props).st_mode & 0o777), 'text': open(props).read()}, f)
 sys.exit(subprocess.call([sys.executable] + args[i:]))
 '''
 
@@ -193,6 +197,9 @@ def test_config_file_spark_submit_merged_on_the_target(engine, tmp_path, monkeyp
     submit = write_exe(tmp_path / 'spark-submit', STUB_SPARK_SUBMIT)
     monkeypatch.setenv('STUB_SUBMIT_LOG', str(tmp_path / 'submit.json'))
     config = tmp_path / 'lakekeeper.yaml'
+    keytab = tmp_path / 'myuser.keytab'
+    keytab.write_bytes(b'\x05\x02')
+    keytab.chmod(0o600)
     config.write_text(
         'block_size_mb: 128\n'
         'spark_submit:\n'
@@ -200,23 +207,27 @@ def test_config_file_spark_submit_merged_on_the_target(engine, tmp_path, monkeyp
         '  master: yarn\n'
         '  deploy_mode: client\n'
         '  principal: myuser@MY.REALM.COM\n'
-        '  keytab: /etc/security/keytabs/myuser.keytab\n'
+        '  keytab: %s\n'
         '  queue: data-engineering\n'
         '  script_path: %s\n'
         '  extra_conf:\n'
         '    spark.yarn.kerberos.relogin.period: 1h\n'
-        '    spark.ssl.keyPassword: from-config\n' % engine)
+        '    spark.ssl.keyPassword: from-config\n' % (keytab, engine))
     res = run(lakekeeper_compact, dict(
         table='db.events', config_file=str(config), spark_submit_path=submit, state_dir=None,
         spark_home='/opt/spark', hadoop_conf_dir='/etc/hadoop/conf', environment={'KRB5CCNAME': '/tmp/cc'},
         spark_submit=dict(queue='urgent', extra_conf={'spark.ssl.keyPassword': 'hunter22'})), tmp_path)
     assert res['failed'] is False
     flags = json.loads((tmp_path / 'submit.json').read_text())
+    props_file = flags[flags.index('--properties-file') + 1]
     assert flags == ['--master', 'yarn', '--deploy-mode', 'client', '--principal', 'myuser@MY.REALM.COM',
-                     '--keytab', '/etc/security/keytabs/myuser.keytab', '--conf', 'spark.yarn.queue=urgent',
-                     '--conf', 'spark.yarn.kerberos.relogin.period=1h', '--conf', 'spark.ssl.keyPassword=hunter22',
+                     '--keytab', str(keytab), '--conf', 'spark.yarn.queue=urgent',
+                     '--conf', 'spark.yarn.kerberos.relogin.period=1h',
+                     '--properties-file', props_file, '--load-spark-defaults',
                      '--conf', 'spark.pyspark.driver.python=%s' % sys.executable]
-    assert 'spark.ssl.keyPassword=********' in res['cmd'] and 'hunter22' not in res['cmd']
+    props = json.loads((tmp_path / 'submit.json.properties').read_text())
+    assert props == {'mode': '0o600', 'text': 'spark.ssl.keyPassword=hunter22\n'}
+    assert 'keyPassword' not in res['cmd'] and 'hunter22' not in res['cmd']
     assert ' compact --table db.events --config-file %s --result-file ' % config in res['cmd']
     assert '--state-dir' not in res['cmd']  # not asked for in spark-submit mode
     assert res['script'] == engine
