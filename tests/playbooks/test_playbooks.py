@@ -251,6 +251,9 @@ def test_playbooks_embedded(collections_dir, kdc, tmp_path):
         assert not [t for t in stamps if window['paused_at'] + 0.5 < t < engine_started + 1], 'ticks while paused'
         assert any(t < window['paused_at'] for t in stamps) and any(t > finished for t in stamps)
         assert not state_file.exists()
+        # the pipeline role runs delegated from the edge node: its messages name the ingestion host
+        assert 'Paused on ingest' in run.output and 'Resumed on ingest' in run.output, run
+        assert 'Paused on edge' not in run.output and 'Resumed on edge' not in run.output, run
 
         # -- rollback.yml: one named table, with the ingestion paused -----------------------------
         run = run_playbook(os.path.join(PLAYBOOKS, 'rollback.yml'), inventory, collections_dir, tmp_path,

@@ -37,6 +37,14 @@ def kinit_play(principal=None, keytab=None, ccache=None, krb5_conf=None, **extra
           ansible.builtin.include_role:
             name: lakekeeper.hive.kinit
           vars: {json.dumps(role_vars)}
+          when: not lk_apply_no_check | default(false)
+        - name: Include the role with check mode off (as the maintenance role does)
+          ansible.builtin.include_role:
+            name: lakekeeper.hive.kinit
+            apply:
+              check_mode: false
+          vars: {json.dumps(role_vars)}
+          when: lk_apply_no_check | default(false)
         - name: Show the exported environment
           ansible.builtin.debug:
             msg: "KINIT_ENV={{{{ kinit_env | to_json }}}}"
@@ -96,10 +104,12 @@ def test_obtains_ticket_once(kdc, keytabs, principal, ccache, playbook):
 def test_check_mode_changes_nothing(kdc, keytabs, principal, tmp_path, playbook):
     fresh = f"FILE:{tmp_path}/krb5cc_fresh"
     existing = f"FILE:{tmp_path}/krb5cc_existing"
+    applied = f"FILE:{tmp_path}/krb5cc_applied"
     kdc.kinit(principal, keytabs["good"], existing)
     res = playbook(kinit_play(), check=True, hosts={
         "obtain": kinit_vars(principal, keytabs["good"], fresh, kdc.krb5_conf),
         "destroy": kinit_vars(principal, keytabs["good"], existing, kdc.krb5_conf, kinit_state="absent"),
+        "applied": kinit_vars(principal, keytabs["good"], applied, kdc.krb5_conf, lk_apply_no_check=True),
     })
     assert res.rc == 0, res
     # both report what they would do, neither does it
@@ -108,6 +118,9 @@ def test_check_mode_changes_nothing(kdc, keytabs, principal, tmp_path, playbook)
     assert f"Would destroy {existing}" in res.output
     assert not (tmp_path / "krb5cc_fresh").exists()
     assert cache_principal(kdc, existing) == principal
+    # applied with check_mode: false, the role really obtains, and says so only once
+    assert cache_principal(kdc, applied) == principal
+    assert f"Would obtain a ticket for {principal} into {applied}" not in res.output, res.output
 
 
 def test_failures_are_clear(kdc, keytabs, principal, tmp_path, playbook):
