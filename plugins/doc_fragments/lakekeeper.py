@@ -102,7 +102,9 @@ options:
         description: Kerberos principal (C(--principal)).
         type: str
       keytab:
-        description: Path on the target of the Kerberos keytab (C(--keytab)). A path, not a secret; it is shown in RV(cmd).
+        description:
+          - Path on the target of the Kerberos keytab (C(--keytab)). A path, not a secret; it is shown in RV(cmd).
+          - Checked before anything runs; the task fails when it is missing, unreadable, or readable by every user.
         type: path
       queue:
         description: YARN queue (C(--conf spark.yarn.queue=...)).
@@ -134,8 +136,9 @@ options:
       extra_conf:
         description:
           - Additional Spark properties, each passed as C(--conf key=value) (also in the embedded mode).
-          - Values of keys that look like passwords, secrets, tokens, credentials or access keys are masked
-            (V(********)) in RV(cmd) and in the module's output.
+          - Keys that look like passwords, secrets, tokens, credentials or access keys are not passed on the command
+            line; they go to a properties file only the module's user can read, passed as C(--properties-file)
+            (with C(--load-spark-defaults) for spark-submit). Their values never appear in the module's output.
         type: dict
       extra_files:
         description: Files distributed with C(--files a,b), for example C(hive-site.xml).
