@@ -9,10 +9,12 @@ table's Hive SerDe and write with the same SerDe, properties and codec via
 
 ``sort_by``: each write task sorts its own rows (``sortWithinPartitions``,
 ``SORT BY`` on the SerDe path), so every output file is sorted and no global
-shuffle is added. ``dedupe`` (parquet and ORC): the unit's rows are
-hash-partitioned by key into the target number of files, the latest version
-of each key is kept (deletes dropped), and the same pass observes the
-counts that verification checks the staged copy against.
+shuffle is added. ``dedupe`` (parquet and ORC): a column-pruned read of the
+key, ordering and marker columns counts rows, keys and deletes (and sizes the
+output by the rows that survive); the rewrite hash-partitions the rows by key
+into that many files, keeps the latest version of each key (deletes dropped)
+and observes the same counts in its own pass, plus ties; both must agree
+before verification checks the staged copy against them.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from .errors import LakekeeperError
 from .formats import spark_codec_name
 from .model import TableInfo, Unit
 from .names import qualified, quote_column, sql_path_literal, sql_string_literal
+from .planner import target_file_count
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +82,38 @@ def _cols(names: Any) -> list[Any]:
     return [F.col(quote_column(n)) for n in names]
 
 
+def _deleted(columns: RewriteColumns) -> Any:
+    """True for a row that is a delete marker (never NULL)."""
+    from pyspark.sql import functions as F
+
+    if columns.delete_marker is None:
+        return F.lit(False)
+    marker = F.col(quote_column(columns.delete_marker))
+    if columns.delete_value is None:
+        return F.coalesce(marker, F.lit(False))
+    return F.coalesce(marker.cast("string") == F.lit(columns.delete_value), F.lit(False))
+
+
+def _dedupe_counts(df: Any, columns: RewriteColumns) -> dict[str, int]:
+    """Rows, distinct keys and keys whose latest version is a delete, from
+    the key, ordering and marker columns only (a column-pruned read). Sizes
+    the output by the rows that survive, so a second run finds files of the
+    target size instead of compacting again."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    keys = _cols(columns.keys)
+    w = Window.partitionBy(*keys).orderBy(F.col(quote_column(columns.order_by or "")).desc_nulls_last())
+    first = F.row_number().over(w) == 1
+    row = (df.select(*_cols(columns.dedupe_columns))
+           .select(first.alias("first"), _deleted(columns).alias("deleted"))
+           .agg(F.count(F.lit(1)).alias("rows"),
+                F.sum(F.when(F.col("first"), 1).otherwise(0)).alias("keys"),
+                F.sum(F.when(F.col("first") & F.col("deleted"), 1).otherwise(0)).alias("deletes"))
+           .collect()[0])
+    return {k: int(row[k] or 0) for k in ("rows", "keys", "deletes")}
+
+
 def _dedupe(df: Any, columns: RewriteColumns, files: int, obs: Any) -> Any:
     """The latest version of each key, deletes dropped. ``obs`` observes,
     in the same pass, the input rows, distinct keys, keys whose latest
@@ -96,13 +131,7 @@ def _dedupe(df: Any, columns: RewriteColumns, files: int, obs: Any) -> Any:
     # version (kept once); rows that differ make the latest version ambiguous.
     same = Window.partitionBy(*keys, order)
     row = F.to_json(F.struct(*_cols(df.columns)))
-    if columns.delete_marker is None:
-        deleted = F.lit(False)
-    elif columns.delete_value is None:
-        deleted = F.coalesce(F.col(quote_column(columns.delete_marker)), F.lit(False))
-    else:
-        deleted = F.coalesce(F.col(quote_column(columns.delete_marker)).cast("string") == F.lit(columns.delete_value),
-                             F.lit(False))
+    deleted = _deleted(columns)
     ranked = (df.repartition(max(1, files), *keys)
               .withColumn("__lk_rn", F.row_number().over(w))
               .withColumn("__lk_tie", (F.col("__lk_rn") == 1) & (F.min(row).over(same) != F.max(row).over(same)))
@@ -142,8 +171,13 @@ def _write_native(spark: Any, table: TableInfo, unit: Unit, settings: Settings, 
     paths = [f"{unit.location.rstrip('/')}/{f.name}" for f in unit.listing.files]
     obs = Observation("lk_" + uuid.uuid4().hex[:12])
     df = s.read.schema(schema).format(fmt).load(paths)
+    before: dict[str, int] = {}
     if columns.dedupe:
-        df = _dedupe(df, columns, unit.decision.target_files, obs)
+        before = _dedupe_counts(df, columns)
+        kept = before["keys"] - before["deletes"]
+        share = kept / before["rows"] if before["rows"] else 0.0
+        files = max(1, target_file_count(int(unit.stats.bytes * share), settings.target_file_bytes))
+        df = _dedupe(df, columns, files, obs)
     else:
         df = df.observe(obs, F.count(F.lit(1)).alias("rows"))
     if columns.sort_by:
@@ -167,8 +201,12 @@ def _write_native(spark: Any, table: TableInfo, unit: Unit, settings: Settings, 
     if ties:
         raise LakekeeperError(
             "dedupe_tie",
-            f"dedupe: {ties} key(s) have two or more rows with the same latest {columns.order_by}; which one is "
-            f"the latest version is ambiguous, so the partition is not rewritten")
+            f"dedupe: {ties} key(s) have two or more different rows with the same latest {columns.order_by}; "
+            f"which one is the latest version is ambiguous, so the partition is not rewritten")
+    seen = {"rows": rows, "keys": result.keys_source, "deletes": result.deletes}
+    if seen != before:  # the files changed between the two reads, or a reader disagrees with itself
+        raise LakekeeperError("verification_failed",
+                              f"dedupe: the counting read saw {before}, the rewrite saw {seen}")
     log.info("%s: dedupe read %d rows, %d keys, %d deleted", unit.spec or table.full_name, rows,
              result.keys_source, result.deletes)
     return result
