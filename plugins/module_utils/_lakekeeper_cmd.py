@@ -131,7 +131,7 @@ def _column(value, what):
 
 def _columns(values, what):
     if isinstance(values, str):
-        values = [v for v in values.split(',')]
+        values = values.split(',')
     if not isinstance(values, (list, tuple)) or not values:
         raise LakekeeperError('%s must be a non-empty list of column names' % what)
     names = [_column(v, 'every item of %s' % what) for v in values]
