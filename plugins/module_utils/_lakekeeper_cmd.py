@@ -65,6 +65,8 @@ _SECRET_KEY_RE = re.compile(
     re.IGNORECASE,
 )
 
+_COLUMN_RE = re.compile(r'^[A-Za-z0-9_]{1,128}$')
+DEDUPE_KEYS = ('keys', 'order_by', 'delete_marker', 'delete_marker_value')
 _TABLE_RE = re.compile(r'^[^\s.,`]+\.[^\s.,`]+$')
 _DATABASE_RE = re.compile(r'^[^\s.,`]+$')
 _APPLICATION_ID_RE = re.compile(r'application_\d+_\d+')
@@ -120,6 +122,61 @@ def selector_args(table=None, tables=None, database=None):
     return ['--database', database]
 
 
+def _column(value, what):
+    name = '' if value is None else str(value).strip()
+    if not _COLUMN_RE.match(name):
+        raise LakekeeperError('%s must be a column name (letters, digits and underscore), got %r' % (what, value))
+    return name
+
+
+def _columns(values, what):
+    if isinstance(values, str):
+        values = values.split(',')
+    if not isinstance(values, (list, tuple)) or not values:
+        raise LakekeeperError('%s must be a non-empty list of column names' % what)
+    names = [_column(v, 'every item of %s' % what) for v in values]
+    lowered = [n.lower() for n in names]
+    if len(set(lowered)) != len(lowered):
+        raise LakekeeperError('%s names a column twice: %s' % (what, ', '.join(names)))
+    return names
+
+
+def rewrite_args(sort_by=None, dedupe=None):
+    """``--sort-by`` and ``--dedupe-*`` flags of compact (docs/engine-contract.md).
+
+    ``dedupe`` is a mapping with ``keys`` (list, required), ``order_by``
+    (required), ``delete_marker`` and ``delete_marker_value`` (needs
+    ``delete_marker``).
+    """
+    argv = []
+    if sort_by not in (None, [], ''):
+        argv += ['--sort-by', ','.join(_columns(sort_by, 'sort_by'))]
+    if dedupe in (None, {}):
+        return argv
+    if not isinstance(dedupe, dict):
+        raise LakekeeperError('dedupe must be a mapping (keys, order_by, delete_marker, delete_marker_value)')
+    unknown = sorted(str(k) for k in dedupe if k not in DEDUPE_KEYS)
+    if unknown:
+        raise LakekeeperError('unknown dedupe keys: %s' % ', '.join(unknown))
+    keys = _columns(dedupe.get('keys'), 'dedupe.keys')
+    order_by = _column(dedupe.get('order_by'), 'dedupe.order_by')
+    if order_by.lower() in [k.lower() for k in keys]:
+        raise LakekeeperError('dedupe.order_by %s must not be one of dedupe.keys' % order_by)
+    argv += ['--dedupe-keys', ','.join(keys), '--dedupe-order-by', order_by]
+    marker = dedupe.get('delete_marker')
+    value = dedupe.get('delete_marker_value')
+    if marker not in (None, ''):
+        marker = _column(marker, 'dedupe.delete_marker')
+        if marker.lower() in [k.lower() for k in keys] + [order_by.lower()]:
+            raise LakekeeperError('dedupe.delete_marker %s must not be a key or the order_by column' % marker)
+        argv += ['--dedupe-delete-marker', marker]
+        if value is not None:
+            argv += ['--dedupe-delete-value', _text(value)]
+    elif value is not None:
+        raise LakekeeperError('dedupe.delete_marker_value needs dedupe.delete_marker')
+    return argv
+
+
 def engine_args(command, selectors, options=None, config_file=None, dry_run=False,
                 state_dir=None, master=None, conf=None, result_file=None, properties_file=None):
     """``<command> <selectors> <options>`` as run_lakekeeper.py expects them.
@@ -136,6 +193,10 @@ def engine_args(command, selectors, options=None, config_file=None, dry_run=Fals
         value = options.get(name)
         if value is not None:
             argv += [flag, _text(value)]
+    if options.get('sort_by') or options.get('dedupe'):
+        if command != 'compact':
+            raise LakekeeperError('sort_by and dedupe only apply to compact')
+        argv += rewrite_args(options.get('sort_by'), options.get('dedupe'))
     if config_file:
         argv += ['--config-file', config_file]
     if dry_run:

@@ -86,6 +86,15 @@ def spark_submit_suboptions():
     )
 
 
+def dedupe_suboptions():
+    return dict(
+        keys=dict(type='list', elements='str', required=True, no_log=False),
+        order_by=dict(type='str', required=True),
+        delete_marker=dict(type='str'),
+        delete_marker_value=dict(type='str'),
+    )
+
+
 def argument_spec(command):
     spec = dict(
         table=dict(type='str'),
@@ -109,6 +118,10 @@ def argument_spec(command):
     )
     if command == 'cleanup':
         spec['older_than'] = dict(type='str')
+    if command == 'compact':
+        spec['sort_by'] = dict(type='list', elements='str')
+        spec['dedupe'] = dict(type='dict', options=dedupe_suboptions(),
+                              required_by={'delete_marker_value': 'delete_marker'})
     if command == 'rollback':
         spec['mode'] = dict(type='str', choices=['rollback', 'recover'], default='rollback')
     return spec
@@ -375,6 +388,8 @@ def run_module(kind):
         backup_prefix=params['backup_prefix'],
         older_than=params.get('older_than'),
         log_level=params['log_level'],
+        sort_by=params.get('sort_by'),
+        dedupe=params.get('dedupe'),
     )
     result_file = os.path.join(module.tmpdir, RESULT_FILE)
     state_dir = _abspath(params['state_dir'])

@@ -19,6 +19,53 @@ description:
     M(lakekeeper.hive.lakekeeper_cleanup) drops it. MANAGED tables are not touched.
 author:
   - Lakekeeper for Ansible contributors (!UNKNOWN)
+options:
+  sort_by:
+    description:
+      - Data columns to sort the rows of each written file by (C(--sort-by)), e.g. to make min/max statistics of
+        Parquet and ORC files selective. Each write task sorts its own rows; there is no global sort across files.
+      - Applies only to the partitions that are compacted; a partition that the size rule skips is not re-sorted,
+        so a second run reports RV(changed=false).
+      - Partition columns are refused (every file of a partition holds one value of them), as are columns the table
+        does not have.
+    type: list
+    elements: str
+  dedupe:
+    description:
+      - Merge while compacting - keep only the latest version of each key, per partition, and drop keys whose latest
+        version is a delete marker (C(--dedupe-keys) and friends). Parquet and ORC tables only.
+      - Keys are deduplicated B(within each partition directory), never across partitions. This fits tables that keep
+        every version of a key in the same partition (e.g. partitioned by the key's creation date); versions of a key
+        spread over several partitions are not merged.
+      - It applies to the partitions that the size rule selects, like any compaction.
+      - A key with two different rows on its latest O(dedupe.order_by) value is ambiguous - that partition fails with
+        code C(dedupe_tie) and is left as it was; identical rows count as one version.
+      - Verification checks that the staged copy holds exactly one row per surviving key (a row count from the file
+        footers and a distinct count of the key columns). The backup and rollback keep every original row, duplicates
+        and delete markers included.
+    type: dict
+    suboptions:
+      keys:
+        description: Columns that identify a record.
+        type: list
+        elements: str
+        required: true
+      order_by:
+        description:
+          - The column whose largest value is the latest version of a key (a timestamp or a sequence number).
+          - NULL counts as the oldest version.
+        type: str
+        required: true
+      delete_marker:
+        description:
+          - A column telling that a version is a delete. Without O(dedupe.delete_marker_value) it must be a
+            boolean column (true means deleted).
+        type: str
+      delete_marker_value:
+        description:
+          - The value of O(dedupe.delete_marker) that marks a delete, compared as a string (e.g. V(D)).
+          - Requires O(dedupe.delete_marker).
+        type: str
 extends_documentation_fragment:
   - lakekeeper.hive.lakekeeper
   - lakekeeper.hive.lakekeeper.spark
@@ -87,6 +134,16 @@ EXAMPLES = r"""
     config_file: /etc/lakekeeper/lakekeeper.yaml
   check_mode: true
   diff: true
+
+- name: Keep the latest version of each customer per partition, drop deleted ones, files sorted by country
+  lakekeeper.hive.lakekeeper_compact:
+    table: crm.customers
+    sort_by: [country]
+    dedupe:
+      keys: [customer_id]
+      order_by: updated_at
+      delete_marker: op
+      delete_marker_value: D
 
 - name: Compact several tables with a local embedded Spark (test bed)
   lakekeeper.hive.lakekeeper_compact:
@@ -163,7 +220,11 @@ tables:
       type: str
       returned: when there is one
     partitions:
-      description: Per-partition file counts, sizes and statuses; a non-partitioned table has one entry with C(spec) V("").
+      description:
+        - Per-partition file counts, sizes and statuses; a non-partitioned table has one entry with C(spec) V("").
+        - With O(dedupe), a compacted partition also reports C(keys_before) (distinct keys read),
+          C(duplicates_dropped) (older versions) and C(deletes_dropped) (keys whose latest version is a delete);
+          C(rows_before) = C(rows_after) + C(duplicates_dropped) + C(deletes_dropped).
       type: list
       elements: dict
       returned: when the engine inspected the table

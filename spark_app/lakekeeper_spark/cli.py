@@ -46,6 +46,16 @@ def _parser() -> argparse.ArgumentParser:
                         help="compact: skip partitions with a file younger than this (30s, 10m, 1h)")
     common.add_argument("--parallelism", type=int, dest="parallelism",
                         help="partitions compacted at the same time (default 4)")
+    common.add_argument("--sort-by", dest="sort_by", metavar="COL[,COL]",
+                        help="compact: sort the rows inside each written file by these data columns")
+    common.add_argument("--dedupe-keys", dest="dedupe_keys", metavar="COL[,COL]",
+                        help="compact: keep only the latest version of each key (per partition)")
+    common.add_argument("--dedupe-order-by", dest="dedupe_order_by", metavar="COL",
+                        help="compact --dedupe-keys: the column whose largest value is the latest version")
+    common.add_argument("--dedupe-delete-marker", dest="dedupe_delete_marker", metavar="COL",
+                        help="compact --dedupe-keys: a key whose latest version has this marker set is dropped")
+    common.add_argument("--dedupe-delete-value", dest="dedupe_delete_value", metavar="VALUE",
+                        help="the --dedupe-delete-marker value that marks a delete (default: a boolean true)")
     common.add_argument("--log-level", dest="log_level", type=str.upper)
     common.add_argument("--result-file", help="also write the JSON result to this local file")
     common.add_argument("--state-dir", help="embedded Metastore and warehouse directory (plain python mode)")
@@ -76,11 +86,16 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
     overrides = {k: getattr(args, k) for k in (
         "block_size_mb", "compaction_ratio_threshold", "target_file_size_mb", "backup_prefix",
         "dry_run", "log_level", "older_than", "parallelism", "quiet_period")}
+    rewrite = ("sort_by", "dedupe_keys", "dedupe_order_by", "dedupe_delete_marker", "dedupe_delete_value")
+    overrides.update({k: getattr(args, k) for k in rewrite})
     settings = build_settings(file_values, overrides)
     if args.older_than is not None and args.command != "cleanup":
         raise UsageError("--older-than only applies to cleanup")
     if args.quiet_period is not None and args.command != "compact":
         raise UsageError("--quiet-period only applies to compact")
+    given = [k for k in rewrite if getattr(args, k) is not None]
+    if given and args.command != "compact":
+        raise UsageError(f"--{given[0].replace('_', '-')} only applies to compact")
     tables: list[str] = []
     if args.table:
         db, t = parse_table_name(args.table)

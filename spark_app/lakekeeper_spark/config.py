@@ -124,6 +124,17 @@ class Settings:
     older_than_seconds: int | None = None
     quiet_period_seconds: int | None = None  # compact: skip units with a file younger than this
     parallelism: int = 4  # units (partitions) compacted at the same time
+    # compact only: order rows inside each written file; keep the latest
+    # version of each key (see docs/engine-contract.md, "Sort order" and "Dedupe")
+    sort_by: list[str] = dataclasses.field(default_factory=list)
+    dedupe_keys: list[str] = dataclasses.field(default_factory=list)
+    dedupe_order_by: str | None = None
+    dedupe_delete_marker: str | None = None
+    dedupe_delete_value: str | None = None
+
+    @property
+    def dedupe(self) -> bool:
+        return bool(self.dedupe_keys)
 
     @property
     def block_size_bytes(self) -> int:
@@ -156,7 +167,55 @@ class Settings:
         if level not in ("DEBUG", "INFO", "WARNING", "ERROR"):
             raise UsageError(f"invalid log_level {self.log_level!r}: DEBUG, INFO, WARNING or ERROR")
         self.log_level = level
+        self._validate_rewrite_options()
         return self
+
+    def _validate_rewrite_options(self) -> None:
+        self.sort_by = _column_list(self.sort_by, "sort_by")
+        self.dedupe_keys = _column_list(self.dedupe_keys, "dedupe keys")
+        for attr, what in (("dedupe_order_by", "dedupe order_by"), ("dedupe_delete_marker", "dedupe delete_marker")):
+            value = getattr(self, attr)
+            if value in (None, ""):
+                setattr(self, attr, None)
+            else:
+                setattr(self, attr, validate_ident(str(value).strip(), f"{what} column"))
+        if isinstance(self.dedupe_delete_value, bool):  # YAML true/false: as Spark casts a boolean
+            self.dedupe_delete_value = "true" if self.dedupe_delete_value else "false"
+        elif self.dedupe_delete_value is not None:
+            self.dedupe_delete_value = str(self.dedupe_delete_value)
+        if not self.dedupe_keys:
+            if self.dedupe_order_by or self.dedupe_delete_marker or self.dedupe_delete_value is not None:
+                raise UsageError("dedupe needs its key columns (dedupe keys / --dedupe-keys)")
+            return
+        if not self.dedupe_order_by:
+            raise UsageError("dedupe needs an ordering column (dedupe order_by / --dedupe-order-by) "
+                             "that tells which version of a key is the latest")
+        if self.dedupe_order_by in self.dedupe_keys:
+            raise UsageError(f"dedupe order_by {self.dedupe_order_by} must not be one of the key columns")
+        marker = self.dedupe_delete_marker
+        if marker and (marker in self.dedupe_keys or marker == self.dedupe_order_by):
+            raise UsageError(f"dedupe delete_marker {marker} must not be a key or the ordering column")
+        if self.dedupe_delete_value is not None and not marker:
+            raise UsageError("dedupe delete_marker_value needs dedupe delete_marker")
+
+
+def _column_list(value: Any, what: str) -> list[str]:
+    """``a,b`` or ``[a, b]`` -> validated, lower-cased, without repeats."""
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        items = [v.strip() for v in value.split(",")]
+    elif isinstance(value, (list, tuple)):
+        items = [str(v).strip() if v is not None else "" for v in value]
+    else:
+        raise UsageError(f"{what} must be a list of column names, got {value!r}")
+    out: list[str] = []
+    for item in items:
+        name = validate_ident(item, f"{what} column")
+        if name in out:
+            raise UsageError(f"{what}: column {name} is given twice")
+        out.append(name)
+    return out
 
 
 # Keys of the reference configuration file that the engine reads. The
@@ -172,7 +231,11 @@ _FILE_KEYS = {
     "older_than": str,
     "quiet_period": str,
     "parallelism": int,
+    "sort_by": list,
 }
+# ``dedupe:`` in the file is a mapping of these keys -> Settings attributes.
+_DEDUPE_KEYS = {"keys": "dedupe_keys", "order_by": "dedupe_order_by", "delete_marker": "dedupe_delete_marker",
+                "delete_marker_value": "dedupe_delete_value"}
 _LAUNCHER_KEYS = {"spark_submit"}
 
 
@@ -188,10 +251,25 @@ def load_config_file(path: str) -> dict[str, Any]:
         raise UsageError(f"config file {path} is not valid YAML: {exc}") from exc
     if not isinstance(data, dict):
         raise UsageError(f"config file {path} must hold a mapping of settings")
-    unknown = sorted(set(data) - set(_FILE_KEYS) - _LAUNCHER_KEYS)
+    unknown = sorted(set(data) - set(_FILE_KEYS) - _LAUNCHER_KEYS - {"dedupe"})
     if unknown:
         raise UsageError(f"config file {path}: unknown key(s) {', '.join(unknown)}")
-    return {k: v for k, v in data.items() if k in _FILE_KEYS}
+    out = {k: v for k, v in data.items() if k in _FILE_KEYS}
+    out.update(dedupe_file_values(data.get("dedupe"), f"config file {path}"))
+    return out
+
+
+def dedupe_file_values(section: Any, where: str = "config file") -> dict[str, Any]:
+    """The ``dedupe:`` mapping (keys, order_by, delete_marker,
+    delete_marker_value) -> Settings attributes."""
+    if section is None:
+        return {}
+    if not isinstance(section, dict):
+        raise UsageError(f"{where}: dedupe must be a mapping (keys, order_by, delete_marker, delete_marker_value)")
+    unknown = sorted(str(k) for k in set(section) - set(_DEDUPE_KEYS))
+    if unknown:
+        raise UsageError(f"{where}: unknown dedupe key(s) {', '.join(unknown)}")
+    return {_DEDUPE_KEYS[k]: v for k, v in section.items()}
 
 
 def build_settings(file_values: dict[str, Any], overrides: dict[str, Any]) -> Settings:
@@ -209,9 +287,15 @@ def build_settings(file_values: dict[str, Any], overrides: dict[str, Any]) -> Se
         if key == "quiet_period":
             s.quiet_period_seconds = parse_duration(value)
             continue
+        if key in _DEDUPE_KEYS.values():
+            setattr(s, key, value)  # checked by validate()
+            continue
         if key not in _FILE_KEYS:
             continue
         caster = _FILE_KEYS[key]
+        if caster is list:
+            setattr(s, key, value)  # checked by validate()
+            continue
         try:
             if caster is bool and isinstance(value, str):
                 value = value.strip().lower() in ("1", "true", "yes", "on")

@@ -30,6 +30,16 @@ def quote_ident(name: str) -> str:
     return f"`{name}`"
 
 
+def quote_column(name: str) -> str:
+    """A column name from the Metastore or a file schema, back-quoted for
+    Spark SQL and ``F.col``: a backtick inside the name is doubled (Spark's
+    escape inside back-quotes), so no name can close the quotes early.
+    Names with control characters are refused."""
+    if not isinstance(name, str) or not name or any(ord(c) < 0x20 for c in name):
+        raise UsageError(f"refusing column name {name!r} in SQL")
+    return "`" + name.replace("`", "``") + "`"
+
+
 def parse_table_name(full: str) -> tuple[str, str]:
     """``db.table`` -> (db, table), validated and lower-cased."""
     if not isinstance(full, str) or full.count(".") != 1:

@@ -6,6 +6,15 @@ writes one output file: one read, one write, no shuffle and no ``coalesce``
 (which would collapse read parallelism). Text and Avro: read through the
 table's Hive SerDe and write with the same SerDe, properties and codec via
 ``INSERT OVERWRITE DIRECTORY``, repartitioned to the target file count.
+
+``sort_by``: each write task sorts its own rows (``sortWithinPartitions``,
+``SORT BY`` on the SerDe path), so every output file is sorted and no global
+shuffle is added. ``dedupe`` (parquet and ORC): a column-pruned read of the
+key, ordering and marker columns counts rows, keys and deletes (and sizes the
+output by the rows that survive); the rewrite hash-partitions the rows by key
+into that many files, keeps the latest version of each key (deletes dropped)
+and observes the same counts in its own pass, plus ties; both must agree
+before verification checks the staged copy against them.
 """
 
 from __future__ import annotations
@@ -15,10 +24,13 @@ import uuid
 import logging
 from typing import Any
 
+from .columns import RewriteColumns
 from .config import Settings
+from .errors import LakekeeperError
 from .formats import spark_codec_name
 from .model import TableInfo, Unit
-from .names import qualified, sql_path_literal, sql_string_literal
+from .names import qualified, quote_column, sql_path_literal, sql_string_literal
+from .planner import target_file_count
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +40,16 @@ HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 @dataclasses.dataclass
 class WriteResult:
     rows_source: int  # rows of the unit's data before compaction
+    # dedupe only: distinct keys of the input, and how many of them end in a delete
+    keys_source: int | None = None
+    deletes: int | None = None
+
+    @property
+    def rows_expected(self) -> int:
+        """Rows the staged copy must hold."""
+        if self.keys_source is None:
+            return self.rows_source
+        return self.keys_source - (self.deletes or 0)
 
 
 def _unit_session(spark: Any) -> Any:
@@ -40,17 +62,93 @@ def _unit_session(spark: Any) -> Any:
 
 
 def write_staging(
-    spark: Any, table: TableInfo, unit: Unit, settings: Settings, codec: dict[str, Any]
+    spark: Any, table: TableInfo, unit: Unit, settings: Settings, codec: dict[str, Any],
+    columns: RewriteColumns | None = None,
 ) -> WriteResult:
     fmt = table.format
+    columns = columns or RewriteColumns()
     if fmt in ("parquet", "orc"):
-        return _write_native(spark, table, unit, settings, codec)
+        return _write_native(spark, table, unit, settings, codec, columns)
+    if columns.dedupe:
+        raise ValueError(f"dedupe is not supported for {fmt}")
     if fmt in ("text", "avro"):
-        return _write_hive_serde(spark, table, unit, codec)
+        return _write_hive_serde(spark, table, unit, codec, columns.sort_by)
     raise ValueError(f"unsupported format {fmt}")
 
 
-def _write_native(spark: Any, table: TableInfo, unit: Unit, settings: Settings, codec: dict[str, Any]) -> WriteResult:
+def _cols(names: Any) -> list[Any]:
+    from pyspark.sql import functions as F
+
+    return [F.col(quote_column(n)) for n in names]
+
+
+def _deleted(columns: RewriteColumns) -> Any:
+    """True for a row that is a delete marker (never NULL)."""
+    from pyspark.sql import functions as F
+
+    if columns.delete_marker is None:
+        return F.lit(False)
+    marker = F.col(quote_column(columns.delete_marker))
+    if columns.delete_value is None:
+        return F.coalesce(marker, F.lit(False))
+    return F.coalesce(marker.cast("string") == F.lit(columns.delete_value), F.lit(False))
+
+
+def _dedupe_counts(df: Any, columns: RewriteColumns) -> dict[str, int]:
+    """Rows, distinct keys and keys whose latest version is a delete, from
+    the key, ordering and marker columns only (a column-pruned read). Sizes
+    the output by the rows that survive, so a second run finds files of the
+    target size instead of compacting again."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    keys = _cols(columns.keys)
+    w = Window.partitionBy(*keys).orderBy(F.col(quote_column(columns.order_by or "")).desc_nulls_last())
+    first = F.row_number().over(w) == 1
+    row = (df.select(*_cols(columns.dedupe_columns))
+           .select(first.alias("first"), _deleted(columns).alias("deleted"))
+           .agg(F.count(F.lit(1)).alias("rows"),
+                F.sum(F.when(F.col("first"), 1).otherwise(0)).alias("keys"),
+                F.sum(F.when(F.col("first") & F.col("deleted"), 1).otherwise(0)).alias("deletes"))
+           .collect()[0])
+    return {k: int(row[k] or 0) for k in ("rows", "keys", "deletes")}
+
+
+def _dedupe(df: Any, columns: RewriteColumns, files: int, obs: Any) -> Any:
+    """The latest version of each key, deletes dropped. ``obs`` observes,
+    in the same pass, the input rows, distinct keys, keys whose latest
+    version is a delete, and ties on the ordering column. One shuffle: by key
+    into ``files`` partitions, which the window reuses, so each output file
+    holds whole keys."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    keys = _cols(columns.keys)
+    order = F.col(quote_column(columns.order_by or ""))
+    # NULL ordering values count as the oldest version.
+    w = Window.partitionBy(*keys).orderBy(order.desc_nulls_last())
+    # Rows of one key with the same ordering value: identical rows are one
+    # version (kept once); rows that differ make the latest version ambiguous.
+    same = Window.partitionBy(*keys, order)
+    row = F.to_json(F.struct(*_cols(df.columns)))
+    deleted = _deleted(columns)
+    ranked = (df.repartition(max(1, files), *keys)
+              .withColumn("__lk_rn", F.row_number().over(w))
+              .withColumn("__lk_tie", (F.col("__lk_rn") == 1) & (F.min(row).over(same) != F.max(row).over(same)))
+              .withColumn("__lk_del", deleted))
+    first = F.col("__lk_rn") == 1
+    metrics = [
+        F.count(F.lit(1)).alias("rows"),
+        F.sum(F.when(first, 1).otherwise(0)).alias("keys"),
+        F.sum(F.when(first & F.col("__lk_del"), 1).otherwise(0)).alias("deletes"),
+        F.sum(F.when(F.col("__lk_tie"), 1).otherwise(0)).alias("ties"),
+    ]
+    ranked = ranked.observe(obs, *metrics)
+    return ranked.where(first & ~F.col("__lk_del")).drop("__lk_rn", "__lk_tie", "__lk_del")
+
+
+def _write_native(spark: Any, table: TableInfo, unit: Unit, settings: Settings, codec: dict[str, Any],
+                  columns: RewriteColumns) -> WriteResult:
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
@@ -72,7 +170,18 @@ def _write_native(spark: Any, table: TableInfo, unit: Unit, settings: Settings, 
     schema = StructType.fromJson(json.loads(table.data_schema_json))
     paths = [f"{unit.location.rstrip('/')}/{f.name}" for f in unit.listing.files]
     obs = Observation("lk_" + uuid.uuid4().hex[:12])
-    df = s.read.schema(schema).format(fmt).load(paths).observe(obs, F.count(F.lit(1)).alias("rows"))
+    df = s.read.schema(schema).format(fmt).load(paths)
+    before: dict[str, int] = {}
+    if columns.dedupe:
+        before = _dedupe_counts(df, columns)
+        kept = before["keys"] - before["deletes"]
+        share = kept / before["rows"] if before["rows"] else 0.0
+        files = max(1, target_file_count(int(unit.stats.bytes * share), settings.target_file_bytes))
+        df = _dedupe(df, columns, files, obs)
+    else:
+        df = df.observe(obs, F.count(F.lit(1)).alias("rows"))
+    if columns.sort_by:
+        df = df.sortWithinPartitions(*_cols(columns.sort_by))
     writer = df.write.mode("errorifexists").format(fmt)
     name = spark_codec_name(fmt, codec.get("codec"))
     if name:
@@ -83,8 +192,24 @@ def _write_native(spark: Any, table: TableInfo, unit: Unit, settings: Settings, 
     # The write pass itself counts what it read from exactly the planned
     # files (corrupt or vanished files fail the job instead of being
     # skipped), so no separate counting pass over the source is needed.
-    rows = int(obs.get["rows"])
-    return WriteResult(rows_source=rows)
+    got = obs.get
+    rows = int(got["rows"])
+    if not columns.dedupe:
+        return WriteResult(rows_source=rows)
+    result = WriteResult(rows_source=rows, keys_source=int(got["keys"] or 0), deletes=int(got["deletes"] or 0))
+    ties = int(got["ties"] or 0)
+    if ties:
+        raise LakekeeperError(
+            "dedupe_tie",
+            f"dedupe: {ties} key(s) have two or more different rows with the same latest {columns.order_by}; "
+            f"which one is the latest version is ambiguous, so the partition is not rewritten")
+    seen = {"rows": rows, "keys": result.keys_source, "deletes": result.deletes}
+    if seen != before:  # the files changed between the two reads, or a reader disagrees with itself
+        raise LakekeeperError("verification_failed",
+                              f"dedupe: the counting read saw {before}, the rewrite saw {seen}")
+    log.info("%s: dedupe read %d rows, %d keys, %d deleted", unit.spec or table.full_name, rows,
+             result.keys_source, result.deletes)
+    return result
 
 
 def partition_filter(table: TableInfo, spec: dict[str, str] | None) -> Any:
@@ -92,12 +217,13 @@ def partition_filter(table: TableInfo, spec: dict[str, str] | None) -> Any:
 
     cond = F.lit(True)
     for col, value in (spec or {}).items():
-        c = F.col(f"`{col}`")
+        c = F.col(quote_column(col))
         cond = cond & (c.isNull() if value == HIVE_DEFAULT_PARTITION else (c == F.lit(value)))
     return cond
 
 
-def _write_hive_serde(spark: Any, table: TableInfo, unit: Unit, codec: dict[str, Any]) -> WriteResult:
+def _write_hive_serde(spark: Any, table: TableInfo, unit: Unit, codec: dict[str, Any],
+                      sort_by: tuple[str, ...] = ()) -> WriteResult:
     s = _unit_session(spark)
     c = codec.get("codec")
     if table.format == "text":
@@ -109,7 +235,7 @@ def _write_hive_serde(spark: Any, table: TableInfo, unit: Unit, codec: dict[str,
         s.conf.set("hive.exec.compress.output", "true" if compressed else "false")
         if compressed:
             s.conf.set("avro.output.codec", c)
-    cols = [f"`{n}`" for n, _type in table.data_columns]
+    cols = [quote_column(n) for n, _type in table.data_columns]
     src = s.table(qualified(table.db, table.name)).where(partition_filter(table, unit.partition)).select(*cols)
     rows_source = int(src.count())  # text and Avro have no row counts in metadata: a scan
     view = "lk_unit_source"
@@ -121,6 +247,9 @@ def _write_hive_serde(spark: Any, table: TableInfo, unit: Unit, codec: dict[str,
         props["avro.schema.literal"] = codec["schema"]
     prop_sql = ", ".join(f"{sql_string_literal(k)}={sql_string_literal(v)}" for k, v in sorted(props.items()))
     n = max(1, unit.decision.target_files)
+    # SORT BY sorts the rows of each write task, after the repartition: every file is sorted.
+    sort_sql = ", ".join(quote_column(c) for c in sort_by)
+    sort_clause = f" SORT BY {sort_sql}" if sort_by else ""
     log.info("%s: writing %d files into %s through %s", unit.spec or table.full_name, unit.stats.files,
              unit.staging, table.serde)
     s.sql(
@@ -128,7 +257,7 @@ def _write_hive_serde(spark: Any, table: TableInfo, unit: Unit, codec: dict[str,
         f"ROW FORMAT SERDE {sql_string_literal(table.serde or '')} WITH SERDEPROPERTIES ({prop_sql}) "
         f"STORED AS INPUTFORMAT {sql_string_literal(table.input_format or '')} "
         f"OUTPUTFORMAT {sql_string_literal(table.output_format or '')} "
-        f"SELECT /*+ REPARTITION({n}) */ {', '.join(cols)} FROM {view}"
+        f"SELECT /*+ REPARTITION({n}) */ {', '.join(cols)} FROM {view}{sort_clause}"
     )
     s.catalog.dropTempView(view)
     return WriteResult(rows_source=rows_source)

@@ -1,6 +1,11 @@
 """Checks on the staged copy before anything is swapped: same rows, same
 schema, same format and codec. Any mismatch stops the unit; the original
-directory is never touched before this passes."""
+directory is never touched before this passes.
+
+A dedupe rewrite changes the rows by design: there the staged copy must hold
+exactly the expected number of rows (the input's distinct keys whose latest
+version is not a delete) and that many distinct keys (a read of the key
+columns only), i.e. one row per surviving key."""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from .errors import LakekeeperError
 from .formats import detect_codec, footer_rows, input_format_rows
 from .fs import HadoopFS
 from .model import Listing, TableInfo, Unit
+from .names import quote_column
 
 log = logging.getLogger(__name__)
 
@@ -30,9 +36,12 @@ def verify_staging(
     unit: Unit,
     rows_before: int,
     codec: dict[str, Any],
+    keys: tuple[str, ...] = (),
 ) -> tuple[Listing, int]:
     """Returns the staged listing and its row count, or raises
-    ``LakekeeperError('verification_failed', ...)``."""
+    ``LakekeeperError('verification_failed', ...)``. With ``keys`` (dedupe),
+    ``rows_before`` is the expected row count after deduplication and the
+    staged copy must also hold that many distinct keys."""
     staged = fs.list_dir(unit.staging)
     if not staged.exists:
         raise LakekeeperError("verification_failed", f"staging directory {unit.staging} is missing")
@@ -47,9 +56,16 @@ def verify_staging(
     else:
         rows_after = input_format_rows(spark, table.input_format or "", uris)
     if rows_after != rows_before:
+        what = "expected after dedupe" if keys else "before"
         raise LakekeeperError(
-            "verification_failed", f"row count mismatch: {rows_before} before, {rows_after} in the compacted copy"
+            "verification_failed", f"row count mismatch: {rows_before} {what}, {rows_after} in the compacted copy"
         )
+    if keys and uris:
+        distinct = _distinct_keys(spark, table.format or "", uris, keys)
+        if distinct != rows_before:
+            raise LakekeeperError(
+                "verification_failed",
+                f"dedupe: {distinct} distinct keys in the compacted copy, expected {rows_before} (one row per key)")
     if uris and codec.get("codec") and table.format in ("parquet", "orc", "avro"):
         got = detect_codec(spark, table.format, uris[0]).get("codec")
         if str(got).lower() != str(codec["codec"]).lower():
@@ -66,3 +82,13 @@ def _check_schema(spark: Any, table: TableInfo, staging: str) -> None:
     have = _norm_schema(got)
     if want != have:
         raise LakekeeperError("verification_failed", f"schema mismatch: table {want}, compacted files {have}")
+
+
+def _distinct_keys(spark: Any, fmt: str, uris: list[str], keys: tuple[str, ...]) -> int:
+    """Distinct key tuples in the staged files: only the key columns are read
+    (NULLs compare equal, as in the dedupe's grouping)."""
+    from pyspark.sql import functions as F
+
+    s = spark.newSession()
+    df = s.read.format(fmt).load(uris)
+    return int(df.select(*[F.col(quote_column(k)) for k in keys]).distinct().count())

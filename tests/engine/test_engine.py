@@ -61,10 +61,12 @@ def test_non_partitioned_parquet_full_cycle(spark, engine, files, warehouse):
     assert res["status"] == "planned" and res["would_change"] and not res["changed"]
     assert files.snapshot(loc) == original and own_hidden(files, loc) == [] and backup_tables(spark, "flat_pq") == []
 
-    res = engine.one("compact", t)
+    res = engine.one("compact", t, sort_by=["name"])
     assert res["status"] == "compacted" and res["changed"], res
     p = res["partitions"][0]
     assert (p["files_before"], p["files_after"]) == (600, 1)
+    names = [r.name for r in spark.read.parquet(files.data_files(loc)[0]).select("name").collect()]
+    assert names == sorted(names) and names != [f"name-{i}" for i in range(6000)]  # sorted, by name
     assert p["rows_before"] == p["rows_after"] == 6000
     assert len(files.data_files(loc)) == 1
     assert location_of(spark, t) == location  # the Metastore location never changes
@@ -78,7 +80,7 @@ def test_non_partitioned_parquet_full_cycle(spark, engine, files, warehouse):
     assert same_rows(spark.table(bkp), rows)  # the backup reads the original files
     assert location_of(spark, bkp).rsplit("/", 1)[1].startswith(".flat_pq.lk_old_")
 
-    again = engine.one("compact", t)
+    again = engine.one("compact", t, sort_by=["name"])
     assert again["status"] == "skipped" and not again["changed"]
 
     res = engine.one("rollback", t)
@@ -146,7 +148,7 @@ FORMATS = {
     "orc_zlib": dict(fmt="orc", props={"orc.compress": "ZLIB"}, codec="zlib"),
     "avro_snappy": dict(fmt="avro", conf={"hive.exec.compress.output": "true", "avro.output.codec": "snappy"},
                         codec="snappy"),
-    "text_gzip": dict(fmt="textfile", row_format="ROW FORMAT DELIMITED FIELDS TERMINATED BY '|'",
+    "text_gzip": dict(fmt="textfile", row_format="ROW FORMAT DELIMITED FIELDS TERMINATED BY '|'", sort_by=["name"],
                       conf={"hive.exec.compress.output": "true",
                             "mapreduce.output.fileoutputformat.compress.codec": "org.apache.hadoop.io.compress.GzipCodec"},
                       codec="org.apache.hadoop.io.compress.GzipCodec"),
@@ -173,16 +175,23 @@ def test_formats_keep_their_codec(spark, engine, files, warehouse, case):
     original = files.snapshot(loc)
     rows = frozen(spark, t)
 
-    res = engine.one("compact", t)
+    opts = {"sort_by": spec["sort_by"]} if "sort_by" in spec else {}
+    if fmt == "text":  # dedupe needs a format whose staged keys can be read back natively
+        refused = engine.one("compact", t, dedupe_keys=["id"], dedupe_order_by="ts")
+        assert refused["status"] == "refused" and "parquet and orc" in refused["reason"], refused
+    res = engine.one("compact", t, **opts)
     assert res["status"] == "compacted", res
     p = res["partitions"][0]
     assert p["files_after"] == 1 and p["rows_before"] == p["rows_after"] == 1500
     new = files.data_files(loc)
     assert len(new) == 1
+    if opts:  # sorted through the SerDe path (SORT BY)
+        names = [line.value.split("|")[1] for line in spark.read.text(new[0]).collect()]
+        assert names == sorted(names) and len(names) == 1500
     assert str(detect_codec(spark, fmt, new[0])["codec"]).lower() == spec["codec"].lower()
     spark.sql(f"REFRESH TABLE {t}")
     assert same_rows(spark.table(t), rows)
-    assert engine.one("compact", t)["changed"] is False
+    assert engine.one("compact", t, **opts)["changed"] is False
     engine.one("rollback", t)
     assert files.snapshot(loc) == original
 
@@ -308,3 +317,76 @@ def test_secret_properties_file_reads_the_same_in_java_and_the_engine(spark, tmp
     args, _settings, _tables = parse_args(["analyze", "--table", "db.t", "--conf", "spark.x=1",
                                            "--properties-file", str(path)])
     assert args.extra_conf == {"spark.x": "1", **conf}
+
+
+def _versions(spark, table: str, dt: str, rows: list[tuple], nfiles: int) -> None:
+    spark.createDataFrame(rows, "id BIGINT, v STRING, ver INT, op STRING").repartition(nfiles) \
+        .createOrReplaceTempView("lk_src")
+    spark.sql(f"INSERT INTO {table} PARTITION (dt='{dt}') SELECT * FROM lk_src")
+
+
+def test_dedupe_keeps_the_latest_version_per_partition(spark, engine, files, warehouse):
+    """Inserts, updates and deletes of keys in many small files: dedupe keeps
+    the latest version of each key within its partition, drops deleted keys,
+    sorts each output file, and rollback brings back every original row."""
+    t, loc = "lk.dd", f"{warehouse}/dd"
+    spark.sql(f"DROP TABLE IF EXISTS {t}")
+    spark.sql(f"CREATE EXTERNAL TABLE {t} (id BIGINT, v STRING, ver INT, op STRING) PARTITIONED BY (dt STRING) "
+              f"STORED AS PARQUET LOCATION '{loc}'")
+    a = [(i, f"v{i}-1", 1, "I") for i in range(300)]
+    a += [(i, f"v{i}-2", 2, "U") for i in range(100)]  # updates
+    a += [(i, f"v{i}-3", 3, "D") for i in range(50)]  # ... then deletes of half of them
+    a += [(i, f"v{i}-2", 2, "D") for i in range(200, 210)]  # deletes of keys never updated
+    # an exact duplicate; a NULL version (the oldest); a key with only a NULL version
+    a += [(250, "v250-1", 1, "I"), (260, "v260-0", None, "I"), (400, "v400-0", None, "I")]
+    b = [(i, f"v{i}-1", 1, "I") for i in range(100)] + [(i, f"v{i}-5", 5, "U") for i in range(10)]
+    _versions(spark, t, "a", a, 8)
+    _versions(spark, t, "b", b, 2)
+    original = {dt: files.snapshot(f"{loc}/dt={dt}") for dt in ("a", "b")}
+    dedupe = dict(dedupe_keys=["id"], dedupe_order_by="ver", dedupe_delete_marker="op", dedupe_delete_value="D")
+
+    # Columns are checked against the table before anything runs.
+    for opts, words in (({"sort_by": ["dt"]}, "partition column"), ({**dedupe, "dedupe_keys": ["nope"]},
+                        "not a column"), ({**dedupe, "dedupe_delete_value": None}, "not a boolean")):
+        res = engine.one("compact", t, **opts)
+        assert res["status"] == "refused" and words in res["reason"] and not res["changed"], res
+
+    res = engine.one("compact", t, sort_by=["v"], target_file_size_mb=0.004, **dedupe)
+    assert res["status"] == "compacted", res
+    by = {p["spec"]: p for p in res["partitions"]}
+    keys_a, deleted_a = 301, 50 + 10  # ids 0..299 and 400
+    assert by["dt=a"]["rows_before"] == len(a) and by["dt=a"]["keys_before"] == keys_a
+    assert by["dt=a"]["deletes_dropped"] == deleted_a
+    assert by["dt=a"]["duplicates_dropped"] == len(a) - keys_a
+    assert by["dt=a"]["rows_after"] == keys_a - deleted_a
+    assert (by["dt=b"]["rows_before"], by["dt=b"]["rows_after"], by["dt=b"]["deletes_dropped"]) == (110, 100, 0)
+    assert by["dt=a"]["files_after"] > 1  # several files, each sorted by v
+    for f in files.data_files(f"{loc}/dt=a"):
+        vs = [r.v for r in spark.read.parquet(f).select("v").collect()]
+        assert vs == sorted(vs) and vs
+    spark.sql(f"REFRESH TABLE {t}")
+    now = spark.table(t).collect()
+    got = {(r.dt, r.id): (r.v, r.ver) for r in now}
+    assert len(got) == len(now) == sum(p["rows_after"] for p in res["partitions"])  # one row per key
+    assert ("a", 0) not in got and ("a", 205) not in got  # deleted keys are gone
+    assert got[("a", 60)] == ("v60-2", 2) and got[("a", 150)] == ("v150-1", 1) and got[("a", 250)] == ("v250-1", 1)
+    assert got[("a", 260)] == ("v260-1", 1) and got[("a", 400)] == ("v400-0", None)
+    assert got[("b", 0)] == ("v0-5", 5) and got[("b", 20)] == ("v20-1", 1)  # b keeps its own versions
+    opts = dict(sort_by=["v"], target_file_size_mb=0.004, **dedupe)
+    again = engine.one("compact", t, **opts)
+    assert again["changed"] is False, again["partitions"]
+
+    # Two different rows of one key with the same latest version: ambiguous, refused for that partition
+    # (the others are already compacted and skipped).
+    tie = [(1, "x", 7, "U"), (1, "y", 7, "U"), (2, "z", 1, "I")]
+    _versions(spark, t, "tie", tie, 3)
+    tie_files = files.snapshot(f"{loc}/dt=tie")
+    res = engine.one("compact", t, **opts)
+    by = {p["spec"]: p for p in res["partitions"]}
+    assert res["status"] == "failed" and by["dt=tie"]["code"] == "dedupe_tie", res
+    assert "original data untouched" in by["dt=tie"]["reason"] and by["dt=a"]["status"] == "skipped"
+    assert files.snapshot(f"{loc}/dt=tie") == tie_files
+
+    res = engine.one("rollback", t)  # the first run's backup: duplicates and delete markers come back
+    assert res["status"] == "rolled_back" and res["changed"]
+    assert {dt: files.snapshot(f"{loc}/dt={dt}") for dt in ("a", "b")} == original  # byte for byte

@@ -249,3 +249,71 @@ def test_space_needs_charge_every_ancestor():
     assert per["hdfs://nn/other"].space == 500 * 3 + 2 * 100 * 3
     assert per["hdfs://nn/"].space == per["hdfs://nn/wh/t"].space + per["hdfs://nn/other"].space
     assert per["hdfs://nn/wh/t"].names == 1 + 6
+
+
+def test_sort_by_and_dedupe_settings(tmp_path):
+    from lakekeeper_spark.config import load_config_file
+
+    s = build_settings({"sort_by": ["B", "a"]}, {"dedupe_keys": "id, Region", "dedupe_order_by": "ts"})
+    assert s.sort_by == ["b", "a"] and s.dedupe_keys == ["id", "region"] and s.dedupe_order_by == "ts" and s.dedupe
+    assert not Settings().dedupe and Settings().sort_by == []
+    f = tmp_path / "lk.yaml"
+    f.write_text("sort_by: [a]\ndedupe:\n  keys: [id]\n  order_by: ts\n  delete_marker: op\n"
+                 "  delete_marker_value: true\n")
+    s = build_settings(load_config_file(str(f)), {"dedupe_order_by": "ver"})  # the command line wins
+    assert (s.sort_by, s.dedupe_keys, s.dedupe_order_by, s.dedupe_delete_marker, s.dedupe_delete_value) == (
+        ["a"], ["id"], "ver", "op", "true")
+    f.write_text("dedupe:\n  key: [id]\n")
+    with pytest.raises(UsageError, match="unknown dedupe key"):
+        load_config_file(str(f))
+    bad = [
+        ({"sort_by": "a;b"}, "invalid sort_by column"),
+        ({"sort_by": ["a", "A"]}, "given twice"),
+        ({"sort_by": 3}, "list of column names"),
+        ({"dedupe_keys": ["id"]}, "ordering column"),
+        ({"dedupe_order_by": "ts"}, "key columns"),
+        ({"dedupe_keys": ["id"], "dedupe_order_by": "id"}, "must not be one of the key"),
+        ({"dedupe_keys": ["id"], "dedupe_order_by": "ts", "dedupe_delete_marker": "ts"}, "must not be a key"),
+        ({"dedupe_keys": ["id"], "dedupe_order_by": "ts", "dedupe_delete_value": "D"}, "needs dedupe delete_marker"),
+        ({"dedupe_keys": ["id`x"], "dedupe_order_by": "ts"}, "invalid dedupe keys column"),
+    ]
+    for overrides, words in bad:
+        with pytest.raises(UsageError, match=words):
+            build_settings({}, overrides)
+
+
+def test_rewrite_columns_checked_against_the_table():
+    from lakekeeper_spark.columns import resolve_columns
+    from lakekeeper_spark.errors import Refused
+
+    t = TableInfo(db="db", name="t", table_type="EXTERNAL", location="file:/t", provider="hive", serde=None,
+                  input_format=None, output_format=None, serde_properties={}, properties={},
+                  data_columns=[("id", "bigint"), ("Ts", "timestamp"), ("op", "string"), ("gone", "boolean"),
+                                ("m", "map<string,int>")],
+                  partition_columns=[("dt", "string")], format="parquet")
+
+    def cols(**kw):
+        return resolve_columns(build_settings({}, kw), t)
+
+    assert not cols().dedupe and cols().sort_by == ()
+    r = cols(sort_by=["ts", "id"], dedupe_keys=["id"], dedupe_order_by="ts", dedupe_delete_marker="gone")
+    assert r.sort_by == ("Ts", "id") and r.keys == ("id",) and r.order_by == "Ts" and r.delete_marker == "gone"
+    assert r.delete_value is None and r.dedupe_columns == ("id", "Ts", "gone")
+    r = cols(dedupe_keys=["id"], dedupe_order_by="ts", dedupe_delete_marker="op", dedupe_delete_value="D")
+    assert (r.delete_marker, r.delete_value) == ("op", "D")
+    refused = [
+        (dict(sort_by=["dt"]), "invalid_columns", "dt is a partition column"),
+        (dict(sort_by=["nope"]), "invalid_columns", "nope is not a column of the table"),
+        (dict(sort_by=["m"]), "invalid_columns", "cannot be compared"),
+        (dict(dedupe_keys=["dt"], dedupe_order_by="ts"), "invalid_columns", "partition column"),
+        (dict(dedupe_keys=["id"], dedupe_order_by="ts", dedupe_delete_marker="op"), "invalid_columns", "not a boolean"),
+    ]
+    for kw, code, words in refused:
+        with pytest.raises(Refused, match=words) as exc:
+            cols(**kw)
+        assert exc.value.code == code
+    t.format = "text"
+    assert cols(sort_by=["id"]).sort_by == ("id",)
+    with pytest.raises(Refused, match="parquet and orc") as exc:
+        cols(dedupe_keys=["id"], dedupe_order_by="ts")
+    assert exc.value.code == "unsupported_format"

@@ -27,12 +27,7 @@ HELPERS = {"qualified", "quote_ident", "sql_path_literal", "sql_string_literal",
 NUMERIC = {"max", "min", "int", "len", "round"}
 WRAPPERS = {("catalog.py", "sql")}  # Catalog.sql(statement): the sink itself; its callers are checked
 # Known violations, reported to the owner of the file: remove the entry once fixed (strict xfail).
-KNOWN = {
-    ("rewrite.py", "_write_hive_serde", "sql"): (
-        "column names from the Metastore are back-quoted with f'`{n}`' "
-        "without escaping a backtick inside the name (use a quoting helper)"),
-    ("rewrite.py", "partition_filter", "col"): "partition column names are back-quoted with f'`{col}`' without escaping",
-}
+KNOWN: dict[tuple, str] = {}
 
 
 class Site:
@@ -176,5 +171,11 @@ def test_the_helpers_refuse_or_escape_injection_shaped_input():
         with pytest.raises(UsageError):
             sql_path_literal(bad)
     assert sql_string_literal("it's \\ here") == "'it\\'s \\\\ here'"
+    from lakekeeper_spark.names import quote_column
+
+    assert quote_column("a`b") == "`a``b`" and quote_column("Weird Name") == "`Weird Name`"
+    for bad in ("", "a\nb", None):
+        with pytest.raises(UsageError):
+            quote_column(bad)
     with pytest.raises(UsageError):
         sql_string_literal("line\nbreak")

@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from ..backup import create_backup, repoint
+from ..columns import RewriteColumns, resolve_columns
 from ..errors import LakekeeperError, Refused, UsageError
 from ..formats import detect_codec
 from ..fs import _java_message
@@ -31,6 +32,7 @@ log = logging.getLogger(__name__)
 
 def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     info = load_table(ctx, full_name)
+    columns = resolve_columns(ctx.settings, info)  # sort_by / dedupe columns: refused before anything runs
     recovered = [] if ctx.settings.dry_run else recover_table(ctx, info)
     p = plan(ctx, info)
     apply_quiet_period(p, ctx.settings.quiet_period_seconds)
@@ -72,7 +74,7 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     create_backup(ctx.catalog, info, p, todo)
     journal.table_step("compacting")
 
-    done = _run_units(ctx, [(lambda i=i, u=u: _compact_unit(ctx, info, p, journal, i, u, codec))
+    done = _run_units(ctx, [(lambda i=i, u=u: _compact_unit(ctx, info, p, journal, i, u, codec, columns))
                             for i, u in enumerate(todo)])
     swapped = [r for r in done if r["status"] == "compacted"]
     failed = [r for r in done if r["status"] == "failed"]
@@ -127,18 +129,21 @@ def _run_units(ctx: Context, jobs: list[Any]) -> list[dict[str, Any]]:
 
 
 def _compact_unit(
-    ctx: Context, info: TableInfo, p: TablePlan, journal: Journal, idx: int, u: Unit, codec: dict[str, Any]
+    ctx: Context, info: TableInfo, p: TablePlan, journal: Journal, idx: int, u: Unit, codec: dict[str, Any],
+    columns: RewriteColumns | None = None,
 ) -> dict[str, Any]:
     fs = ctx.fs
     rows_before = rows_after = None
     try:
         journal.unit_step(idx, "writing_staging", staging=u.staging)
-        written = write_staging(ctx.spark, info, u, ctx.settings, codec)
+        columns = columns or RewriteColumns()
+        written = write_staging(ctx.spark, info, u, ctx.settings, codec, columns)
         rows_before = written.rows_source
+        extra = _dedupe_result(written) if columns.dedupe else {}
         if os.environ.get("LAKEKEEPER_FAULT_AT") == "tamper_staging":  # test hook: a bad copy
             fs.duplicate_file(f"{u.staging}/{fs.list_dir(u.staging).files[0].name}", f"{u.staging}/part-dup")
         journal.unit_step(idx, "verifying")
-        staged, rows_after = verify_staging(ctx.spark, fs, info, u, rows_before, codec)
+        staged, rows_after = verify_staging(ctx.spark, fs, info, u, written.rows_expected, codec, columns.keys)
         warnings = fs.copy_permissions(u.location, u.staging)
         check_unchanged(fs, u)
         swap_in(fs, journal, idx, u)
@@ -156,6 +161,7 @@ def _compact_unit(
             rows_after=rows_after,
             late_files=late,
             warnings=warnings,
+            **extra,
         )
     except Exception as exc:  # noqa: BLE001 - every failure leaves the original in place
         if isinstance(exc, LakekeeperError):
@@ -169,6 +175,13 @@ def _compact_unit(
                                     rows_before=rows_before, rows_after=rows_after, warnings=[message])
         return partition_result(u, "failed", f"{message}; {left}", code=code, rows_before=rows_before,
                                 rows_after=rows_after, pending_recovery=state == "pending")
+
+
+def _dedupe_result(written: Any) -> dict[str, Any]:
+    """rows_before = rows_after + duplicates_dropped + deletes_dropped."""
+    keys = written.keys_source or 0
+    return {"keys_before": keys, "duplicates_dropped": written.rows_source - keys,
+            "deletes_dropped": written.deletes or 0}
 
 
 def _undo_unit(ctx: Context, p: TablePlan, journal: Journal, idx: int, u: Unit, code: str,

@@ -152,6 +152,39 @@ def test_engine_args_unset_options_left_to_the_engine():
         'analyze', '--table', 'db.t']
 
 
+def test_engine_args_sort_by_and_dedupe():
+    argv = lk.engine_args('compact', ['--table', 'db.t'], dict(
+        block_size_mb=64, sort_by=['region', 'ts'],
+        dedupe=dict(keys=['id', 'Site'], order_by='updated_at', delete_marker='op', delete_marker_value='D')))
+    assert argv == ['compact', '--table', 'db.t', '--block-size', '64', '--sort-by', 'region,ts',
+                    '--dedupe-keys', 'id,Site', '--dedupe-order-by', 'updated_at',
+                    '--dedupe-delete-marker', 'op', '--dedupe-delete-value', 'D']
+    assert lk.rewrite_args(None, dict(keys=['id'], order_by='v', delete_marker='gone', delete_marker_value=None)) == [
+        '--dedupe-keys', 'id', '--dedupe-order-by', 'v', '--dedupe-delete-marker', 'gone']
+    assert lk.rewrite_args([], None) == [] and lk.rewrite_args(None, {}) == []
+
+
+@pytest.mark.parametrize('sort_by,dedupe,match', [
+    (['a;b'], None, 'every item of sort_by must be a column name'),
+    (['a', 'A'], None, 'names a column twice'),
+    ('', dict(keys=[], order_by='v'), 'dedupe.keys must be a non-empty list'),
+    (None, dict(keys=['id']), 'dedupe.order_by must be a column name'),
+    (None, dict(keys=['id'], order_by='ID'), 'must not be one of dedupe.keys'),
+    (None, dict(keys=['id'], order_by='v', delete_marker='v'), 'must not be a key or the order_by'),
+    (None, dict(keys=['id'], order_by='v', delete_marker_value='D'), 'needs dedupe.delete_marker'),
+    (None, dict(keys=['id'], order_by='v', key='x'), 'unknown dedupe keys: key'),
+    (None, ['id'], 'dedupe must be a mapping'),
+])
+def test_rewrite_args_refused(sort_by, dedupe, match):
+    with pytest.raises(lk.LakekeeperError, match=match):
+        lk.rewrite_args(sort_by, dedupe)
+
+
+def test_sort_by_only_for_compact():
+    with pytest.raises(lk.LakekeeperError, match='only apply to compact'):
+        lk.engine_args('analyze', ['--table', 'db.t'], dict(sort_by=['a']))
+
+
 def test_engine_args_unknown_command():
     with pytest.raises(lk.LakekeeperError):
         lk.engine_args('vacuum', ['--table', 'db.t'])

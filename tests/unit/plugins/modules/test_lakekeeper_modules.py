@@ -138,6 +138,24 @@ def test_compact_embedded(engine, tmp_path):
     assert 'diff' not in res and 'stdout_lines' not in res
 
 
+def test_compact_sort_by_and_dedupe_reach_the_engine(engine, tmp_path):
+    dedupe = dict(keys=['id'], order_by='ver', delete_marker='op', delete_marker_value='D')
+    res = run(lakekeeper_compact, dict(table='db.events', spark_submit=dict(script_path=engine), sort_by=['v'],
+                                       dedupe=dedupe), tmp_path)
+    assert res['failed'] is False
+    assert (' compact --table db.events --sort-by v --dedupe-keys id --dedupe-order-by ver '
+            '--dedupe-delete-marker op --dedupe-delete-value D ') in res['cmd']
+    res = run(lakekeeper_compact, dict(table='db.events', spark_submit=dict(script_path=engine),
+                                       dedupe=dict(keys=['id'], order_by='ver', delete_marker_value='D')), tmp_path)
+    assert res['failed'] is True and 'delete_marker' in res['msg']
+    res = run(lakekeeper_compact, dict(table='db.events', spark_submit=dict(script_path=engine),
+                                       dedupe=dict(keys=['id'])), tmp_path)
+    assert res['failed'] is True and 'order_by' in res['msg']
+    res = run(lakekeeper_compact, dict(table='db.events', spark_submit=dict(script_path=engine),
+                                       sort_by=['a b']), tmp_path)
+    assert res['failed'] is True and 'sort_by must be a column name' in res['msg']
+
+
 def test_check_mode_runs_dry_and_reports_would_change(engine, tmp_path):
     res = run(lakekeeper_compact, dict(table='db.events', spark_submit=dict(script_path=engine)), tmp_path,
               check_mode=True, diff=True)
