@@ -91,7 +91,7 @@ def dedupe_suboptions():
         keys=dict(type='list', elements='str', required=True, no_log=False),
         order_by=dict(type='str', required=True),
         delete_marker=dict(type='str'),
-        delete_marker_value=dict(type='str'),
+        delete_marker_value=dict(type='raw'),
     )
 
 

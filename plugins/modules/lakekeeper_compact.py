@@ -64,8 +64,9 @@ options:
       delete_marker_value:
         description:
           - The value of O(dedupe.delete_marker) that marks a delete, compared as a string (e.g. V(D)).
+          - A YAML boolean is passed as V(true) or V(false), as Spark prints a boolean column.
           - Requires O(dedupe.delete_marker).
-        type: str
+        type: raw
 extends_documentation_fragment:
   - lakekeeper.hive.lakekeeper
   - lakekeeper.hive.lakekeeper.spark

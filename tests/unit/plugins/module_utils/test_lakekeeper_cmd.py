@@ -162,6 +162,9 @@ def test_engine_args_sort_by_and_dedupe():
     assert lk.rewrite_args(None, dict(keys=['id'], order_by='v', delete_marker='gone', delete_marker_value=None)) == [
         '--dedupe-keys', 'id', '--dedupe-order-by', 'v', '--dedupe-delete-marker', 'gone']
     assert lk.rewrite_args([], None) == [] and lk.rewrite_args(None, {}) == []
+    # a YAML boolean (the module option is raw) reaches the engine as Spark prints it
+    assert lk.rewrite_args(None, dict(keys=['id'], order_by='v', delete_marker='op', delete_marker_value=True))[-2:] == [
+        '--dedupe-delete-value', 'true']
 
 
 @pytest.mark.parametrize('sort_by,dedupe,match', [
