@@ -172,7 +172,6 @@ MODULE_CASES = [
 ]
 
 
-
 def test_modules_give_clear_errors(module_run):
     bad = []
     for case, what, fails, fragment in MODULE_CASES:
