@@ -18,7 +18,7 @@ import time
 from typing import Any, Callable
 
 from . import __version__
-from .config import build_settings, load_config_file, parse_properties
+from .config import MODES, build_settings, load_config_file, parse_properties
 from .errors import LakekeeperError, UsageError
 from .names import parse_table_list, parse_table_name, validate_ident
 from .journal import parking_enabled
@@ -56,6 +56,16 @@ def _parser() -> argparse.ArgumentParser:
                         help="compact --dedupe-keys: a key whose latest version has this marker set is dropped")
     common.add_argument("--dedupe-delete-value", dest="dedupe_delete_value", metavar="VALUE",
                         help="the --dedupe-delete-marker value that marks a delete (default: a boolean true)")
+    common.add_argument("--mode", dest="mode", type=str.lower,
+                        help="analyze/compact: " + ", ".join(MODES) + " (default ratio, the reference rule)")
+    common.add_argument("--min-input-files", type=int, dest="min_input_files",
+                        help="minor: fragment files needed (default 12)")
+    common.add_argument("--fragment-ratio", type=float, dest="fragment_ratio",
+                        help="fragment: smaller than target size x this (default 0.125)")
+    common.add_argument("--min-target-ratio", type=float, dest="min_target_ratio",
+                        help="undersized: smaller than target size x this (default 0.75)")
+    common.add_argument("--where", dest="where",
+                        help="analyze/compact: partition filter, e.g. \"dt >= '2024-09-01' AND region IN ('eu','us')\"")
     common.add_argument("--log-level", dest="log_level", type=str.upper)
     common.add_argument("--result-file", help="also write the JSON result to this local file")
     common.add_argument("--state-dir", help="embedded Metastore and warehouse directory (plain python mode)")
@@ -85,7 +95,8 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
     file_values = load_config_file(args.config_file) if args.config_file else {}
     overrides = {k: getattr(args, k) for k in (
         "block_size_mb", "compaction_ratio_threshold", "target_file_size_mb", "backup_prefix",
-        "dry_run", "log_level", "older_than", "parallelism", "quiet_period")}
+        "dry_run", "log_level", "older_than", "parallelism", "quiet_period",
+        "mode", "min_input_files", "fragment_ratio", "min_target_ratio", "where")}
     rewrite = ("sort_by", "dedupe_keys", "dedupe_order_by", "dedupe_delete_marker", "dedupe_delete_value")
     overrides.update({k: getattr(args, k) for k in rewrite})
     settings = build_settings(file_values, overrides)
@@ -96,6 +107,9 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
     given = [k for k in rewrite if getattr(args, k) is not None]
     if given and args.command != "compact":
         raise UsageError(f"--{given[0].replace('_', '-')} only applies to compact")
+    if settings.where is not None and args.command not in ("analyze", "compact"):
+        raise UsageError(f"where only applies to analyze and compact; {args.command} works on whole backups "
+                         f"and runs, not on a selection of partitions")
     tables: list[str] = []
     if args.table:
         db, t = parse_table_name(args.table)

@@ -13,6 +13,7 @@ from .errors import UsageError
 from .names import validate_ident
 
 MB = 1024 * 1024
+MODES = ("ratio", "minor", "major", "smart")
 
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -132,6 +133,14 @@ class Settings:
     dedupe_delete_marker: str | None = None
     dedupe_delete_value: str | None = None
 
+    # Compaction modes (see planner.decide): "ratio" is the reference rule;
+    # minor/major/smart classify files against the target size as Amoro does.
+    mode: str = "ratio"
+    min_input_files: int = 12  # minor: at least this many fragment files
+    fragment_ratio: float = 0.125  # fragment: smaller than target x this
+    min_target_ratio: float = 0.75  # undersized: smaller than target x this (and not a fragment)
+    where: str | None = None  # partition filter (partition_filter.py); analyze and compact only
+
     @property
     def dedupe(self) -> bool:
         return bool(self.dedupe_keys)
@@ -144,6 +153,14 @@ class Settings:
     def target_file_bytes(self) -> int:
         mb = self.target_file_size_mb if self.target_file_size_mb else self.block_size_mb
         return int(mb * MB)
+
+    @property
+    def fragment_bytes(self) -> float:
+        return self.target_file_bytes * self.fragment_ratio
+
+    @property
+    def min_target_bytes(self) -> float:
+        return self.target_file_bytes * self.min_target_ratio
 
     @property
     def small_file_threshold_bytes(self) -> float:
@@ -159,6 +176,25 @@ class Settings:
             raise UsageError("parallelism must be between 1 and 64")
         if self.target_file_size_mb is not None and self.target_file_size_mb <= 0:
             raise UsageError("target_file_size_mb must be > 0")
+        self.mode = str(self.mode).strip().lower()
+        if self.mode not in MODES:
+            raise UsageError(f"invalid mode {self.mode!r}: {', '.join(MODES)}")
+        if self.min_input_files < 2:
+            raise UsageError("min_input_files must be at least 2")
+        if not 0 < self.fragment_ratio <= 1:
+            raise UsageError("fragment_ratio must be > 0 and <= 1")
+        if not 0 < self.min_target_ratio <= 1:
+            raise UsageError("min_target_ratio must be > 0 and <= 1")
+        if self.fragment_ratio > self.min_target_ratio:
+            raise UsageError(f"fragment_ratio ({self.fragment_ratio:g}) must not exceed min_target_ratio "
+                             f"({self.min_target_ratio:g})")
+        if self.where is not None:
+            from .partition_filter import parse_where
+
+            if not str(self.where).strip():
+                self.where = None
+            else:
+                parse_where(self.where)  # syntax errors are usage errors, before anything runs
         prefix = self.backup_prefix
         if not prefix or not re.match(r"^[A-Za-z0-9_]{1,40}$", prefix):
             raise UsageError(f"invalid backup_prefix {prefix!r}: letters, digits, underscore, max 40")
@@ -232,6 +268,11 @@ _FILE_KEYS = {
     "quiet_period": str,
     "parallelism": int,
     "sort_by": list,
+    "mode": str,
+    "min_input_files": int,
+    "fragment_ratio": float,
+    "min_target_ratio": float,
+    "where": str,
 }
 # ``dedupe:`` in the file is a mapping of these keys -> Settings attributes.
 _DEDUPE_KEYS = {"keys": "dedupe_keys", "order_by": "dedupe_order_by", "delete_marker": "dedupe_delete_marker",

@@ -239,6 +239,44 @@ class HadoopFS:
                     warnings.append(f"setOwner {path.toString()}: {_java_message(exc)}")
         return warnings
 
+    def copy_file(self, src: str, dst: str) -> dict[str, Any]:
+        """Copy one file byte for byte (no decoding), keeping its block size
+        and replication; ``dst`` must not exist. The bytes stream through
+        this JVM once (read ``src``, write ``dst``) and are digested on the
+        way. Returns ``{"length", "md5"}`` of what was read."""
+        fs, s, d = self.fs(src), self.path(src), self.path(dst)
+        st = fs.getFileStatus(s)
+        digest = self._jvm.java.security.MessageDigest.getInstance("MD5")
+        stream = self._jvm.java.security.DigestInputStream(fs.open(s), digest)
+        try:
+            out = self.fs(dst).create(d, False, 1 << 16, st.getReplication(), st.getBlockSize())
+        except Exception:
+            stream.close()
+            raise
+        # copyBytes closes both streams, also when it fails
+        self._jvm.org.apache.hadoop.io.IOUtils.copyBytes(stream, out, 1 << 16, True)
+        return {"length": int(self.fs(dst).getFileStatus(d).getLen()), "md5": bytes(digest.digest()).hex()}
+
+    def md5(self, uri: str) -> str:
+        """MD5 of a file's bytes, streamed through this JVM."""
+        stream = self.fs(uri).open(self.path(uri))
+        try:
+            return str(self._jvm.org.apache.commons.codec.digest.DigestUtils.md5Hex(stream))
+        finally:
+            stream.close()
+
+    def file_checksum(self, uri: str) -> str | None:
+        """The filesystem's own checksum of a file (HDFS: computed by the
+        DataNodes from their stored CRCs, no data through this process), or
+        None where there is none (the local filesystem)."""
+        try:
+            cs = self.fs(uri).getFileChecksum(self.path(uri))
+        except Exception:  # noqa: BLE001 - e.g. a filesystem that does not implement it
+            return None
+        if cs is None:
+            return None
+        return f"{cs.getAlgorithmName()}:{bytes(cs.getBytes()).hex()}"
+
     def duplicate_file(self, src: str, dst: str) -> None:
         fs = self.fs(src)
         self._jvm.org.apache.hadoop.fs.FileUtil.copy(fs, self.path(src), fs, self.path(dst), False, self._conf)

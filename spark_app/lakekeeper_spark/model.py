@@ -88,7 +88,9 @@ class FileStats:
 class Decision:
     action: str  # "compact" or "skip"
     reason: str
-    target_files: int
+    target_files: int  # files the unit holds after compaction (minor: merged + copied)
+    rule: str = "ratio"  # the rule that chose or declined: ratio, minor, major
+    rewrite: tuple[str, ...] | None = None  # minor: the fragment files to rewrite; None: every file
 
 
 @dataclasses.dataclass
@@ -105,6 +107,24 @@ class Unit:
     staging: str
     old: str
 
+    @property
+    def rewrite_files(self) -> list[FileEntry]:
+        """The files the compaction rewrites (minor mode: only the fragments)."""
+        chosen = self.decision.rewrite
+        if chosen is None:
+            return list(self.listing.files)
+        names = set(chosen)
+        return [f for f in self.listing.files if f.name in names]
+
+    @property
+    def kept_files(self) -> list[FileEntry]:
+        """The files copied unchanged into the staging (minor mode)."""
+        chosen = self.decision.rewrite
+        if chosen is None:
+            return []
+        names = set(chosen)
+        return [f for f in self.listing.files if f.name not in names]
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "spec": self.spec,
@@ -115,6 +135,7 @@ class Unit:
             "median_file_bytes": round(self.stats.median_bytes, 1),
             "decision": self.decision.action,
             "reason": self.decision.reason,
+            "rule": self.decision.rule,
             "target_files": self.decision.target_files,
             "staging": self.staging,
             "old": self.old,

@@ -6,13 +6,14 @@ adapter and catalog facts, and act on the plan they return.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import statistics
 from datetime import datetime, timezone
 
 from .config import Settings
-from .model import Decision, FileStats, Listing, TableInfo, TablePlan, Unit
+from .model import Decision, FileEntry, FileStats, Listing, TableInfo, TablePlan, Unit
 
 # Every directory Lakekeeper creates next to data starts with "." so that
 # Hive, Spark partition discovery and MSCK REPAIR TABLE never see it.
@@ -51,27 +52,44 @@ def target_file_count(total_bytes: int, target_bytes: int) -> int:
     return max(1, math.ceil(total_bytes / target_bytes))
 
 
-def decide(stats: FileStats, settings: Settings, listing: Listing | None = None) -> Decision:
-    """The reference rule, made idempotent.
+def decide(stats: FileStats, settings: Settings, listing: Listing | None = None,
+           fmt: str | None = None) -> Decision:
+    """Whether and how to compact one unit, by ``settings.mode``:
 
-    Compact when there is more than one file, the average file size is below
+    ``ratio`` (default, the reference rule, made idempotent): compact when
+    there is more than one file, the average file size is below
     ``block_size / ratio``, and rewriting would reduce the number of files.
+    ``minor``, ``major``, ``smart``: see ``minor_rule``, ``major_rule`` and
+    ``smart_rule`` (they need the listing: file sizes, not only averages).
     """
+    mode = settings.mode
     target = target_file_count(stats.bytes, settings.target_file_bytes)
+    early = None
     if listing is not None and not listing.exists:
-        return Decision("skip", "directory does not exist", 0)
-    if listing is not None and listing.subdirs:
-        return Decision(
+        early = Decision("skip", "directory does not exist", 0)
+    elif listing is not None and listing.subdirs:
+        early = Decision(
             "skip",
             "directory has subdirectories ("
             + ", ".join(sorted(listing.subdirs)[:3])
             + "); nested layouts are not compacted",
             0,
         )
-    if stats.files == 0:
-        return Decision("skip", "no data files", 0)
-    if stats.files == 1:
-        return Decision("skip", "a single file", 1)
+    elif stats.files == 0:
+        early = Decision("skip", "no data files", 0)
+    elif stats.files == 1:
+        early = Decision("skip", "a single file", 1)
+    if early is not None:
+        early.rule = mode
+        return early
+    if mode != "ratio":
+        if listing is None:
+            raise ValueError(f"mode {mode} needs the unit's listing")
+        if mode == "minor":
+            return minor_rule(listing, settings, fmt)
+        if mode == "major":
+            return major_rule(listing, settings)
+        return smart_rule(listing, settings, fmt)
     threshold = settings.small_file_threshold_bytes
     if stats.avg_bytes >= threshold:
         return Decision(
@@ -91,6 +109,119 @@ def decide(stats: FileStats, settings: Settings, listing: Listing | None = None)
         f"rewrite into {target}",
         target,
     )
+
+
+# ---------------------------------------------------------------- compaction modes
+#
+# Files are classified against the target file size T (Amoro's evaluator, as
+# Hive's Iceberg compaction uses it):
+#   fragment:   size <  T x fragment_ratio             (default 1/8)
+#   undersized: T x fragment_ratio <= size < T x min_target_ratio (default 3/4)
+#   segment:    size >= T x min_target_ratio
+
+
+@dataclasses.dataclass
+class FileClasses:
+    fragments: list[FileEntry]
+    undersized: list[FileEntry]
+    segments: list[FileEntry]
+
+
+def classify(files: list[FileEntry], settings: Settings) -> FileClasses:
+    frag, low = settings.fragment_bytes, settings.min_target_bytes
+    out = FileClasses([], [], [])
+    for f in files:
+        if f.size < frag:
+            out.fragments.append(f)
+        elif f.size < low:
+            out.undersized.append(f)
+        else:
+            out.segments.append(f)
+    return out
+
+
+def _sizes(settings: Settings) -> str:
+    return (f"fragment < {human_bytes(settings.fragment_bytes)}, undersized < "
+            f"{human_bytes(settings.min_target_bytes)}, target {human_bytes(settings.target_file_bytes)}")
+
+
+def minor_rule(listing: Listing, settings: Settings, fmt: str | None = None, smart: bool = False) -> Decision:
+    """Minor: rewrite only the fragment files, when there are at least
+    ``min_input_files`` of them; every other file is copied unchanged.
+
+    Text and Avro are rewritten through the table's SerDe, which reads whole
+    partitions, and dedupe must see every row of a partition: an explicit
+    minor skips such a partition when there are files to keep; smart
+    rewrites the whole partition instead."""
+    c = classify(listing.files, settings)
+    T = settings.target_file_bytes
+    n = len(c.fragments)
+    if n < settings.min_input_files:
+        return Decision("skip", f"minor: {n} fragment file(s), fewer than min_input_files "
+                                f"{settings.min_input_files} ({_sizes(settings)})", len(listing.files), "minor")
+    frag_bytes = sum(f.size for f in c.fragments)
+    merged = target_file_count(frag_bytes, T)
+    if merged >= n:
+        return Decision("skip", f"minor: rewriting {n} fragment files would not reduce the file count "
+                                f"(target {merged})", len(listing.files), "minor")
+    kept = len(listing.files) - n
+    why = f"minor: {n} fragment files ({human_bytes(frag_bytes)}, each < {human_bytes(settings.fragment_bytes)})"
+    if not kept:
+        return Decision("compact", f"{why}; rewrite into {merged}", merged, "minor")
+    whole = None
+    if fmt in ("text", "avro"):
+        whole = (fmt, "rewriting only some files of a partition needs Parquet or ORC")
+    elif settings.dedupe_keys:
+        whole = ("dedupe", "dedupe must see every row of the partition")
+    if whole:
+        if not smart:
+            return Decision("skip", f"{why}, but {whole[1]}; use mode major or smart", len(listing.files), "minor")
+        total = listing.total_bytes
+        target = target_file_count(total, T)
+        if target >= len(listing.files):
+            return Decision("skip", f"{why}; {whole[0]}: rewriting the whole partition would not reduce the file "
+                                    f"count", len(listing.files), "minor")
+        return Decision("compact", f"{why}; {whole[0]}: the whole partition ({len(listing.files)} files) is "
+                                   f"rewritten into {target}", target, "minor")
+    return Decision("compact", f"{why}; rewrite them into {merged}, copy the other {kept} file(s) unchanged",
+                    merged + kept, "minor", tuple(sorted(f.name for f in c.fragments)))
+
+
+def major_rule(listing: Listing, settings: Settings) -> Decision:
+    """Major: rewrite every file of the unit when its undersized files add up
+    to more than the target size, or when the two smallest of them fit in
+    one target file (and the rewrite reduces the file count)."""
+    c = classify(listing.files, settings)
+    T = settings.target_file_bytes
+    sizes = sorted(f.size for f in c.undersized)
+    total_u = sum(sizes)
+    if total_u > T:
+        why = f"major: {len(sizes)} undersized files add up to {human_bytes(total_u)} (> target {human_bytes(T)})"
+    elif len(sizes) >= 2 and sizes[0] + sizes[1] < T:
+        why = (f"major: the two smallest undersized files ({human_bytes(sizes[0])} + {human_bytes(sizes[1])}) "
+               f"fit in one target file of {human_bytes(T)}")
+    else:
+        return Decision("skip", f"major: {len(sizes)} undersized file(s), {human_bytes(total_u)} in all, not above "
+                                f"the target and no two fit in one target file ({_sizes(settings)})",
+                        len(listing.files), "major")
+    total = listing.total_bytes
+    target = target_file_count(total, T)
+    if target >= len(listing.files):
+        return Decision("skip", f"{why}, but rewriting {len(listing.files)} files would not reduce the file count "
+                                f"(target {target})", len(listing.files), "major")
+    return Decision("compact", f"{why}; rewrite all {len(listing.files)} files into {target}", target, "major")
+
+
+def smart_rule(listing: Listing, settings: Settings, fmt: str | None = None) -> Decision:
+    """Smart: major when its rule holds, else minor when its rule holds,
+    else skip with both reasons."""
+    major = major_rule(listing, settings)
+    if major.action == "compact":
+        return major
+    minor = minor_rule(listing, settings, fmt, smart=True)
+    if minor.action == "compact":
+        return minor
+    return Decision("skip", f"smart: {major.reason}; {minor.reason}", len(listing.files), "smart")
 
 
 # ---------------------------------------------------------------- run ids, names
@@ -205,7 +336,7 @@ def plan_table(
                 location=location,
                 listing=listing,
                 stats=stats,
-                decision=decide(stats, settings, listing),
+                decision=decide(stats, settings, listing, table.format),
                 staging=staging_path(location, run_id),
                 old=old_path(location, run_id),
             )

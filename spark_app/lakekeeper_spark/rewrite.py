@@ -168,7 +168,7 @@ def _write_native(spark: Any, table: TableInfo, unit: Unit, settings: Settings, 
     if fmt == "parquet":
         s.conf.set("spark.sql.parquet.writeLegacyFormat", "true" if codec.get("legacy") else "false")
     schema = StructType.fromJson(json.loads(table.data_schema_json))
-    paths = [f"{unit.location.rstrip('/')}/{f.name}" for f in unit.listing.files]
+    paths = [f"{unit.location.rstrip('/')}/{f.name}" for f in unit.rewrite_files]  # minor: fragments only
     obs = Observation("lk_" + uuid.uuid4().hex[:12])
     df = s.read.schema(schema).format(fmt).load(paths)
     before: dict[str, int] = {}

@@ -37,22 +37,29 @@ def verify_staging(
     rows_before: int,
     codec: dict[str, Any],
     keys: tuple[str, ...] = (),
+    copied: dict[str, dict[str, Any]] | None = None,
 ) -> tuple[Listing, int]:
-    """Returns the staged listing and its row count, or raises
-    ``LakekeeperError('verification_failed', ...)``. With ``keys`` (dedupe),
-    ``rows_before`` is the expected row count after deduplication and the
-    staged copy must also hold that many distinct keys."""
+    """Returns the staged listing and the row count of the rewritten files,
+    or raises ``LakekeeperError('verification_failed', ...)``. With ``keys``
+    (dedupe), ``rows_before`` is the expected row count after deduplication
+    and the staged copy must also hold that many distinct keys.
+
+    ``copied`` (minor mode): name -> what ``HadoopFS.copy_file`` returned for
+    the files copied unchanged into the staging; they are checked by length
+    and checksum (``verify_copies``), the other staged files by rows."""
     staged = fs.list_dir(unit.staging)
+    if copied:
+        verify_copies(fs, unit, copied)
     if not staged.exists:
         raise LakekeeperError("verification_failed", f"staging directory {unit.staging} is missing")
     if staged.subdirs:
         raise LakekeeperError("verification_failed", f"staging directory has subdirectories {staged.subdirs}")
     if rows_before > 0 and not staged.files:
         raise LakekeeperError("verification_failed", "no files were written")
-    uris = [f"{unit.staging}/{f.name}" for f in staged.files]
+    uris = [f"{unit.staging}/{f.name}" for f in staged.files if f.name not in (copied or {})]
     if table.format in ("parquet", "orc"):
         rows_after = footer_rows(spark, table.format, uris)
-        _check_schema(spark, table, unit.staging)
+        _check_schema(spark, table, uris if copied else unit.staging)
     else:
         rows_after = input_format_rows(spark, table.input_format or "", uris)
     if rows_after != rows_before:
@@ -75,7 +82,26 @@ def verify_staging(
     return staged, rows_after
 
 
-def _check_schema(spark: Any, table: TableInfo, staging: str) -> None:
+def verify_copies(fs: HadoopFS, unit: Unit, copied: dict[str, dict[str, Any]]) -> None:
+    """Each copied file: present in the staging, the planned length, and the
+    same bytes - the filesystem's checksums of original and copy when it has
+    them (HDFS), else the copy's MD5 against the MD5 of the bytes read while
+    copying (one more read of the copy)."""
+    planned = {f.name: f.size for f in unit.listing.files}
+    staged = {f.name: f.size for f in fs.list_dir(unit.staging).files}
+    for name, info in sorted(copied.items()):
+        src, dst = f"{unit.location}/{name}", f"{unit.staging}/{name}"
+        if staged.get(name) != planned.get(name) or info.get("length") != planned.get(name):
+            raise LakekeeperError("verification_failed", f"copy of {name}: {staged.get(name)} bytes in the "
+                                                         f"staging, {planned.get(name)} planned")
+        theirs, ours = fs.file_checksum(src), fs.file_checksum(dst)
+        if theirs is not None and theirs == ours:
+            continue
+        if fs.md5(dst) != info.get("md5"):
+            raise LakekeeperError("verification_failed", f"copy of {name} differs from the original (checksum)")
+
+
+def _check_schema(spark: Any, table: TableInfo, staging: str | list[str]) -> None:
     s = spark.newSession()
     got = json.dumps(json.loads(s.read.format(table.format).load(staging).schema.json()))
     want = _norm_schema(table.data_schema_json)

@@ -317,3 +317,284 @@ def test_rewrite_columns_checked_against_the_table():
     with pytest.raises(Refused, match="parquet and orc") as exc:
         cols(dedupe_keys=["id"], dedupe_order_by="ts")
     assert exc.value.code == "unsupported_format"
+
+
+# ---------------------------------------------------------------- compaction modes
+
+def named(*sizes: int, prefix: str = "f") -> Listing:
+    return Listing("file:/t", files=[FileEntry(f"{prefix}{i:03d}", s, 0) for i, s in enumerate(sizes)])
+
+
+def mode_settings(mode: str, **kw) -> Settings:
+    return build_settings({}, dict(mode=mode, target_file_size_mb=128, **kw))
+
+
+FRAG = 16 * MB  # target 128 MB x 1/8
+LOW = 96 * MB  # target 128 MB x 3/4
+
+
+def test_classify_boundaries():
+    s = mode_settings("smart")
+    c = planner.classify(named(FRAG - 1, FRAG, LOW - 1, LOW, 200 * MB).files, s)
+    assert [f.size for f in c.fragments] == [FRAG - 1]
+    assert [f.size for f in c.undersized] == [FRAG, LOW - 1]
+    assert [f.size for f in c.segments] == [LOW, 200 * MB]
+
+
+def test_minor_needs_min_input_files_fragments():
+    s = mode_settings("minor")
+    eleven = named(*[MB] * 11, 200 * MB)
+    d = planner.decide(planner.file_stats(eleven), s, eleven, "parquet")
+    assert d.action == "skip" and d.rule == "minor" and "11 fragment file(s), fewer than min_input_files 12" in d.reason
+    twelve = named(*[MB] * 12, 200 * MB, 50 * MB)
+    d = planner.decide(planner.file_stats(twelve), s, twelve, "parquet")
+    assert d.action == "compact" and d.rule == "minor"
+    # only the fragments are rewritten; the segment and the undersized file are kept
+    assert d.rewrite == tuple(f"f{i:03d}" for i in range(12))
+    assert d.target_files == 1 + 2 and "copy the other 2 file(s) unchanged" in d.reason
+    # a file of exactly the fragment size is not a fragment
+    edge = named(*[FRAG - 1] * 11, FRAG)
+    assert planner.decide(planner.file_stats(edge), s, edge, "parquet").action == "skip"
+    # min_input_files is configurable
+    s3 = mode_settings("minor", min_input_files=3)
+    three = named(MB, MB, MB, 200 * MB)
+    assert planner.decide(planner.file_stats(three), s3, three, "orc").action == "compact"
+
+
+def test_minor_all_fragments_rewrites_everything_and_is_idempotent():
+    s = mode_settings("minor")
+    only = named(*[MB] * 20)
+    d = planner.decide(planner.file_stats(only), s, only, "parquet")
+    assert d.action == "compact" and d.rewrite is None and d.target_files == 1
+    after = named(20 * MB)
+    assert planner.decide(planner.file_stats(after), s, after, "parquet").reason == "a single file"
+    after = named(20 * MB, 200 * MB, 300 * MB)  # merged file plus the kept ones: nothing to do
+    assert planner.decide(planner.file_stats(after), s, after, "parquet").action == "skip"
+
+
+def test_minor_does_not_loop_when_fragments_cannot_be_merged():
+    s = mode_settings("minor", min_input_files=2, fragment_ratio=1.0, min_target_ratio=1.0)
+    two = named(100 * MB, 100 * MB)  # both fragments (< 128 MB) but they do not fit in one target file
+    d = planner.decide(planner.file_stats(two), s, two, "parquet")
+    assert d.action == "skip" and "would not reduce the file count" in d.reason
+
+
+def test_minor_on_text_and_avro():
+    s = mode_settings("minor")
+    mixed = named(*[MB] * 12, 200 * MB)
+    d = planner.decide(planner.file_stats(mixed), s, mixed, "text")
+    assert d.action == "skip" and "needs Parquet or ORC" in d.reason and d.rule == "minor"
+    only = named(*[MB] * 12)  # nothing to keep: the whole partition is the subset
+    assert planner.decide(planner.file_stats(only), s, only, "avro").action == "compact"
+    d = planner.decide(planner.file_stats(mixed), mode_settings("smart"), mixed, "avro")
+    assert d.action == "compact" and d.rule == "minor" and d.rewrite is None and d.target_files == 2
+    assert "whole partition" in d.reason
+    # dedupe must see every row of a partition: the same as text/Avro
+    dd = dict(dedupe_keys=["id"], dedupe_order_by="ts")
+    d = planner.decide(planner.file_stats(mixed), mode_settings("minor", **dd), mixed, "parquet")
+    assert d.action == "skip" and "dedupe must see every row" in d.reason
+    d = planner.decide(planner.file_stats(mixed), mode_settings("smart", **dd), mixed, "parquet")
+    assert d.action == "compact" and d.rewrite is None and "dedupe: the whole partition" in d.reason
+
+
+def test_major_undersized_total_above_target():
+    s = mode_settings("major")
+    # three undersized files of 50 MB: 150 MB > 128 MB
+    three = named(50 * MB, 50 * MB, 50 * MB, 200 * MB)
+    d = planner.decide(planner.file_stats(three), s, three, "parquet")
+    assert d.action == "compact" and d.rule == "major" and d.rewrite is None
+    assert "add up to" in d.reason and d.target_files == 3  # 350 MB -> 3 files of 128 MB
+    # the two smallest do fit too, but the first rule is the one reported
+    # exactly at the target: not above it, and 64 + 64 = 128 does not fit below it
+    at = named(64 * MB, 64 * MB)
+    d = planner.decide(planner.file_stats(at), s, at, "parquet")
+    assert d.action == "skip" and d.rule == "major" and "no two fit" in d.reason
+
+
+def test_major_two_smallest_fit_in_one_target():
+    s = mode_settings("major")
+    pair = named(40 * MB, 60 * MB, 100 * MB)  # 100 MB undersized (not above the target), 40 + 60 < 128
+    d = planner.decide(planner.file_stats(pair), s, pair, "parquet")
+    assert d.action == "compact" and "two smallest" in d.reason and d.target_files == 2
+    # 63 + 64 MB: just below the target; 64 + 64 MB (exactly the target): see above
+    assert planner.decide(planner.file_stats(named(63 * MB, 64 * MB)), s, named(63 * MB, 64 * MB)).action == "compact"
+    single = named(90 * MB, 300 * MB)  # one undersized file cannot pair
+    assert planner.decide(planner.file_stats(single), s, single, "parquet").action == "skip"
+
+
+def test_major_ignores_fragments_and_does_not_loop():
+    s = mode_settings("major")
+    frags = named(*[MB] * 30)
+    d = planner.decide(planner.file_stats(frags), s, frags, "parquet")
+    assert d.action == "skip" and "0 undersized" in d.reason
+    # undersized files that cannot be merged into fewer files: 3 x 90 MB -> 3 files
+    stuck = named(90 * MB, 90 * MB, 90 * MB)
+    d = planner.decide(planner.file_stats(stuck), s, stuck, "parquet")
+    assert d.action == "skip" and "would not reduce" in d.reason
+    # what major writes (full files and one remainder) does not qualify again
+    after = named(128 * MB, 128 * MB, 94 * MB)
+    assert planner.decide(planner.file_stats(after), s, after, "parquet").action == "skip"
+
+
+def test_smart_prefers_major_then_minor_then_skips_with_both_reasons():
+    s = mode_settings("smart")
+    both = named(*[MB] * 12, 40 * MB, 60 * MB)
+    assert planner.decide(planner.file_stats(both), s, both, "parquet").rule == "major"
+    frags = named(*[MB] * 12, 300 * MB)
+    d = planner.decide(planner.file_stats(frags), s, frags, "parquet")
+    assert d.rule == "minor" and d.action == "compact" and len(d.rewrite) == 12
+    fine = named(MB, 200 * MB, 300 * MB)
+    d = planner.decide(planner.file_stats(fine), s, fine, "parquet")
+    assert d.action == "skip" and d.rule == "smart"
+    assert d.reason.startswith("smart: major: ") and "; minor: 1 fragment file(s)" in d.reason
+
+
+def test_modes_share_the_early_checks_and_ratio_stays_the_default():
+    assert Settings().mode == "ratio"
+    d = planner.decide(planner.file_stats(listing(1000, 1000)), Settings(), listing(1000, 1000))
+    assert d.rule == "ratio" and d.action == "compact"
+    for mode in ("minor", "major", "smart"):
+        s = mode_settings(mode)
+        assert planner.decide(planner.file_stats(listing(5)), s, listing(5)).reason == "a single file"
+        gone = Listing("file:/t", exists=False)
+        d = planner.decide(planner.file_stats(gone), s, gone)
+        assert d.reason == "directory does not exist" and d.rule == mode
+
+
+def test_unit_rewrite_and_kept_files():
+    from lakekeeper_spark.model import Unit
+
+    lst = named(MB, 200 * MB, MB)
+    d = planner.Decision("compact", "x", 2, "minor", ("f000", "f002"))
+    u = Unit("", None, "file:/t", lst, planner.file_stats(lst), d, "s", "o")
+    assert [f.name for f in u.rewrite_files] == ["f000", "f002"] and [f.name for f in u.kept_files] == ["f001"]
+    u.decision = planner.Decision("compact", "x", 1)
+    assert len(u.rewrite_files) == 3 and u.kept_files == []
+
+
+@pytest.mark.parametrize("kw,words", [
+    (dict(mode="mega"), "invalid mode"),
+    (dict(min_input_files=1), "min_input_files"),
+    (dict(fragment_ratio=0), "fragment_ratio"),
+    (dict(fragment_ratio=1.5), "fragment_ratio"),
+    (dict(min_target_ratio=0), "min_target_ratio"),
+    (dict(fragment_ratio=0.8, min_target_ratio=0.5), "must not exceed"),
+    (dict(where="dt = "), "invalid where"),
+])
+def test_mode_settings_validated(kw, words):
+    with pytest.raises(UsageError, match=words):
+        build_settings({}, kw)
+
+
+def test_mode_settings_from_the_config_file(tmp_path):
+    from lakekeeper_spark.config import load_config_file
+
+    f = tmp_path / "lk.yaml"
+    f.write_text("mode: Smart\nmin_input_files: 20\nfragment_ratio: 0.25\nmin_target_ratio: 0.5\n"
+                 "where: \"dt >= '2024-09-01'\"\n")
+    s = build_settings(load_config_file(str(f)), {"min_input_files": 5})
+    assert (s.mode, s.min_input_files, s.fragment_ratio, s.min_target_ratio) == ("smart", 5, 0.25, 0.5)
+    assert s.where == "dt >= '2024-09-01'"
+    assert s.fragment_bytes == s.target_file_bytes * 0.25 and s.min_target_bytes == s.target_file_bytes * 0.5
+
+
+# ---------------------------------------------------------------- where
+
+import re  # noqa: E402
+
+from lakekeeper_spark import partition_filter as pf  # noqa: E402
+
+
+def sel(where: str, *specs: dict) -> list[bool]:
+    cols = list(specs[0]) if specs else ["dt"]
+    return pf.select_partitions(where, "db.t", cols, ["id", "amount"], list(specs))
+
+
+@pytest.mark.parametrize("where,expected", [
+    ("dt >= '2024-09-01'", [False, True, True]),
+    ("dt > '2024-09-01'", [False, False, True]),
+    ("dt < '2024-09-01'", [True, False, False]),
+    ("dt <= '2024-09-01'", [True, True, False]),
+    ("dt = '2024-09-01'", [False, True, False]),
+    ("dt != '2024-09-01'", [True, False, True]),
+    ("dt <> '2024-09-01'", [True, False, True]),
+    ("dt >= '2024-09-01' AND region IN ('eu','us')", [False, True, False]),
+    ("region NOT IN ('eu')", [True, False, True]),
+    ("dt BETWEEN '2024-08-15' AND '2024-09-01'", [False, True, False]),
+    ("dt NOT BETWEEN '2024-08-15' AND '2024-09-01'", [True, False, True]),
+    ("NOT (region = 'eu') AND NOT dt = '2024-09-02'", [True, False, False]),
+    ("(region = 'eu' OR region = 'apac') AND dt < '2024-09-02'", [False, True, False]),
+    ("region = 'eu' or region = 'us' and dt = '2024-08-01'", [True, True, False]),  # AND binds tighter
+    ("Region in (\"US\", 'us')", [True, False, False]),
+    ("hour >= 9", [False, True, True]),  # numeric: 10 >= 9
+    ("hour >= '9'", [False, True, True]),  # both sides numeric: numeric
+    ("hour = 10.0", [False, True, False]),
+    ("hour IN (-1, 5, 10)", [True, True, False]),
+])
+def test_where_selects(where, expected):
+    specs = [{"dt": "2024-08-01", "region": "us", "hour": "5"},
+             {"dt": "2024-09-01", "region": "eu", "hour": "10"},
+             {"dt": "2024-09-02", "region": "apac", "hour": "23"}]
+    assert sel(where, *specs) == expected
+
+
+def test_where_null_partition_is_unknown():
+    null = {"dt": pf.HIVE_DEFAULT_PARTITION}
+    assert sel("dt = 'x'", null) == [False]
+    assert sel("dt != 'x'", null) == [False]
+    assert sel("NOT dt = 'x'", null) == [False]
+    assert sel("dt NOT IN ('x')", null) == [False]
+
+
+def test_where_strings_keep_quotes_and_are_not_sql():
+    specs = [{"dt": "it's"}, {"dt": "a\\b"}]
+    assert sel("dt = 'it''s'", *specs) == [True, False]
+    assert sel("dt = 'a\\b'", *specs) == [False, True]
+
+
+@pytest.mark.parametrize("where,words", [
+    ("", "empty"),
+    ("dt", "expected a comparison operator"),
+    ("dt = ", "expected a string or number literal"),
+    ("dt = 'x", "unterminated string"),
+    ("dt = x", "expected a string or number literal"),
+    ("dt = '2024' AND", "expected a partition column name"),
+    ("(dt = '1'", "expected ')'"),
+    ("dt = '1')", "unexpected ')'"),
+    ("dt IN ()", "expected a string or number literal"),
+    ("dt IN ('a' 'b')", "expected ')' closing the IN list"),
+    ("dt BETWEEN '1' '2'", "expected AND in BETWEEN"),
+    ("dt NOT = '1'", "expected IN or BETWEEN after NOT"),
+    ("dt = 2024-09-01", "unexpected character '-'"),
+    ("dt = 12abc", "malformed number"),
+    ("'2024' = dt", "expected a partition column name"),
+    ("dt == '1'", "expected a string or number literal"),
+    # injection-shaped input: nothing but the grammar gets through
+    ("dt = '1'; DROP TABLE x", "unexpected character ';'"),
+    ("dt = '1' -- comment", "unexpected character '-'"),
+    ("dt = '1' /* c */", "unexpected character '/'"),
+    ("dt = `x`", "unexpected character '`'"),
+    ("dt = '1' OR 1=1", "expected a partition column name"),
+    ("dt = (SELECT max(dt) FROM t)", "expected a string or number literal"),
+    ("dt = '1' UNION SELECT 1", "unexpected 'UNION'"),
+    ("dt = '\x00'", "control character"),
+    ("dt = '1'\\", "unexpected character '\\\\'"),
+    ("dt = '1' AND " + "(" * 40 + "dt = '1'" + ")" * 40, "nested deeper"),
+    ("dt = '" + "x" * 5000 + "'", "longer than"),
+])
+def test_where_syntax_errors(where, words):
+    with pytest.raises(UsageError, match="invalid where"):
+        pf.parse_where(where)
+    with pytest.raises(UsageError, match=re.escape(words)):
+        pf.parse_where(where)
+
+
+def test_where_columns_checked_against_the_table():
+    with pytest.raises(UsageError, match="not partitioned"):
+        pf.select_partitions("dt = '1'", "db.t", [], ["id", "dt"], [])
+    with pytest.raises(UsageError, match="amount is not a partition column"):
+        pf.select_partitions("amount > 5", "db.t", ["dt"], ["id", "amount"], [{"dt": "1"}])
+    with pytest.raises(UsageError, match="unknown column regoin .*partition columns: dt, region"):
+        pf.select_partitions("regoin = 'eu'", "db.t", ["dt", "region"], ["id"], [{"dt": "1", "region": "eu"}])
+    assert pf.select_partitions(None, "db.t", [], [], [{}, {}]) == [True, True]
+    assert pf.select_partitions("DT = '1'", "db.t", ["dt"], [], [{"dt": "1"}, {"dt": "2"}]) == [True, False]

@@ -26,7 +26,8 @@ def analyze_table(ctx: Context, full_name: str) -> dict[str, Any]:
     return table_result(
         full_name,
         "analyzed",
-        f"{len(todo)} of {len(p.units)} unit(s) need compaction" if p.units else "no partitions",
+        f"{len(todo)} of {len(p.units)} unit(s) need compaction" if p.units else (
+            "no partition matches the where filter" if ctx.settings.where else "no partitions"),
         would_change=False,
         needs_compaction=bool(todo),
         run_id=ctx.run_id,
@@ -41,4 +42,6 @@ def analyze_table(ctx: Context, full_name: str) -> dict[str, Any]:
         space=space_check(ctx.fs, todo),
         pending_recovery=_pending_runs(ctx, info),
         leftovers=leftovers(ctx, p, set(Journal.run_ids(ctx.fs, p.journal_dir))),
+        mode=ctx.settings.mode,
+        **({"where": ctx.settings.where} if ctx.settings.where else {}),
     )

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..catalog import Catalog
 from ..config import Settings
-from ..errors import LakekeeperError, Refused
+from ..errors import LakekeeperError, Refused, UsageError
 from ..fs import HadoopFS
 from ..model import Listing, TableInfo, TablePlan
 from ..planner import parse_hidden_name, plan_table, split_path
@@ -58,11 +58,26 @@ def load_table(ctx: Context, full_name: str) -> TableInfo:
     return info
 
 
+def where_selection(ctx: Context, info: TableInfo, parts: list[Any]) -> list[Any]:
+    """The partitions the ``where`` filter selects (evaluated in Python on
+    the Metastore's partition values; nothing of it reaches SQL). A filter
+    that does not fit the table refuses the table."""
+    from ..partition_filter import select_partitions
+
+    try:
+        keep = select_partitions(ctx.settings.where, info.full_name, [c for c, _t in info.partition_columns],
+                                 [c for c, _t in info.data_columns], [p.spec for p in parts])
+    except UsageError as exc:
+        raise Refused("invalid_where", str(exc)) from exc
+    return [p for p, k in zip(parts, keep) if k]
+
+
 def list_units(ctx: Context, info: TableInfo) -> list[tuple[str, dict[str, str] | None, str, Listing]]:
     if not info.is_partitioned:
+        where_selection(ctx, info, [])  # refuses a filter on a non-partitioned table
         listing = ctx.fs.list_dir(info.location or "")
         return [("", None, info.location or "", listing)]
-    parts = ctx.catalog.list_partitions(info)
+    parts = where_selection(ctx, info, ctx.catalog.list_partitions(info))
     locations = [ctx.fs.qualify(p.location) if p.location else "" for p in parts]
     listings = ctx.fs.list_dirs([loc for loc in locations if loc])
     units = []
@@ -110,7 +125,11 @@ def partition_result(unit: Any, status: str, reason: str, **extra: Any) -> dict[
         "median_file_bytes": round(unit.stats.median_bytes, 1),
         "status": status,
         "reason": reason,
+        "rule": unit.decision.rule,
     }
+    if unit.decision.rewrite is not None:  # minor mode: fragments rewritten, the other files copied
+        d["files_rewritten"] = len(unit.rewrite_files)
+        d["files_copied"] = len(unit.kept_files)
     d.update(extra)
     return d
 

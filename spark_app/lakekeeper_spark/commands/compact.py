@@ -41,19 +41,22 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     known = set(Journal.run_ids(ctx.fs, p.journal_dir)) | {ctx.run_id}
     base = dict(run_id=ctx.run_id, location=info.location, format=info.format, recovered=recovered,
                 leftovers=leftovers(ctx, p, known))
+    base["mode"] = ctx.settings.mode
+    if ctx.settings.where:
+        base["where"] = ctx.settings.where
     if ctx.settings.dry_run:
         parts = [partition_result(u, "planned", u.decision.reason) for u in todo] + skipped
         return table_result(
             full_name,
             "planned" if todo else "skipped",
-            f"would compact {len(todo)} of {len(p.units)} unit(s)" if todo else _skip_reason(p),
+            f"would compact {len(todo)} of {len(p.units)} unit(s)" if todo else _skip_reason(p, ctx.settings.where),
             changed=False,
             would_change=bool(todo),
             partitions=_ordered(p, parts),
             **base,
         )
     if not todo:
-        return table_result(full_name, "skipped", _skip_reason(p), changed=bool(recovered),
+        return table_result(full_name, "skipped", _skip_reason(p, ctx.settings.where), changed=bool(recovered),
                             partitions=_ordered(p, skipped), **base)
 
     space = space_check(ctx.fs, todo)
@@ -140,10 +143,12 @@ def _compact_unit(
         written = write_staging(ctx.spark, info, u, ctx.settings, codec, columns)
         rows_before = written.rows_source
         extra = _dedupe_result(written) if columns.dedupe else {}
+        copied = copy_kept_files(fs, u)
         if os.environ.get("LAKEKEEPER_FAULT_AT") == "tamper_staging":  # test hook: a bad copy
             fs.duplicate_file(f"{u.staging}/{fs.list_dir(u.staging).files[0].name}", f"{u.staging}/part-dup")
         journal.unit_step(idx, "verifying")
-        staged, rows_after = verify_staging(ctx.spark, fs, info, u, written.rows_expected, codec, columns.keys)
+        staged, rows_after = verify_staging(ctx.spark, fs, info, u, written.rows_expected, codec, columns.keys,
+                                            copied)
         warnings = fs.copy_permissions(u.location, u.staging)
         check_unchanged(fs, u)
         swap_in(fs, journal, idx, u)
@@ -154,7 +159,9 @@ def _compact_unit(
         return partition_result(
             u,
             "compacted",
-            f"{u.stats.files} files -> {len(staged.files)}",
+            f"{u.stats.files} files -> {len(staged.files)}" + (
+                f" ({u.decision.rule}: {len(u.rewrite_files)} fragment files rewritten into "
+                f"{len(staged.files) - len(copied)}, {len(copied)} copied unchanged)" if copied else ""),
             files_after=len(staged.files) + len(late),
             bytes_after=staged.total_bytes,
             rows_before=rows_before,
@@ -182,6 +189,24 @@ def _dedupe_result(written: Any) -> dict[str, Any]:
     keys = written.keys_source or 0
     return {"keys_before": keys, "duplicates_dropped": written.rows_source - keys,
             "deletes_dropped": written.deletes or 0}
+
+
+def copy_kept_files(fs: Any, u: Unit) -> dict[str, dict[str, Any]]:
+    """Minor mode: the files that are not rewritten are copied byte for byte
+    into the staging next to the compacted fragments, so that the swap (a
+    directory rename) brings in a complete partition. Names are kept; a
+    clash with a newly written file fails the unit."""
+    copied: dict[str, dict[str, Any]] = {}
+    for f in u.kept_files:
+        dst = f"{u.staging}/{f.name}"
+        if fs.exists(dst):
+            raise LakekeeperError("write_failed", f"{dst} already exists: a compacted file has the name of a "
+                                                  f"file to keep; nothing was swapped")
+        copied[f.name] = fs.copy_file(f"{u.location}/{f.name}", dst)
+    if copied:
+        log.info("%s: copied %d file(s) (%d bytes) unchanged into %s", u.spec or u.location, len(copied),
+                 sum(c["length"] for c in copied.values()), u.staging)
+    return copied
 
 
 def _undo_unit(ctx: Context, p: TablePlan, journal: Journal, idx: int, u: Unit, code: str,
@@ -253,7 +278,7 @@ def apply_quiet_period(p: TablePlan, quiet_seconds: int | None, now: float | Non
         if age < quiet_seconds:
             u.decision = Decision(
                 "skip", f"newest file is {max(age, 0):.0f}s old, within the quiet period of {quiet_seconds}s "
-                        f"(a writer may still be active)", u.decision.target_files)
+                        f"(a writer may still be active)", u.decision.target_files, u.decision.rule)
 
 
 def _journal_doc_unit(i: int, u: Unit) -> dict[str, Any]:
@@ -265,6 +290,8 @@ def _journal_doc_unit(i: int, u: Unit) -> dict[str, Any]:
         "staging": u.staging,
         "old": u.old,
         "files": u.listing.fingerprint(),
+        "rule": u.decision.rule,
+        "rewrite": list(u.decision.rewrite) if u.decision.rewrite is not None else None,  # None: every file
     }
 
 
@@ -280,11 +307,11 @@ def _journal_doc(info: TableInfo, p: TablePlan, todo: list[Unit]) -> dict[str, A
     }
 
 
-def _skip_reason(p: TablePlan) -> str:
+def _skip_reason(p: TablePlan, where: str | None = None) -> str:
     if len(p.units) == 1:
         return p.units[0].decision.reason
     if not p.units:
-        return "no partitions"
+        return "no partition matches the where filter" if where else "no partitions"
     return f"none of {len(p.units)} partitions needs compaction"
 
 
