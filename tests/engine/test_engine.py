@@ -390,3 +390,98 @@ def test_dedupe_keeps_the_latest_version_per_partition(spark, engine, files, war
     res = engine.one("rollback", t)  # the first run's backup: duplicates and delete markers come back
     assert res["status"] == "rolled_back" and res["changed"]
     assert {dt: files.snapshot(f"{loc}/dt={dt}") for dt in ("a", "b")} == original  # byte for byte
+
+
+def test_modes_and_where_smart_compaction(spark, engine, files, warehouse):
+    """Mode smart with a partition filter, on partitions shaped to hit each
+    rule (target 64 KB: fragment < 8 KB, undersized < 48 KB): minor rewrites
+    only the fragments and copies the large file byte for byte, major
+    rewrites a whole partition, a partition that qualifies for neither is
+    skipped with both rules' reasons, partitions outside the filter are not
+    even listed; rollback restores everything."""
+    t = "lk.modes"
+    loc = f"{warehouse}/modes"
+    spark.sql(f"DROP TABLE IF EXISTS {t}")
+    spark.sql(f"CREATE EXTERNAL TABLE {t} (id BIGINT, payload STRING) PARTITIONED BY (dt STRING, region STRING) "
+              f"STORED AS PARQUET LOCATION '{loc}'")
+    start = 0
+
+    def insert(dt: str, region: str, rows: int, nfiles: int) -> None:
+        nonlocal start
+        spark.range(start, start + rows).selectExpr(
+            "id", "concat(sha2(cast(id AS STRING), 256), sha2(cast(-id AS STRING), 256)) AS payload") \
+            .repartition(nfiles).createOrReplaceTempView("lk_src")
+        spark.sql(f"INSERT INTO {t} PARTITION (dt='{dt}', region='{region}') SELECT * FROM lk_src")
+        start += rows
+
+    insert("2024-09-01", "eu", 1500, 1)   # one large file (a segment) ...
+    insert("2024-09-01", "eu", 144, 12)   # ... and 12 fragments: minor
+    insert("2024-09-01", "us", 450, 3)    # 3 undersized files, two fit in one target: major
+    insert("2024-09-02", "us", 3000, 2)   # 2 segments ...
+    insert("2024-09-02", "us", 24, 2)     # ... and 2 fragments: neither rule
+    insert("2024-08-01", "eu", 144, 12)   # outside the filter (dt)
+    insert("2024-09-02", "apac", 144, 12)  # outside the filter (region)
+    where = "dt >= '2024-09-01' AND region IN ('eu','us')"
+    opts = dict(mode="smart", where=where, target_file_size_mb=1 / 16)
+    dirs = {s: f"{loc}/{s}" for s in ("dt=2024-09-01/region=eu", "dt=2024-09-01/region=us",
+                                      "dt=2024-09-02/region=us", "dt=2024-08-01/region=eu",
+                                      "dt=2024-09-02/region=apac")}
+    sizes = {s: sorted(f.size for f in files.fs.list_dir(d).files) for s, d in dirs.items()}
+    frag, low = 65536 // 8, 65536 * 3 // 4
+    eu, us, us2 = sizes["dt=2024-09-01/region=eu"], sizes["dt=2024-09-01/region=us"], sizes["dt=2024-09-02/region=us"]
+    assert len(eu) == 13 and eu[-2] < frag <= low <= eu[-1], eu  # the shapes the rules need
+    assert len(us) == 3 and all(frag <= x < low for x in us) and us[0] + us[1] < 65536, us
+    assert len(us2) == 4 and us2[1] < frag and us2[2] >= low, us2
+    original = {s: files.snapshot(d) for s, d in dirs.items()}
+    rows = frozen(spark, t)
+    locations = partition_locations(spark, t)
+
+    res = engine.one("analyze", t, **opts)
+    by = {p["spec"]: p for p in res["partitions"]}
+    assert res["mode"] == "smart" and res["where"] == where
+    assert sorted(by) == ["dt=2024-09-01/region=eu", "dt=2024-09-01/region=us", "dt=2024-09-02/region=us"]
+    assert (by["dt=2024-09-01/region=eu"]["decision"], by["dt=2024-09-01/region=eu"]["rule"]) == ("compact", "minor")
+    assert by["dt=2024-09-01/region=eu"]["files_rewritten"] == 12 and by["dt=2024-09-01/region=eu"]["files_copied"] == 1
+    assert (by["dt=2024-09-01/region=us"]["decision"], by["dt=2024-09-01/region=us"]["rule"]) == ("compact", "major")
+    assert by["dt=2024-09-02/region=us"]["decision"] == "skip" and by["dt=2024-09-02/region=us"]["rule"] == "smart"
+    assert res["files_after_estimate"] == 2 + 1 + 4
+
+    res = engine.one("compact", t, **opts)
+    assert res["status"] == "compacted" and res["changed"], res
+    by = {p["spec"]: p for p in res["partitions"]}
+    assert sorted(by) == sorted(["dt=2024-09-01/region=eu", "dt=2024-09-01/region=us", "dt=2024-09-02/region=us"])
+    minor, major, skipped = by["dt=2024-09-01/region=eu"], by["dt=2024-09-01/region=us"], by["dt=2024-09-02/region=us"]
+    assert minor["status"] == "compacted" and minor["rule"] == "minor" and minor["files_after"] == 2, minor
+    assert minor["rows_before"] == minor["rows_after"] == 144  # the rewritten fragments
+    assert "12 fragment files rewritten into 1, 1 copied unchanged" in minor["reason"]
+    assert major["status"] == "compacted" and major["rule"] == "major" and major["files_after"] == 1
+    assert major["rows_before"] == major["rows_after"] == 450
+    assert skipped["status"] == "skipped" and skipped["reason"].startswith("smart: major: 0 undersized")
+    assert "minor: 2 fragment file(s), fewer than min_input_files 12" in skipped["reason"]
+    # the large file of the minor partition is the same file, byte for byte
+    now = files.snapshot(dirs["dt=2024-09-01/region=eu"])
+    large = max(files.fs.list_dir(f"{parent(dirs['dt=2024-09-01/region=eu'])}/"
+                                  + [n for n in files.names(parent(dirs["dt=2024-09-01/region=eu"]))
+                                     if n.startswith(".region=eu.lk_old_")][0]).files, key=lambda f: f.size)
+    assert now[large.name] == original["dt=2024-09-01/region=eu"][large.name]
+    assert len(now) == 2
+    for s in ("dt=2024-09-02/region=us", "dt=2024-08-01/region=eu", "dt=2024-09-02/region=apac"):
+        assert files.snapshot(dirs[s]) == original[s], s  # skipped or filtered out: untouched
+    assert partition_locations(spark, t) == locations
+    spark.sql(f"REFRESH TABLE {t}")
+    assert same_rows(spark.table(t), rows)
+    assert engine.one("compact", t, **opts)["changed"] is False  # idempotent
+
+    # a filter that does not fit the table refuses it, before anything is listed
+    bad = engine.one("analyze", t, where="payload = 'x'")
+    assert bad["status"] == "refused" and bad["code"] == "invalid_where"
+    assert "payload is not a partition column" in bad["reason"]
+    assert "unknown column country" in engine.one("compact", t, where="country = 'x'")["reason"]
+    spark.sql("DROP TABLE IF EXISTS lk.modes_flat")
+    spark.sql(f"CREATE EXTERNAL TABLE lk.modes_flat (id INT) STORED AS PARQUET LOCATION '{warehouse}/modes_flat'")
+    assert "is not partitioned" in engine.one("analyze", "lk.modes_flat", where="dt = '1'")["reason"]
+
+    res = engine.one("rollback", t)
+    assert res["status"] == "rolled_back"
+    assert {s: files.snapshot(d) for s, d in dirs.items()} == original
+    assert files.hidden(loc) == [] and backup_tables(spark, "modes") == []
