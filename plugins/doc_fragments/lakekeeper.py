@@ -192,6 +192,58 @@ options:
     type: dict
 """
 
+    # Compaction modes and the partition filter (lakekeeper_analyze and lakekeeper_compact).
+    COMPACTION = r"""
+options:
+  mode:
+    description:
+      - How the engine decides which partitions to compact and which of their files to rewrite (C(--mode)).
+      - V(ratio) is the reference rule - compact when the average file size is below O(block_size_mb) divided by
+        O(compaction_ratio_threshold).
+      - The other modes classify each file against the target file size T (O(target_file_size_mb), else the block
+        size) as Hive's Iceberg compaction does with Apache Amoro's evaluator - a B(fragment) is smaller than
+        T x O(fragment_ratio), an B(undersized) file is at least that and smaller than T x O(min_target_ratio).
+      - V(minor) rewrites only the fragments of a partition, when it has at least O(min_input_files) of them; its
+        other files are copied byte for byte into the staging directory so that the swap still brings in a
+        complete partition (every byte of the partition is written again, the large files without decoding).
+        Parquet and ORC only; text and Avro partitions with files to keep are skipped.
+      - V(major) rewrites every file of a partition whose undersized files add up to more than T, or whose two
+        smallest undersized files fit in one file of size T.
+      - V(smart) chooses per partition - major when its rule holds, else minor, else the partition is skipped.
+      - A partition that does not qualify is reported skipped, with the rule that declined it in its C(rule) and
+        C(reason).
+      - When not set, the config file's value or the engine's default (V(ratio)) applies.
+    type: str
+    choices: [ratio, minor, major, smart]
+  min_input_files:
+    description:
+      - Minor mode - the fewest fragment files that make a partition worth compacting (C(--min-input-files)).
+      - When not set, the config file's value or the engine's default (12) applies.
+    type: int
+  fragment_ratio:
+    description:
+      - A file smaller than the target file size times this ratio is a fragment (C(--fragment-ratio)).
+      - When not set, the config file's value or the engine's default (0.125, that is 1/8) applies.
+    type: float
+  min_target_ratio:
+    description:
+      - A file that is not a fragment and is smaller than the target file size times this ratio is undersized
+        (C(--min-target-ratio)).
+      - When not set, the config file's value or the engine's default (0.75) applies.
+    type: float
+  where:
+    description:
+      - Only the partitions this filter selects are analyzed or compacted (C(--where)), for example
+        V(dt >= '2024-09-01' AND region IN ('eu','us')).
+      - Comparisons (V(=), V(!=), V(<>), V(<), V(<=), V(>), V(>=)), V(IN) and V(NOT IN) lists, V(BETWEEN),
+        V(AND), V(OR), V(NOT), parentheses, string and number literals, on B(partition columns) only.
+      - The engine parses it with its own strict parser and evaluates it on each partition's values - it never
+        reaches SQL. Values are compared as numbers when both sides are numbers, else as strings.
+      - A table that is not partitioned, or that lacks a column of the filter, is refused (skipped in a
+        O(database) run); a syntax error fails the run before anything is read.
+    type: str
+"""
+
     ATTRIBUTES = r"""
 attributes:
   action:

@@ -55,7 +55,17 @@ ENGINE_OPTIONS = (
     ('backup_prefix', '--backup-prefix'),
     ('older_than', '--older-than'),
     ('log_level', '--log-level'),
+    # compaction modes and the partition filter (analyze and compact)
+    ('mode', '--mode'),
+    ('min_input_files', '--min-input-files'),
+    ('fragment_ratio', '--fragment-ratio'),
+    ('min_target_ratio', '--min-target-ratio'),
+    ('where', '--where'),
 )
+
+# Flags whose value is joined with '=' into one argument: a filter such as
+# "-1 < hour" must never be taken for another flag by the engine's parser.
+JOINED_FLAGS = ('--where',)
 
 # A Spark/Hadoop property or environment variable whose value must not be
 # echoed. ``keytab`` is a path, not a secret, and does not match.
@@ -191,7 +201,11 @@ def engine_args(command, selectors, options=None, config_file=None, dry_run=Fals
     argv = [command] + list(selectors)
     for name, flag in ENGINE_OPTIONS:
         value = options.get(name)
-        if value is not None:
+        if value is None:
+            continue
+        if flag in JOINED_FLAGS:
+            argv.append('%s=%s' % (flag, _text(value)))
+        else:
             argv += [flag, _text(value)]
     if options.get('sort_by') or options.get('dedupe'):
         if command != 'compact':

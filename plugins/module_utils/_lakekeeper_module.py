@@ -124,7 +124,20 @@ def argument_spec(command):
                               required_by={'delete_marker_value': 'delete_marker'})
     if command == 'rollback':
         spec['mode'] = dict(type='str', choices=['rollback', 'recover'], default='rollback')
+    if command in ('analyze', 'compact'):
+        spec.update(compaction_suboptions())
     return spec
+
+
+def compaction_suboptions():
+    """Compaction modes and the partition filter (analyze and compact)."""
+    return dict(
+        mode=dict(type='str', choices=['ratio', 'minor', 'major', 'smart']),
+        min_input_files=dict(type='int'),
+        fragment_ratio=dict(type='float'),
+        min_target_ratio=dict(type='float'),
+        where=dict(type='str'),
+    )
 
 
 def _abspath(path):
@@ -328,7 +341,8 @@ def run_module(kind):
         supports_check_mode=True,
     )
     params = module.params
-    command = params.get('mode') or kind
+    # rollback's mode is the engine command (rollback or recover); analyze's and compact's is the compaction mode
+    command = (params.get('mode') or kind) if kind == 'rollback' else kind
     dry_run = module.check_mode
 
     try:
@@ -391,6 +405,9 @@ def run_module(kind):
         sort_by=params.get('sort_by'),
         dedupe=params.get('dedupe'),
     )
+    if kind in ('analyze', 'compact'):
+        for key in compaction_suboptions():
+            options[key] = params[key]
     result_file = os.path.join(module.tmpdir, RESULT_FILE)
     state_dir = _abspath(params['state_dir'])
     cwd = None

@@ -19,6 +19,7 @@ author:
   - Lakekeeper for Ansible contributors (!UNKNOWN)
 extends_documentation_fragment:
   - lakekeeper.hive.lakekeeper
+  - lakekeeper.hive.lakekeeper.compaction
   - lakekeeper.hive.lakekeeper.spark
   - lakekeeper.hive.lakekeeper.attributes
 attributes:
@@ -74,6 +75,17 @@ EXAMPLES = r"""
     compaction_ratio_threshold: 5
     environment:
       KRB5CCNAME: /tmp/krb5cc_lakekeeper
+
+- name: What smart compaction would do to the September partitions of two regions
+  lakekeeper.hive.lakekeeper_analyze:
+    table: mydb.events
+    mode: smart
+    where: "dt >= '2024-09-01' AND region IN ('eu', 'us')"
+  register: september
+
+- name: The rule that chose or declined each partition
+  ansible.builtin.debug:
+    msg: "{{ september.tables[0].partitions | items2dict(key_name='spec', value_name='rule') }}"
 """
 
 RETURN = r"""
@@ -140,8 +152,22 @@ tables:
       description: The backup table kept for a rollback.
       type: str
       returned: when there is one
+    mode:
+      description: The compaction mode the engine applied (O(mode)).
+      type: str
+      returned: when the engine inspected the table
+      sample: smart
+    where:
+      description: The partition filter (O(where)); partitions it does not select are not in RV(tables[].partitions).
+      type: str
+      returned: when O(where) is set
     partitions:
-      description: Per-partition file counts, sizes and statuses; a non-partitioned table has one entry with C(spec) V("").
+      description:
+        - Per-partition file counts, sizes and statuses; a non-partitioned table has one entry with C(spec) V("").
+        - C(rule) is the rule that chose or declined the partition (V(ratio), V(minor), V(major), or V(smart)
+          when neither minor nor major applies); C(reason) says why.
+        - In minor mode C(files_rewritten) fragment files are rewritten and C(files_copied) copied unchanged;
+          C(rows_before) and C(rows_after) count the rows of the rewritten files.
       type: list
       elements: dict
       returned: when the engine inspected the table

@@ -69,6 +69,7 @@ options:
         type: raw
 extends_documentation_fragment:
   - lakekeeper.hive.lakekeeper
+  - lakekeeper.hive.lakekeeper.compaction
   - lakekeeper.hive.lakekeeper.spark
   - lakekeeper.hive.lakekeeper.attributes
 attributes:
@@ -154,6 +155,14 @@ EXAMPLES = r"""
       master: local[2]
     environment:
       SPARK_LOCAL_IP: 127.0.0.1
+
+- name: Merge only the fragment files of recent partitions, leaving the large files as they are
+  lakekeeper.hive.lakekeeper_compact:
+    table: mydb.events
+    mode: minor
+    min_input_files: 20
+    target_file_size_mb: 256
+    where: "dt BETWEEN '2024-09-01' AND '2024-09-30'"
 """
 
 RETURN = r"""
@@ -220,12 +229,25 @@ tables:
       description: The backup table kept for a rollback.
       type: str
       returned: when there is one
+    mode:
+      description: The compaction mode the engine applied (O(mode)).
+      type: str
+      returned: when the engine inspected the table
+      sample: smart
+    where:
+      description: The partition filter (O(where)); partitions it does not select are not in RV(tables[].partitions).
+      type: str
+      returned: when O(where) is set
     partitions:
       description:
         - Per-partition file counts, sizes and statuses; a non-partitioned table has one entry with C(spec) V("").
         - With O(dedupe), a compacted partition also reports C(keys_before) (distinct keys read),
           C(duplicates_dropped) (older versions) and C(deletes_dropped) (keys whose latest version is a delete);
           C(rows_before) = C(rows_after) + C(duplicates_dropped) + C(deletes_dropped).
+        - C(rule) is the rule that chose or declined the partition (V(ratio), V(minor), V(major), or V(smart)
+          when neither minor nor major applies); C(reason) says why.
+        - In minor mode C(files_rewritten) fragment files are rewritten and C(files_copied) copied unchanged;
+          C(rows_before) and C(rows_after) count the rows of the rewritten files.
       type: list
       elements: dict
       returned: when the engine inspected the table

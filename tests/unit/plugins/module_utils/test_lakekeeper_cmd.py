@@ -188,6 +188,23 @@ def test_sort_by_only_for_compact():
         lk.engine_args('analyze', ['--table', 'db.t'], dict(sort_by=['a']))
 
 
+def test_engine_args_compaction_modes_and_where():
+    argv = lk.engine_args(
+        'compact', ['--table', 'db.t'],
+        dict(target_file_size_mb=256, mode='smart', min_input_files=20, fragment_ratio=0.25, min_target_ratio=0.5,
+             where="dt >= '2024-09-01' AND region IN ('eu','us')"))
+    assert argv == [
+        'compact', '--table', 'db.t', '--target-file-size', '256', '--mode', 'smart', '--min-input-files', '20',
+        '--fragment-ratio', '0.25', '--min-target-ratio', '0.5', "--where=dt >= '2024-09-01' AND region IN ('eu','us')"]
+
+
+def test_engine_args_where_is_one_argument_even_when_it_looks_like_a_flag():
+    argv = lk.engine_args('analyze', ['--table', 'db.t'], dict(where='-1 --dry-run'))
+    assert argv == ['analyze', '--table', 'db.t', '--where=-1 --dry-run']
+    line = lk.join_cmd(argv)
+    assert line.endswith("'--where=-1 --dry-run'")
+
+
 def test_engine_args_unknown_command():
     with pytest.raises(lk.LakekeeperError):
         lk.engine_args('vacuum', ['--table', 'db.t'])

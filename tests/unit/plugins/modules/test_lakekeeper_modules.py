@@ -156,6 +156,32 @@ def test_compact_sort_by_and_dedupe_reach_the_engine(engine, tmp_path):
     assert res['failed'] is True and 'sort_by must be a column name' in res['msg']
 
 
+def test_compaction_mode_and_where_passed_to_the_engine(engine, tmp_path, monkeypatch):
+    echo = tmp_path / 'echo.json'
+    monkeypatch.setenv('STUB_ECHO', str(echo))
+    where = "dt >= '2024-09-01' AND region IN ('eu','us')"
+    for module, command in ((lakekeeper_compact, 'compact'), (lakekeeper_analyze, 'analyze')):
+        res = run(module, dict(table='db.t', mode='smart', min_input_files=20, fragment_ratio=0.25,
+                               min_target_ratio=0.5, where=where, spark_submit=dict(script_path=engine)), tmp_path)
+        assert res['failed'] is False and res['command'] == command  # mode is the compaction mode here
+        argv = json.loads(echo.read_text())['argv']
+        assert argv[:3] == [command, '--table', 'db.t']
+        i = argv.index('--mode')
+        assert argv[i:i + 8] == ['--mode', 'smart', '--min-input-files', '20', '--fragment-ratio', '0.25',
+                                 '--min-target-ratio', '0.5']
+        assert argv[i + 8] == '--where=' + where
+
+
+@pytest.mark.parametrize('module,args', [
+    (lakekeeper_compact, dict(mode='mega')),
+    (lakekeeper_rollback, dict(where="dt = '1'")),
+    (lakekeeper_cleanup, dict(mode='smart')),
+])
+def test_compaction_options_only_where_they_apply(engine, tmp_path, module, args):
+    res = run(module, dict(table='db.t', spark_submit=dict(script_path=engine), **args), tmp_path)
+    assert res['failed'] is True
+
+
 def test_check_mode_runs_dry_and_reports_would_change(engine, tmp_path):
     res = run(lakekeeper_compact, dict(table='db.events', spark_submit=dict(script_path=engine)), tmp_path,
               check_mode=True, diff=True)
