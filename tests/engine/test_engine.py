@@ -481,6 +481,34 @@ def test_modes_and_where_smart_compaction(spark, engine, files, warehouse):
     spark.sql(f"CREATE EXTERNAL TABLE lk.modes_flat (id INT) STORED AS PARQUET LOCATION '{warehouse}/modes_flat'")
     assert "is not partitioned" in engine.one("analyze", "lk.modes_flat", where="dt = '1'")["reason"]
 
+    # the copy check of minor mode catches a copy that differs in one byte only
+    import hashlib
+
+    from lakekeeper_spark.errors import LakekeeperError
+    from lakekeeper_spark.model import Decision, Unit
+    from lakekeeper_spark.planner import file_stats
+    from lakekeeper_spark.verify import verify_copies
+
+    src, stg = f"{warehouse}/copycheck/src", f"{warehouse}/copycheck/stg"
+    files.mkdir(stg)
+    data = bytes(range(256)) * 400
+    files.write_bytes(f"{src}/big.parquet", data)
+    copied = files.fs.copy_file(f"{src}/big.parquet", f"{stg}/big.parquet")
+    assert copied == {"length": len(data), "md5": hashlib.md5(data).hexdigest()}
+    assert files.read_bytes(f"{stg}/big.parquet") == data
+    with pytest.raises(Exception):
+        files.fs.copy_file(f"{src}/big.parquet", f"{stg}/big.parquet")  # never over an existing file
+    lst = files.fs.list_dir(src)
+    unit = Unit("", None, src, lst, file_stats(lst), Decision("compact", "", 1, "minor", ()), stg, "")
+    verify_copies(files.fs, unit, {"big.parquet": copied})
+    files.write_bytes(f"{stg}/big.parquet", data[:-1] + b"\x00")
+    with pytest.raises(LakekeeperError, match="differs from the original"):
+        verify_copies(files.fs, unit, {"big.parquet": copied})
+    files.write_bytes(f"{stg}/big.parquet", data[:-1])
+    with pytest.raises(LakekeeperError, match="bytes in the staging"):
+        verify_copies(files.fs, unit, {"big.parquet": copied})
+    files.rmtree(f"{warehouse}/copycheck")
+
     res = engine.one("rollback", t)
     assert res["status"] == "rolled_back"
     assert {s: files.snapshot(d) for s, d in dirs.items()} == original
