@@ -419,8 +419,12 @@ def test_modes_and_where_smart_compaction(spark, engine, files, warehouse):
     insert("2024-09-01", "us", 450, 3)    # 3 undersized files, two fit in one target: major
     insert("2024-09-02", "us", 3000, 2)   # 2 segments ...
     insert("2024-09-02", "us", 24, 2)     # ... and 2 fragments: neither rule
-    insert("2024-08-01", "eu", 144, 12)   # outside the filter (dt)
-    insert("2024-09-02", "apac", 144, 12)  # outside the filter (region)
+    for dt, region in (("2024-08-01", "eu"), ("2024-09-02", "apac")):  # outside the filter (dt, region)
+        src, dst = f"{loc}/dt=2024-09-01/region=eu", f"{loc}/dt={dt}/region={region}"
+        files.mkdir(dst)  # 12 fragments each, copied from the minor partition (no Spark job)
+        for f in sorted(files.fs.list_dir(src).files, key=lambda f: f.size)[:12]:
+            files.fs.duplicate_file(f"{src}/{f.name}", f"{dst}/{f.name}")
+        spark.sql(f"ALTER TABLE {t} ADD PARTITION (dt='{dt}', region='{region}') LOCATION '{dst}'")
     where = "dt >= '2024-09-01' AND region IN ('eu','us')"
     opts = dict(mode="smart", where=where, target_file_size_mb=1 / 16)
     dirs = {s: f"{loc}/{s}" for s in ("dt=2024-09-01/region=eu", "dt=2024-09-01/region=us",
@@ -435,6 +439,10 @@ def test_modes_and_where_smart_compaction(spark, engine, files, warehouse):
     original = {s: files.snapshot(d) for s, d in dirs.items()}
     rows = frozen(spark, t)
     locations = partition_locations(spark, t)
+    unfiltered = engine.one("analyze", t, mode="smart", target_file_size_mb=1 / 16)
+    assert {p["spec"]: p["rule"] for p in unfiltered["partitions"] if p["decision"] == "compact"} == {
+        "dt=2024-08-01/region=eu": "minor", "dt=2024-09-01/region=eu": "minor",
+        "dt=2024-09-01/region=us": "major", "dt=2024-09-02/region=apac": "minor"}
 
     res = engine.one("analyze", t, **opts)
     by = {p["spec"]: p for p in res["partitions"]}
