@@ -33,6 +33,52 @@ _NOT_CLONED = {
 }
 
 
+_PART_SEP = "\u0000\u0001lk\u0001\u0000"
+
+
+def parse_partition_text(text: str, cols: list[str]) -> tuple[dict[str, str], str] | None:
+    """Spec and location from ``CatalogTablePartition.toString``::
+
+        CatalogPartition(
+        \tPartition Values: [a=1, b=x]
+        \tLocation: hdfs://nn/t/a=1/b=x
+        ...
+
+    None when the text is not exactly that shape or a value could be read
+    two ways (it contains ``, <column>=``): the caller then asks the JVM
+    for the fields."""
+    head = "CatalogPartition(\n\tPartition Values: ["
+    if not text.startswith(head) or not cols:
+        return None
+    end = text.find("]\n\t", len(head))
+    if end < 0:
+        return None
+    values = text[len(head):end]
+    rest = text[end + 3:]
+    if not rest.startswith("Location: ") or text.count("]\n\tLocation: ") != 1:
+        return None
+    location = rest[len("Location: "):].split("\n", 1)[0]
+    if not location:
+        return None
+    # Boundaries: the start and every ", <column>=" (columns in any order).
+    starts = []
+    for c in cols:
+        if values.startswith(c + "="):
+            starts.append((0, c))
+        pos = values.find(", " + c + "=")
+        while pos >= 0:
+            starts.append((pos + 2, c))
+            pos = values.find(", " + c + "=", pos + 1)
+    starts.sort()
+    if len(starts) != len(cols) or sorted(c for _p, c in starts) != sorted(cols) or starts[0][0] != 0:
+        return None
+    spec = {}
+    for k, (pos, c) in enumerate(starts):
+        stop = starts[k + 1][0] - 2 if k + 1 < len(starts) else len(values)
+        spec[c] = values[pos + len(c) + 1:stop]
+    return {c: spec[c] for c in cols}, location
+
+
 def _spark_type(field: dict[str, Any]) -> str:
     from pyspark.sql.types import _parse_datatype_json_value
 
@@ -113,21 +159,30 @@ class Catalog:
         return info
 
     def list_partitions(self, info: TableInfo) -> list[PartitionInfo]:
+        """Every partition's spec and location. One Metastore call and one
+        gateway round trip for all of them: the JVM renders the partition
+        list as text (``Seq.mkString``), parsed here; a partition whose
+        values make that text ambiguous is read field by field instead."""
         cat = self._session_catalog()
-        parts = self._conv.asJava(cat.listPartitions(self._ident(info.db, info.name), self._jvm.scala.Option.empty()))
+        seq = cat.listPartitions(self._ident(info.db, info.name), self._jvm.scala.Option.empty())
         cols = [c for c, _type in info.partition_columns]
+        chunks = str(seq.mkString(_PART_SEP)).split(_PART_SEP) if int(seq.size()) else []
+        parts: Any = None
         out = []
-        for p in parts:
-            spec = self._map(p.spec())
-            loc = self._opt(p.storage().locationUri())
-            out.append(
-                PartitionInfo(
-                    spec={c: spec[c] for c in cols},
-                    location=str(loc.toString()) if loc is not None else "",
-                )
-            )
+        for i, chunk in enumerate(chunks):
+            parsed = parse_partition_text(chunk, cols)
+            if parsed is None:  # slow path for this one: ~6 gateway calls
+                if parts is None:
+                    parts = self._conv.asJava(seq)
+                parsed = self._partition_fields(parts.get(i), cols)
+            out.append(PartitionInfo(spec=parsed[0], location=parsed[1]))
         out.sort(key=lambda p: p.spec_str)
         return out
+
+    def _partition_fields(self, p: Any, cols: list[str]) -> tuple[dict[str, str], str]:
+        spec = self._map(p.spec())
+        loc = self._opt(p.storage().locationUri())
+        return {c: spec[c] for c in cols}, str(loc.toString()) if loc is not None else ""
 
     def partition_clause(self, spec: dict[str, str]) -> str:
         return "PARTITION (" + ", ".join(f"{quote_ident(k)}={sql_string_literal(v)}" for k, v in spec.items()) + ")"

@@ -45,7 +45,7 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--quiet-period", dest="quiet_period",
                         help="compact: skip partitions with a file younger than this (30s, 10m, 1h)")
     common.add_argument("--parallelism", type=int, dest="parallelism",
-                        help="partitions compacted at the same time (default 4)")
+                        help="units (partitions, tables) compacted at the same time in the application (default 4)")
     common.add_argument("--sort-by", dest="sort_by", metavar="COL[,COL]",
                         help="compact: sort the rows inside each written file by these data columns")
     common.add_argument("--dedupe-keys", dest="dedupe_keys", metavar="COL[,COL]",
@@ -174,7 +174,17 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None)
 
     if parking_enabled():
         return _run_parking(ctx, tables, run_one)
-    return [run_one(name) for name in tables]
+    workers = max(1, min(ctx.settings.parallelism, len(tables)))
+    if workers == 1:
+        return [run_one(name) for name in tables]
+    # Tables of one run share the application: up to `parallelism` of them
+    # are worked on at once, and their units draw from the same budget of
+    # `parallelism` concurrent Spark jobs (commands.compact._run_units), so
+    # a table with few units does not leave executors idle.
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lakekeeper-table") as pool:
+        return list(pool.map(run_one, tables))
 
 
 def _recover_after_error(ctx: Any, command: str, name: str, res: dict[str, Any]) -> None:
@@ -213,6 +223,9 @@ def _run_parking(ctx: Any, tables: list[str], run_one: Callable[[str], dict[str,
 
     if getattr(ctx.settings, "parallelism", 1) != 1:  # units one at a time: deterministic parking
         ctx.settings = dataclasses.replace(ctx.settings, parallelism=1)
+    slots = ctx.job_slots()  # one unit job per active table: a parked table keeps its slot
+    for i in range(1, PARKING_TABLES):
+        slots.put(i)
     boxes: dict[str, dict[str, Any]] = {}
     done: dict[str, threading.Event] = {}
     pending, active, parked = list(tables), [], []

@@ -131,6 +131,58 @@ def spark_codec_name(fmt: str, codec: str | None) -> str | None:
     return c
 
 
+def payload_fraction(spark: Any, fmt: str, files: list[tuple[str, int]], sample: int = 8) -> float:
+    """Share of the bytes of existing files that is row data proper, from the
+    footers of up to ``sample`` files spread over the list: Parquet column
+    chunks, ORC stripe data, without footers, page and stripe indexes (a
+    merged file carries those once). The bytes the same rows need once
+    merged, per input byte, to size the output files; 1.0 when it cannot
+    tell. Dictionaries are counted in full: whether a merged column keeps
+    its dictionary (shrinks) or falls back to plain values (does not)
+    cannot be told from the footers."""
+    if not files or fmt not in ("parquet", "orc"):
+        return 1.0
+    step = max(1, len(files) // sample)
+    picked = files[::step][:sample]
+    jvm = spark._jvm
+    conf = spark._jsc.hadoopConfiguration()
+    total = payload = 0
+    try:
+        for uri, size in picked:
+            path = _jpath(spark, uri)
+            total += size
+            if fmt == "parquet":
+                reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(
+                    jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(path, conf))
+                try:
+                    payload += _parquet_payload(reader)
+                finally:
+                    reader.close()
+            else:
+                orc = jvm.org.apache.orc.OrcFile
+                reader = orc.createReader(path, orc.readerOptions(conf))
+                try:
+                    stripes = reader.getStripes()
+                    payload += sum(int(stripes.get(i).getDataLength()) for i in range(stripes.size()))
+                finally:
+                    reader.close()
+    except Exception as exc:  # noqa: BLE001 - an estimate only: fall back to the raw sizes
+        log.debug("payload estimate failed: %s", exc)
+        return 1.0
+    return payload / total if total else 1.0
+
+
+def _parquet_payload(reader: Any) -> int:
+    blocks = reader.getFooter().getBlocks()
+    payload = 0
+    for i in range(blocks.size()):
+        cols = blocks.get(i).getColumns()
+        for j in range(cols.size()):
+            col = cols.get(j)
+            payload += int(col.getTotalSize())
+    return payload
+
+
 def footer_rows(spark: Any, fmt: str, uris: list[str]) -> int:
     """Row count from file metadata only (Parquet footers, ORC stripes)."""
     if fmt == "parquet":

@@ -48,6 +48,25 @@ def parse_status_dump(text: str) -> list[tuple[str, bool, int, int]] | None:
     return out
 
 
+_PLAIN = re.compile(r"^(?P<scheme>[a-z][a-z0-9+.-]*):(?://(?P<auth>[A-Za-z0-9.:_-]*))?(?P<path>(?:/[A-Za-z0-9_=+,.~@-]+)+)$")
+
+
+def _plain_uri(uri: str) -> tuple[str, str] | None:
+    """(filesystem key, the URI as Hadoop qualifies it) for a fully qualified
+    URI made only of unremarkable characters and segments, else None."""
+    m = _PLAIN.match(uri)
+    if not m or any(seg in (".", "..") for seg in m.group("path").split("/")):
+        return None
+    scheme, auth, path = m.group("scheme"), m.group("auth") or "", m.group("path")
+    if scheme == "file":
+        if auth:
+            return None
+        return "file://", "file:" + path
+    if not auth:
+        return None
+    return f"{scheme}://{auth}", f"{scheme}://{auth}{path}"
+
+
 class HadoopFS:
     """Thin wrapper: URIs in, plain Python values out."""
 
@@ -58,15 +77,19 @@ class HadoopFS:
         self._jvm = spark._jvm
         self._conf = spark._jsc.hadoopConfiguration()
         self._fs_cache: dict[str, Any] = {}
+        self._identity: set[str] = set()  # filesystems whose plain URIs qualify to themselves
 
     # ------------------------------------------------------------ basics
     def path(self, uri: str) -> Any:
         return self._jvm.org.apache.hadoop.fs.Path(uri)
 
     def fs(self, uri: str) -> Any:
+        plain = _plain_uri(uri)
+        if plain is not None and plain[0] in self._fs_cache:
+            return self._fs_cache[plain[0]]
         p = self.path(uri)
         u = p.toUri()
-        key = f"{u.getScheme()}://{u.getAuthority()}"
+        key = f"{u.getScheme()}://{u.getAuthority() or ''}"
         if key not in self._fs_cache:
             self._fs_cache[key] = p.getFileSystem(self._conf)
         return self._fs_cache[key]
@@ -75,7 +98,13 @@ class HadoopFS:
         return str(self.fs(uri).getScheme())
 
     def qualify(self, uri: str) -> str:
-        return str(self.fs(uri).makeQualified(self.path(uri)).toString())
+        plain = _plain_uri(uri)
+        if plain is not None and plain[0] in self._identity:  # no gateway call for the common case
+            return plain[1]
+        q = str(self.fs(uri).makeQualified(self.path(uri)).toString())
+        if plain is not None and q == plain[1]:
+            self._identity.add(plain[0])  # Hadoop spells this filesystem's plain URIs as we do
+        return q
 
     def exists(self, uri: str) -> bool:
         return bool(self.fs(uri).exists(self.path(uri)))
@@ -108,8 +137,13 @@ class HadoopFS:
         out: dict[str, Listing] = {}
         by_fs: dict[str, list[str]] = {}
         for u in uris:  # one batch never mixes filesystems
-            uri = self.path(u).toUri()
-            by_fs.setdefault(f"{uri.getScheme()}://{uri.getAuthority()}", []).append(u)
+            plain = _plain_uri(u)
+            if plain is not None:
+                key = plain[0]
+            else:
+                uri = self.path(u).toUri()
+                key = f"{uri.getScheme()}://{uri.getAuthority() or ''}"
+            by_fs.setdefault(key, []).append(u)
         for group in by_fs.values():
             for i in range(0, len(group), self.BATCH):
                 batch = group[i : i + self.BATCH]
@@ -133,6 +167,9 @@ class HadoopFS:
             uris = [u for u in uris if listings[u].exists]
             if not uris:
                 return listings
+        local = self._list_local(qualified)
+        if local is not None:
+            return {u: local[q] for q, u in qualified.items()}
         gw = self._spark.sparkContext._gateway
         arr = gw.new_array(self._jvm.org.apache.hadoop.fs.Path, len(uris))
         for i, u in enumerate(uris):
@@ -163,6 +200,31 @@ class HadoopFS:
             else:
                 listings[u].files.append(FileEntry(name=name, size=length, mtime=mtime))
         return listings
+
+    @staticmethod
+    def _list_local(qualified: dict[str, str]) -> dict[str, Listing] | None:
+        """file:// directories listed by the operating system (what Hadoop's
+        local filesystem does underneath, without a gateway call per file
+        entry); None when a directory is not a plain local one."""
+        import os
+
+        out = {}
+        for q in qualified:
+            if not q.startswith("file:/") or _plain_uri(q) is None or not os.path.isdir(q[5:]):
+                return None
+            listing = Listing(path=qualified[q])
+            with os.scandir(q[5:]) as it:
+                for entry in it:
+                    if is_hidden(entry.name):
+                        continue
+                    st = entry.stat(follow_symlinks=True)
+                    if entry.is_dir(follow_symlinks=True):
+                        listing.subdirs.append(entry.name)
+                    else:
+                        listing.files.append(FileEntry(name=entry.name, size=st.st_size,
+                                                       mtime=int(st.st_mtime_ns // 1_000_000)))
+            out[q] = listing
+        return out
 
     def list_names(self, uri: str) -> list[tuple[str, bool]]:
         """All entries (hidden included) of a directory: (name, is_dir)."""

@@ -52,6 +52,59 @@ def target_file_count(total_bytes: int, target_bytes: int) -> int:
     return max(1, math.ceil(total_bytes / target_bytes))
 
 
+def pack_splits(sizes: list[int], split_bytes: int, open_cost: int = 1) -> list[int]:
+    """Bytes of each read split Spark makes of these files with
+    ``maxPartitionBytes = split_bytes`` (``FilePartition.getFilePartitions``:
+    files cut into chunks of at most ``split_bytes``, largest first, a split
+    closed when the next chunk would overflow it)."""
+    chunks = []
+    for size in sizes:
+        off = 0
+        while off < size:
+            chunks.append(min(split_bytes, size - off))
+            off += split_bytes
+    chunks.sort(reverse=True)
+    splits: list[int] = []
+    current = data = 0
+    for c in chunks:
+        if current + c > split_bytes and data:
+            splits.append(data)
+            current = data = 0
+        current += c + open_cost
+        data += c
+    if data:
+        splits.append(data)
+    return splits
+
+
+def output_split(sizes: list[int], target_bytes: int, shrink: float = 1.0) -> tuple[int, int]:
+    """How to pack a unit's files into read splits so that each split (one
+    read task, one output file) writes about ``target_bytes``.
+
+    ``shrink`` is the expected output bytes per input byte (estimated from
+    the input files' own footers: merged rows no longer carry per-file
+    footers and indexes). Returns (output files, split bytes): the nearest
+    file count ``n``, so that every file lands within +-25% of the target
+    once there are two or more, and the smallest split size with which
+    Spark's packing makes no more than ``n`` splits, so the files are even
+    (no small remainder file).
+    """
+    sizes = [s for s in sizes if s > 0]
+    if not sizes or target_bytes <= 0:
+        return 0, max(1, target_bytes)
+    total = sum(sizes)
+    shrink = min(1.0, max(0.05, shrink))
+    n = max(1, min(len(sizes), int(total * shrink / target_bytes + 0.5)))
+    lo, hi = max(1, math.ceil(total / n)), total + len(sizes) + 1
+    while lo < hi:  # the packing's split count falls (almost) monotonically with the split size
+        mid = (lo + hi) // 2
+        if len(pack_splits(sizes, mid)) <= n:
+            hi = mid
+        else:
+            lo = mid + 1
+    return n, lo
+
+
 def decide(stats: FileStats, settings: Settings, listing: Listing | None = None,
            fmt: str | None = None) -> Decision:
     """Whether and how to compact one unit, by ``settings.mode``:

@@ -521,3 +521,37 @@ def test_modes_and_where_smart_compaction(spark, engine, files, warehouse):
     assert res["status"] == "rolled_back"
     assert {s: files.snapshot(d) for s, d in dirs.items()} == original
     assert files.hidden(loc) == [] and backup_tables(spark, "modes") == []
+
+def test_output_file_sizes_and_bulk_partition_listing(spark, engine, files, warehouse):
+    """Compacted files land within +-25% of the target size (split sizes
+    follow the input's payload share, not its raw bytes), and the bulk
+    partition listing returns exactly what the per-partition calls return,
+    also for values the bulk text cannot carry unambiguously."""
+    from lakekeeper_spark.catalog import Catalog
+
+    loc = make_table(spark, warehouse, "sized", rows=600_000, files=150)
+    before = sum(f.size for f in files.fs.list_dir(loc).files)
+    res = engine.one("compact", "lk.sized", target_file_size_mb=1)
+    assert res["status"] == "compacted", res
+    sizes = [f.size for f in files.fs.list_dir(loc).files]
+    target = 1024 * 1024
+    assert len(sizes) >= 3, (before, sizes)
+    assert all(0.75 * target <= s <= 1.25 * target for s in sizes), (before, sizes)
+    assert res["partitions"][0]["rows_after"] == 600_000
+
+    cat = Catalog(spark)
+    spark.sql("DROP TABLE IF EXISTS lk.many_parts")
+    spark.sql(f"CREATE EXTERNAL TABLE lk.many_parts (id BIGINT) PARTITIONED BY (a STRING, b STRING) "
+              f"STORED AS PARQUET LOCATION '{warehouse}/many_parts'")
+    odd = ["x, b=y", "with space", "ü/ß", "b=1", "]"]
+    specs = [{"a": f"{i:03d}", "b": odd[i % len(odd)] if i % 37 == 0 else str(i % 7)} for i in range(300)]
+    cat.add_partitions("lk", "many_parts", [(s, f"{warehouse}/elsewhere/p{i}") for i, s in enumerate(specs)])
+    info = cat.get_table("lk", "many_parts")
+    bulk = cat.list_partitions(info)
+    jparts = cat._conv.asJava(cat._session_catalog().listPartitions(cat._ident("lk", "many_parts"),
+                                                                    spark._jvm.scala.Option.empty()))
+    slow = sorted((cat._partition_fields(p, ["a", "b"]) for p in jparts), key=lambda t: (t[0]["a"], t[0]["b"]))
+    assert len(bulk) == 300
+    assert sorted(((p.spec, p.location) for p in bulk), key=lambda t: (t[0]["a"], t[0]["b"])) == slow
+    assert {p.spec["b"] for p in bulk} >= {"x, b=y", "with space", "ü/ß"}
+    assert all(p.location.endswith(f"/elsewhere/p{int(p.spec['a'])}") for p in bulk)

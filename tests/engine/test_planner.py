@@ -598,3 +598,61 @@ def test_where_columns_checked_against_the_table():
         pf.select_partitions("regoin = 'eu'", "db.t", ["dt", "region"], ["id"], [{"dt": "1", "region": "eu"}])
     assert pf.select_partitions(None, "db.t", [], [], [{}, {}]) == [True, True]
     assert pf.select_partitions("DT = '1'", "db.t", ["dt"], [], [{"dt": "1"}, {"dt": "2"}]) == [True, False]
+
+def test_output_split_sizes_files_evenly():
+    # 2000 files of 83 KB, target 32 MB, merged rows 18% smaller: 4 even splits
+    sizes = [83_000] * 2000
+    n, split = planner.output_split(sizes, 32 * MB, 0.82)
+    assert n == round(2000 * 83_000 * 0.82 / (32 * MB)) == 4
+    assert planner.pack_splits(sizes, split) == [500 * 83_000] * 4
+    # uneven sizes: n splits, none far from an even share
+    import random
+
+    rnd = random.Random(7)
+    sizes = [rnd.randint(20_000, 200_000) for _ in range(150)]
+    n, split = planner.output_split(sizes, MB)
+    parts = planner.pack_splits(sizes, split)
+    assert len(parts) == n == round(sum(sizes) / MB)
+    assert max(parts) - min(parts) <= 2 * max(sizes)
+    # nearest count: 1.4 targets of data -> one file, 1.6 -> two
+    assert planner.output_split([MB // 10] * 14, MB)[0] == 1
+    assert planner.output_split([MB // 10] * 16, MB)[0] == 2
+    # never more files than inputs, never zero for data
+    n, split = planner.output_split([10 * MB, 10 * MB], MB)
+    assert n == 2 and planner.pack_splits([10 * MB, 10 * MB], split) == [10 * MB, 10 * MB]
+    assert planner.output_split([10], MB)[0] == 1
+    assert planner.output_split([], MB)[0] == 0
+    # shrink is bounded: a broken estimate cannot explode the count
+    assert planner.output_split([MB] * 10, MB, 7.0)[0] == 10
+
+
+def test_pack_splits_follows_spark():
+    # largest first, next fit, big files cut into chunks of the split size
+    assert planner.pack_splits([5, 3, 3, 2], 6, open_cost=0) == [5, 3 + 3, 2]
+    assert planner.pack_splits([13], 5, open_cost=0) == [5, 5, 3]
+    assert planner.pack_splits([3, 3], 6, open_cost=1) == [3, 3]
+
+
+def test_parse_partition_text():
+    from lakekeeper_spark.catalog import parse_partition_text
+
+    text = ("CatalogPartition(\n\tPartition Values: [b=x, a=1]\n\tLocation: hdfs://nn/t/a=1/b=x\n"
+            "\tSerde Library: org.x\n\tPartition Parameters: {k=v}\n)")
+    assert parse_partition_text(text, ["a", "b"]) == ({"a": "1", "b": "x"}, "hdfs://nn/t/a=1/b=x")
+    assert parse_partition_text(text.replace("b=x", "b=x, y"), ["a", "b"])[0] == {"a": "1", "b": "x, y"}
+    # a value that reads two ways, a missing location, another shape: the caller asks the JVM
+    assert parse_partition_text(text.replace("b=x", "b=x, a=2"), ["a", "b"]) is None
+    assert parse_partition_text(text.replace("\tLocation: hdfs://nn/t/a=1/b=x\n", ""), ["a", "b"]) is None
+    assert parse_partition_text("CatalogPartition(other)", ["a"]) is None
+    assert parse_partition_text(text, ["a", "c"]) is None
+
+
+def test_plain_uri_is_qualified_without_the_gateway_only_when_unambiguous():
+    from lakekeeper_spark.fs import _plain_uri
+
+    assert _plain_uri("file:///w/t/dt=2024-01-01") == ("file://", "file:/w/t/dt=2024-01-01")
+    assert _plain_uri("file:/w/t") == ("file://", "file:/w/t")
+    assert _plain_uri("hdfs://nn:8020/w/t/a=1") == ("hdfs://nn:8020", "hdfs://nn:8020/w/t/a=1")
+    for odd in ("hdfs:///w/t", "/w/t", "file:/w/a b", "file:/w/../t", "file:/w/t/", "hdfs://nn/a//b",
+                "hdfs://nn/w/x%2Fy", "file://host/w"):
+        assert _plain_uri(odd) is None, odd

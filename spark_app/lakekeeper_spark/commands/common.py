@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import queue
+import threading
 from typing import Any
 
 from ..catalog import Catalog
@@ -24,6 +26,18 @@ class Context:
     catalog: Catalog
     settings: Settings
     run_id: str
+    _slots: Any = dataclasses.field(default=None, repr=False)
+    _slots_lock: Any = dataclasses.field(default_factory=threading.Lock, repr=False)
+
+    def job_slots(self) -> "queue.Queue[int]":
+        """The run's budget of concurrent unit jobs: ``parallelism`` slot
+        numbers, shared by every table of the run."""
+        with self._slots_lock:
+            if self._slots is None:
+                self._slots = queue.Queue()
+                for i in range(max(1, self.settings.parallelism)):
+                    self._slots.put(i)
+            return self._slots
 
 
 def check_eligible(info: TableInfo) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 from ..backup import create_backup, repoint
 from ..columns import RewriteColumns, resolve_columns
 from ..errors import LakekeeperError, Refused, UsageError
-from ..formats import detect_codec
+from ..formats import detect_codec, payload_fraction
 from ..fs import _java_message
 from ..journal import Journal
 from ..model import Decision, TableInfo, TablePlan, Unit
@@ -70,7 +70,11 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
             raise Refused("unsafe_path", f"{exc}; nothing was written") from exc
     first = todo[0]  # before anything is written: a file that is not in the table's format fails here
     codec = detect_codec(ctx.spark, info.format or "", f"{first.location}/{first.listing.files[0].name}")
-    log.info("%s: %s files, codec %s", full_name, info.format, codec.get("codec"))
+    if info.format in ("parquet", "orc"):  # a few footers: how much smaller merged rows get
+        sample = [(f"{u.location}/{f.name}", f.size) for u in todo for f in u.rewrite_files]
+        codec["payload_fraction"] = payload_fraction(ctx.spark, info.format, sample)
+    log.info("%s: %s files, codec %s, payload %.2f", full_name, info.format, codec.get("codec"),
+             codec.get("payload_fraction", 1.0))
     journal = Journal(ctx.fs, p.journal_dir, ctx.run_id)
     journal.start(_journal_doc(info, p, todo))
     journal.table_step("creating_backup")
@@ -114,18 +118,26 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
 
 def _run_units(ctx: Context, jobs: list[Any]) -> list[dict[str, Any]]:
     """Run units on a bounded pool of threads: each submits its own Spark
-    jobs (in the FAIR pool ``lakekeeper``), so many small partitions keep the
-    executors busy. Results keep the plan's order."""
-    workers = max(1, min(ctx.settings.parallelism, len(jobs)))
-    if workers == 1:
-        return [job() for job in jobs]
-    from concurrent.futures import ThreadPoolExecutor
-
+    jobs, so many small partitions keep the executors busy. At most
+    ``parallelism`` units run at once in the whole application (tables run
+    concurrently share the budget); each running unit has its own FAIR pool
+    (``lakekeeper-<slot>``), so the scheduler shares the cores between them
+    instead of serving one job's tasks first. Results keep the plan's order."""
+    slots = ctx.job_slots()
     sc = ctx.spark.sparkContext
 
     def run(job: Any) -> dict[str, Any]:
-        sc.setLocalProperty("spark.scheduler.pool", "lakekeeper")
-        return job()
+        slot = slots.get()
+        try:
+            sc.setLocalProperty("spark.scheduler.pool", f"lakekeeper-{slot}")
+            return job()
+        finally:
+            slots.put(slot)
+
+    workers = max(1, min(ctx.settings.parallelism, len(jobs)))
+    if workers == 1:
+        return [run(job) for job in jobs]
+    from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lakekeeper-unit") as pool:
         return list(pool.map(run, jobs))

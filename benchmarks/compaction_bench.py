@@ -1,0 +1,386 @@
+#!/usr/bin/env python3
+"""Compaction benchmark: the floor, our engine and lakekeeper 0.0.6 on the same tables.
+
+    .venv/bin/python benchmarks/compaction_bench.py [--runs 3] [--block-size 64] [--scale 10000]
+
+One run of this script:
+
+1. generates, once (kept under ``--work``), the pristine data: ``flat`` (a
+   non-partitioned Parquet table of 2,000 files, 4 M rows), ``parted`` (50
+   partitions: 30 of 40 small files, 20 healthy single-file ones) and
+   ``orc`` (1,000 ORC files, 2 M rows);
+2. installs lakekeeper 0.0.6 from PyPI into its own virtualenv
+   (``~/.cache/lakekeeper-bench/venv``, with the same pyspark as ours);
+3. for each run and table, restores the table's files (hard links to the
+   pristine copy) and times, each as its own process from start to exit:
+   ``floor`` (a bare Spark copy of the data to compact: read once, write
+   once, Spark defaults), ``ours`` (``run_lakekeeper.py compact --table``)
+   and ``lakekeeper`` (``lakekeeper compact --table``, its README's
+   scenario 1: a local SparkSession; the Spark settings come from a
+   ``spark-defaults.conf`` in ``SPARK_CONF_DIR`` naming the same embedded
+   Derby Metastore and warehouse as ours); plus ``all``: every table in one
+   application (``--tables``) for both tools;
+4. counts each contender's data scans from its Spark event log (records
+   read by all tasks / rows of the data to compact) and its output files;
+5. prints the medians, the ratios ours / floor and lakekeeper / ours, and
+   the load average; ``--scale N`` also times ``analyze`` of a table with N
+   partitions (created once, 500 partitions per ALTER TABLE).
+
+Everything runs with ``--master local[2]`` and ``SPARK_LOCAL_IP=127.0.0.1``,
+one Spark process at a time. Raw results go to ``<work>/results.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+PY = sys.executable
+LK_VERSION = "0.0.6"
+
+TABLES = {  # name -> format, codec, partitioned, rows to compact (filled from the generator)
+    "flat": {"format": "parquet", "codec": "snappy"},
+    "parted": {"format": "parquet", "codec": "snappy"},
+    "orc": {"format": "orc", "codec": "zlib"},
+}
+
+
+def sh(cmd: list[str], env: dict[str, str] | None = None, cwd: str | None = None,
+       log: str | None = None) -> tuple[float, int, str]:
+    """Run a process; (wall seconds, exit code, stdout). Stderr to ``log``."""
+    t0 = time.time()
+    with open(log or os.devnull, "w", encoding="utf-8") as err:
+        p = subprocess.run(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=err, text=True, check=False)
+    return time.time() - t0, p.returncode, p.stdout
+
+
+def base_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["SPARK_LOCAL_IP"] = "127.0.0.1"
+    env.pop("SPARK_CONF_DIR", None)
+    env.pop("PYSPARK_SUBMIT_ARGS", None)
+    return env
+
+
+# ---------------------------------------------------------------- setup
+
+
+def ensure_data(work: str, regenerate: bool) -> dict:
+    pristine = os.path.join(work, "pristine")
+    meta = os.path.join(pristine, "meta.json")
+    if regenerate and os.path.isdir(pristine):
+        shutil.rmtree(pristine)
+    if not os.path.exists(meta):
+        os.makedirs(pristine, exist_ok=True)
+        print("generating the tables (once) ...", flush=True)
+        secs, rc, out = sh([PY, os.path.join(HERE, "bench_apps.py"), "generate", "--out", pristine,
+                            "--conf", "spark.ui.showConsoleProgress=false"],
+                           env=base_env(), log=os.path.join(work, "generate.log"))
+        if rc:
+            sys.exit(f"generating the data failed, see {work}/generate.log")
+        with open(meta, "w", encoding="utf-8") as fh:
+            fh.write(out.strip().splitlines()[-1])
+    with open(meta, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def ensure_lakekeeper(venv: str) -> str:
+    """lakekeeper==0.0.6 from PyPI in its own virtualenv, with our pyspark."""
+    exe = os.path.join(venv, "bin", "lakekeeper")
+    if not os.path.exists(exe):
+        import pyspark
+
+        print(f"installing lakekeeper=={LK_VERSION} into {venv} ...", flush=True)
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+        subprocess.run([os.path.join(venv, "bin", "pip"), "install", "-q", f"lakekeeper=={LK_VERSION}",
+                        f"pyspark=={pyspark.__version__}"], check=True)
+    return exe
+
+
+def data_dir(work: str, db: str, table: str) -> str:
+    return os.path.join(work, "data", db, table)
+
+
+def reset(work: str, db: str, table: str) -> None:
+    """The table's files exactly as generated (hard links: no copy, the
+    same page cache for every contender); everything the tools left next
+    to them removed."""
+    parent = os.path.join(work, "data", db)
+    os.makedirs(parent, exist_ok=True)
+    for name in os.listdir(parent):
+        if name == table or name.startswith(table + "__") or name.startswith("." + table + "."):
+            shutil.rmtree(os.path.join(parent, name))
+    shutil.copytree(os.path.join(work, "pristine", table), os.path.join(parent, table), copy_function=os.link)
+
+
+def table_spec(work: str, meta: dict) -> dict:
+    spec = {}
+    parts = [f"{p:02d}" for p in range(meta["parted"]["partitions"])]
+    for db in ("lkb_ours", "lkb_ref"):
+        spec[db] = {}
+        for t, d in TABLES.items():
+            spec[db][t] = {"format": d["format"], "location": data_dir(work, db, t)}
+            if t == "parted":
+                spec[db][t]["partitions"] = parts
+    return spec
+
+
+def create_tables(work: str, state: str, meta: dict) -> None:
+    for db in ("lkb_ours", "lkb_ref"):
+        for t in TABLES:
+            reset(work, db, t)
+    spec_file = os.path.join(work, "tables.json")
+    with open(spec_file, "w", encoding="utf-8") as fh:
+        json.dump(table_spec(work, meta), fh)
+    _s, rc, _out = sh([PY, os.path.join(HERE, "bench_apps.py"), "tables", "--state-dir", state, "--spec", spec_file,
+                       "--conf", "spark.ui.showConsoleProgress=false"],
+                      env=base_env(), log=os.path.join(work, "tables.log"))
+    if rc:
+        sys.exit(f"creating the tables failed, see {work}/tables.log")
+
+
+# ---------------------------------------------------------------- measuring
+
+
+def event_conf(events: str) -> dict[str, str]:
+    return {
+        "spark.eventLog.enabled": "true",
+        "spark.eventLog.dir": "file://" + events,
+        "spark.eventLog.compress": "false",
+        "spark.ui.showConsoleProgress": "false",
+    }
+
+
+def records_read(events: str) -> tuple[int, int]:
+    """Records and bytes read by all tasks of the application(s) whose event
+    logs are in ``events``: every scan of data shows up here."""
+    records = nbytes = 0
+    for path in glob.glob(os.path.join(events, "**", "*"), recursive=True):
+        if os.path.isdir(path):
+            continue
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if '"SparkListenerTaskEnd"' not in line[:60]:
+                    continue
+                ev = json.loads(line)
+                im = (ev.get("Task Metrics") or {}).get("Input Metrics") or {}
+                records += int(im.get("Records Read", 0))
+                nbytes += int(im.get("Bytes Read", 0))
+    return records, nbytes
+
+
+def visible_files(path: str) -> int:
+    n = 0
+    for dirpath, dirnames, filenames in os.walk(path):
+        dirnames[:] = [d for d in dirnames if not d.startswith((".", "_"))]
+        n += sum(1 for f in filenames if not f.startswith((".", "_")))
+    return n
+
+
+def run_contender(args, work: str, state: str, meta: dict, contender: str, table: str, run: int,
+                  lk_exe: str) -> dict:
+    tabs = list(TABLES) if table == "all" else [table]
+    db = "lkb_ref" if contender == "lakekeeper" else "lkb_ours"
+    for t in tabs:
+        reset(work, db, t)
+    tag = f"r{run}-{table}-{contender}"
+    events = os.path.join(work, "events", tag)
+    shutil.rmtree(events, ignore_errors=True)
+    os.makedirs(events)
+    log = os.path.join(work, "logs", tag + ".log")
+    os.makedirs(os.path.dirname(log), exist_ok=True)
+    env = base_env()
+    confs = event_conf(events)
+    names = ",".join(f"{db}.{t}" for t in tabs)
+    block = str(args.block_size)
+    if contender == "floor":
+        out = os.path.join(work, "floor_out")
+        shutil.rmtree(out, ignore_errors=True)
+        src = []
+        for t in tabs:
+            d = data_dir(work, db, t)
+            src += ([os.path.join(d, f"part={p:02d}") for p in range(meta["parted"]["small_partitions"])]
+                    if t == "parted" else [d])
+        fmt, codec = TABLES[tabs[0]]["format"], TABLES[tabs[0]]["codec"]
+        cmd = [PY, os.path.join(HERE, "bench_apps.py"), "floor", "--state-dir", state, "--master", args.master,
+               "--fmt", fmt, "--codec", codec, "--out", out] + [x for s in src for x in ("--input", s)]
+        cmd += [x for k, v in confs.items() for x in ("--conf", f"{k}={v}")]
+        secs, rc, stdout = sh(cmd, env=env, log=log)
+        ok = rc == 0
+        files_after = visible_files(out) if ok else None
+        shutil.rmtree(out, ignore_errors=True)
+    elif contender == "ours":
+        cmd = [PY, os.path.join(ROOT, "spark_app", "run_lakekeeper.py"), "compact",
+               "--tables" if table == "all" else "--table", names, "--state-dir", state, "--master", args.master,
+               "--block-size", block, "--parallelism", str(args.parallelism)]
+        cmd += [x for k, v in confs.items() for x in ("--conf", f"{k}={v}")]
+        secs, rc, stdout = sh(cmd, env=env, log=log)
+        try:
+            doc = json.loads(stdout)
+            ok = rc == 0 and all(r["status"] == "compacted" for r in doc["tables"])
+        except ValueError:
+            ok = False
+        files_after = sum(visible_files(data_dir(work, db, t)) for t in tabs)
+    else:
+        conf_dir = os.path.join(work, "lakekeeper_conf", tag)
+        os.makedirs(conf_dir, exist_ok=True)
+        defaults = dict(confs)
+        defaults.update({
+            "spark.master": args.master,
+            "spark.ui.enabled": "false",
+            "spark.sql.warehouse.dir": "file://" + os.path.join(state, "warehouse"),
+            "spark.hadoop.javax.jdo.option.ConnectionURL":
+                f"jdbc:derby:;databaseName={os.path.join(state, 'metastore_db')};create=true",
+            "spark.driver.extraJavaOptions": f"-Dderby.system.home={state}",
+        })
+        with open(os.path.join(conf_dir, "spark-defaults.conf"), "w", encoding="utf-8") as fh:
+            fh.writelines(f"{k} {v}\n" for k, v in defaults.items())
+        env["SPARK_CONF_DIR"] = conf_dir
+        cwd = os.path.join(work, "lakekeeper_cwd")
+        os.makedirs(cwd, exist_ok=True)
+        cmd = [lk_exe, "compact", "--tables" if table == "all" else "--table", names, "--block-size", block]
+        secs, rc, stdout = sh(cmd, env=env, cwd=cwd, log=log)
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write("\n--- stdout ---\n" + stdout)
+        ok = rc == 0 and "FAILED" not in stdout.upper()
+        files_after = sum(visible_files(data_dir(work, db, t)) for t in tabs)
+    records, nbytes = records_read(events)
+    rows = sum(meta[t].get("rows_to_compact", meta[t]["rows"]) for t in tabs)
+    return {"contender": contender, "table": table, "run": run, "seconds": round(secs, 2), "ok": ok,
+            "scans": round(records / rows, 2) if rows else None, "bytes_read": nbytes,
+            "files_after": files_after, "load": round(os.getloadavg()[0], 2), "log": log}
+
+
+def scale_analysis(args, work: str, state: str, lk_exe: str) -> dict:
+    n = args.scale
+    marker = os.path.join(work, f"scale_{n}.json")
+    table = f"lkb_scale.t{n}"
+    if not os.path.exists(marker):
+        print(f"creating a table with {n} partitions (once) ...", flush=True)
+        spec = os.path.join(work, "scale_spec.json")
+        with open(spec, "w", encoding="utf-8") as fh:
+            json.dump({"table": table, "partitions": n, "location": os.path.join(work, "data", "scale", f"t{n}")}, fh)
+        secs, rc, out = sh([PY, os.path.join(HERE, "bench_apps.py"), "scale", "--state-dir", state, "--spec", spec,
+                            "--conf", "spark.ui.showConsoleProgress=false"],
+                           env=base_env(), log=os.path.join(work, "scale.log"))
+        if rc:
+            sys.exit(f"creating the scale table failed, see {work}/scale.log")
+        setup = json.loads(out.strip().splitlines()[-1])
+        setup["seconds"] = round(secs, 1)
+        with open(marker, "w", encoding="utf-8") as fh:
+            json.dump(setup, fh)
+    with open(marker, encoding="utf-8") as fh:
+        res = {"partitions": n, "setup": json.load(fh), "runs": []}
+    for _ in range(args.scale_runs):
+        cmd = [PY, os.path.join(ROOT, "spark_app", "run_lakekeeper.py"), "analyze", "--table", table,
+               "--state-dir", state, "--master", args.master, "--conf", "spark.ui.showConsoleProgress=false"]
+        secs, rc, out = sh(cmd, env=base_env(), log=os.path.join(work, "logs", "scale-analyze.log"))
+        doc = json.loads(out)
+        t = doc["tables"][0]
+        res["runs"].append({"wall": round(secs, 1), "in_app": t.get("seconds"), "ok": rc == 0,
+                            "partitions": len(t.get("partitions", [])), "load": round(os.getloadavg()[0], 2)})
+    return res
+
+
+# ---------------------------------------------------------------- report
+
+
+def median(xs: list[float]) -> float | None:
+    xs = [x for x in xs if x is not None]
+    return round(statistics.median(xs), 2) if xs else None
+
+
+def report(results: list[dict], contenders: list[str], tables: list[str]) -> str:
+    lines = []
+    head = (f"{'table':8} {'floor s':>8} {'ours s':>8} {'lk s':>8} {'ours/floor':>10} {'lk/ours':>8} "
+            f"{'scans f/o/lk':>15} {'files o/lk':>11} {'ok':>3}")
+    lines += [head, "-" * len(head)]
+    for t in tables:
+        med, scans, files, ok = {}, {}, {}, True
+        for c in contenders:
+            rs = [r for r in results if r["table"] == t and r["contender"] == c]
+            ok = ok and all(r["ok"] for r in rs)
+            med[c] = median([r["seconds"] for r in rs])
+            scans[c] = median([r["scans"] for r in rs])
+            files[c] = median([r["files_after"] for r in rs])
+
+        def fmt(x):
+            return "-" if x is None else f"{x:.1f}"
+
+        ratio_f = med["ours"] / med["floor"] if med.get("ours") and med.get("floor") else None
+        ratio_l = med["lakekeeper"] / med["ours"] if med.get("ours") and med.get("lakekeeper") else None
+        sc = "/".join(fmt(scans.get(c)) for c in ("floor", "ours", "lakekeeper"))
+        fl = "/".join("-" if files.get(c) is None else str(int(files[c])) for c in ("ours", "lakekeeper"))
+        lines.append(f"{t:8} {fmt(med.get('floor')):>8} {fmt(med.get('ours')):>8} {fmt(med.get('lakekeeper')):>8} "
+                     f"{'-' if ratio_f is None else f'{ratio_f:.2f}':>10} {'-' if ratio_l is None else f'{ratio_l:.2f}':>8} "
+                     f"{sc:>15} {fl:>11} {'yes' if ok else 'NO':>3}")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--work", default="/tmp/lakekeeper-bench", help="data, Metastore, logs (default %(default)s)")
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--block-size", type=int, default=64, help="MB, given to both tools (default %(default)s)")
+    p.add_argument("--parallelism", type=int, default=4, help="ours: --parallelism")
+    p.add_argument("--master", default="local[2]")
+    p.add_argument("--tables", default="flat,parted,orc,all")
+    p.add_argument("--contenders", default="floor,ours,lakekeeper")
+    p.add_argument("--lakekeeper-venv", default=os.path.expanduser("~/.cache/lakekeeper-bench/venv"))
+    p.add_argument("--scale", type=int, default=0, help="also time analyze of a table with this many partitions")
+    p.add_argument("--scale-runs", type=int, default=1)
+    p.add_argument("--regenerate", action="store_true")
+    args = p.parse_args()
+    work = os.path.abspath(args.work)
+    os.makedirs(work, exist_ok=True)
+    state = os.path.join(work, "state")
+    contenders = args.contenders.split(",")
+    tables = [t for t in args.tables.split(",") if t]
+    meta = ensure_data(work, args.regenerate)
+    lk_exe = ensure_lakekeeper(args.lakekeeper_venv) if "lakekeeper" in contenders else ""
+    if tables:
+        create_tables(work, state, meta)
+    results = []
+    load_start = os.getloadavg()
+    for run in range(1, args.runs + 1):
+        for t in tables:
+            for c in contenders:
+                if c == "floor" and t == "all":
+                    continue
+                r = run_contender(args, work, state, meta, c, t, run, lk_exe)
+                results.append(r)
+                print(f"run {run} {t:7} {c:10} {r['seconds']:7.1f}s scans {r['scans']} files {r['files_after']} "
+                      f"{'ok' if r['ok'] else 'FAILED (' + r['log'] + ')'} load {r['load']}", flush=True)
+    load_end = os.getloadavg()
+    out = {"results": results, "block_size_mb": args.block_size, "master": args.master,
+           "load_start": load_start, "load_end": load_end}
+    if args.scale:
+        out["scale"] = scale_analysis(args, work, state, lk_exe)
+    with open(os.path.join(work, "results.json"), "w", encoding="utf-8") as fh:
+        json.dump(out, fh, indent=1)
+    print()
+    print(f"median of {args.runs} run(s), {args.master}, block size {args.block_size} MB; "
+          f"seconds are whole processes (JVM start to exit)")
+    print(report(results, contenders, [t for t in tables]))
+    print("scans: records read by all tasks / rows of the data to compact (1.0 = read once)")
+    print(f"load average (1/5/15 min) at start {tuple(round(x, 2) for x in load_start)}, "
+          f"at end {tuple(round(x, 2) for x in load_end)}")
+    if args.scale:
+        s = out["scale"]
+        print(f"analyze of {s['partitions']} partitions: wall {median([r['wall'] for r in s['runs']])} s, "
+              f"in the application {median([r['in_app'] for r in s['runs']])} s "
+              f"(setup: {s['setup']})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
