@@ -181,7 +181,9 @@ def records_read(events: str) -> tuple[int, int]:
 def visible_files(path: str) -> int:
     n = 0
     for dirpath, dirnames, filenames in os.walk(path):
-        dirnames[:] = [d for d in dirnames if not d.startswith((".", "_"))]
+        # hidden entries and lakekeeper 0.0.6's visible leftovers (its originals and temporary copies)
+        dirnames[:] = [d for d in dirnames if not d.startswith((".", "_")) and "__old_" not in d
+                       and "__compact_tmp_" not in d]
         n += sum(1 for f in filenames if not f.startswith((".", "_")))
     return n
 
