@@ -29,6 +29,13 @@ def build_session(
         builder = builder.master(master or "local[*]")
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         builder = builder.config("spark.ui.enabled", "false").config("spark.scheduler.mode", "FAIR")
+    else:
+        from pyspark import SparkConf
+
+        # units run as concurrent jobs in their own pools: FAIR, unless the
+        # launch (spark-submit --conf, spark-defaults.conf) chose a mode
+        if not SparkConf().contains("spark.scheduler.mode"):
+            builder = builder.config("spark.scheduler.mode", "FAIR")
     if state_dir:
         state = os.path.abspath(os.path.expanduser(state_dir))
         os.makedirs(state, exist_ok=True)
@@ -46,4 +53,6 @@ def build_session(
         builder = builder.config(key, value)
     spark = builder.enableHiveSupport().getOrCreate()
     spark.sparkContext.setLogLevel("ERROR" if log_level == "ERROR" else "WARN")
+    log.info("Spark %s, master %s, scheduler mode %s", spark.version, spark.sparkContext.master,
+             spark.sparkContext.getConf().get("spark.scheduler.mode", "FIFO"))
     return spark

@@ -76,11 +76,14 @@ def test_cli_under_spark_submit_on_the_standalone_cluster(testbed, tmp_path):
     r = testbed.spark_submit(setup)
     assert r.returncode == 0, r.stderr[-3000:]
 
+    outputs = []
+
     def engine(*args: str) -> dict:
         result = tmp_path / f"{args[0]}.json"
         p = testbed.spark_submit(APP, *args, "--table", "cli.events", "--result-file", str(result),
                                  confs={"spark.pyspark.python": sys.executable})
         assert p.returncode == 0, p.stderr[-3000:]
+        outputs.append(p.stdout + p.stderr)
         doc = json.loads(result.read_text())
         # spark-submit's PythonRunner merges the driver's stderr into stdout:
         # the document is still the last thing printed, from a line "{".
@@ -99,6 +102,8 @@ def test_cli_under_spark_submit_on_the_standalone_cluster(testbed, tmp_path):
 
     expected = {"n": 10000, "s": sum(range(10000)), "d": 10000, "parts": ["dt=2024-01-01", "dt=2024-01-02"]}
     doc = engine("compact")
+    # units are concurrent jobs in FAIR pools under spark-submit too
+    assert "master spark://" in outputs[-1] and "scheduler mode FAIR" in outputs[-1], outputs[-1][-3000:]
     (t,) = doc["tables"]
     assert t["status"] == "compacted" and t["location"].startswith("hdfs://"), t
     assert [p["files_after"] for p in t["partitions"]] == [1, 1]
