@@ -54,6 +54,10 @@ ENGINE_OPTIONS = (
     ('target_file_size_mb', '--target-file-size'),
     ('backup_prefix', '--backup-prefix'),
     ('older_than', '--older-than'),
+    ('keep_last', '--keep-last'),
+    ('grace_period', '--grace-period'),
+    ('pin', '--pin'),
+    ('unpin', '--unpin'),
     ('log_level', '--log-level'),
     # compaction modes and the partition filter (analyze and compact)
     ('mode', '--mode'),
@@ -450,6 +454,33 @@ def build_command(command, selectors, ss, script, options=None, config_file=None
                        conf=split_conf(ss.get('extra_conf'))[0], result_file=result_file,
                        properties_file=properties_file)
     return [python, script] + tail
+
+
+_PLACEHOLDER_RE = re.compile(r'\{(database|table|name|partitions)\}')
+
+
+def refresh_targets(doc):
+    """The tables a post-compaction command runs for: those the run changed,
+    with the partitions it compacted."""
+    out = []
+    for table in doc.get('tables') or []:
+        if not isinstance(table, dict) or not table.get('changed') or table.get('status') != 'compacted':
+            continue
+        specs = [p.get('spec') for p in _partitions(table) if p.get('status') == 'compacted' and p.get('spec')]
+        out.append((table_name(table), specs))
+    return out
+
+
+def refresh_argv(template, table, partitions=None):
+    """One post-compaction command (e.g. an Impala ``REFRESH``): the argv
+    template with ``{database}``, ``{table}``, ``{name}`` (DB.TABLE) and
+    ``{partitions}`` (the compacted partition specs, comma-separated) filled
+    in. An argument list, never a shell string; other braces are kept."""
+    if not template or not isinstance(template, (list, tuple)):
+        raise LakekeeperError('refresh_command must be a non-empty list of arguments')
+    database, _sep, name = str(table).partition('.')
+    values = dict(database=database, table=name, name=str(table), partitions=','.join(partitions or []))
+    return [_PLACEHOLDER_RE.sub(lambda m: values[m.group(1)], str(arg)) for arg in template]
 
 
 def mask_argv(argv):

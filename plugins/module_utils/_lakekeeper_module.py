@@ -50,6 +50,8 @@ from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_cmd im
     merge_spark_submit,
     parse_result,
     properties_text,
+    refresh_argv,
+    refresh_targets,
     resolve_spark_submit,
     secret_properties_path,
     secret_values,
@@ -116,12 +118,18 @@ def argument_spec(command):
         app_cache_dir=dict(type='path', default=DEFAULT_APP_CACHE_DIR),
         _lakekeeper_app=dict(type='dict'),
     )
-    if command == 'cleanup':
+    if command in ('cleanup', 'analyze'):
         spec['older_than'] = dict(type='str')
+        spec['keep_last'] = dict(type='int')
+        spec['grace_period'] = dict(type='str')
+    if command == 'cleanup':
+        spec['pin'] = dict(type='str')
+        spec['unpin'] = dict(type='str')
     if command == 'compact':
         spec['sort_by'] = dict(type='list', elements='str')
         spec['dedupe'] = dict(type='dict', options=dedupe_suboptions(),
                               required_by={'delete_marker_value': 'delete_marker'})
+        spec['refresh_command'] = dict(type='list', elements='str')
     if command == 'rollback':
         spec['mode'] = dict(type='str', choices=['rollback', 'recover'], default='rollback')
     if command in ('analyze', 'compact'):
@@ -332,11 +340,35 @@ def load_config(module, path):
         module.fail_json(msg='config_file %s is not valid YAML: %s' % (path, ' '.join(str(exc).split())))
 
 
+def run_refresh(module, template, doc, env):
+    """Run the post-compaction command once per changed table (argv list,
+    never a shell). A failure is reported for its table, with a warning; it
+    never undoes the compaction."""
+    out = []
+    for table, partitions in refresh_targets(doc):
+        try:
+            argv = refresh_argv(template, table, partitions)
+        except LakekeeperError as exc:
+            module.fail_json(msg=str(exc))
+        try:
+            rc, stdout, stderr = module.run_command(argv, environ_update=env, check_rc=False,
+                                                    handle_exceptions=False)
+        except (OSError, IOError) as exc:  # a missing executable: reported, not fatal
+            rc, stdout, stderr = None, '', str(exc)
+        entry = dict(table=table, cmd=join_cmd(argv), rc=rc, failed=rc != 0,
+                     stdout_lines=tail_lines(stdout, 10), stderr_lines=tail_lines(stderr, 10))
+        if entry['failed']:
+            module.warn('refresh_command for %s failed (rc %s): %s' % (
+                table, rc, (tail_lines(stderr, 1) or tail_lines(stdout, 1) or [''])[0].strip()))
+        out.append(entry)
+    return out
+
+
 def run_module(kind):
     """Entry point of the module ``lakekeeper_<kind>``."""
     module = _Module(
         argument_spec=argument_spec(kind),
-        mutually_exclusive=[('table', 'tables', 'database')],
+        mutually_exclusive=[('table', 'tables', 'database')] + ([('pin', 'unpin')] if kind == 'cleanup' else []),
         required_one_of=[('table', 'tables', 'database')],
         supports_check_mode=True,
     )
@@ -401,6 +433,10 @@ def run_module(kind):
         target_file_size_mb=params['target_file_size_mb'],
         backup_prefix=params['backup_prefix'],
         older_than=params.get('older_than'),
+        keep_last=params.get('keep_last'),
+        grace_period=params.get('grace_period'),
+        pin=params.get('pin'),
+        unpin=params.get('unpin'),
         log_level=params['log_level'],
         sort_by=params.get('sort_by'),
         dedupe=params.get('dedupe'),
@@ -480,6 +516,11 @@ def run_module(kind):
                          stderr_lines=tail_lines(stderr, TAIL), **result)
 
     msg = doc.get('msg') or '%s: %d table(s)' % (command, len(tables))
+    if params.get('refresh_command') and not dry_run:
+        result['refresh'] = run_refresh(module, params['refresh_command'], doc, env)
+        failed = [r['table'] for r in result['refresh'] if r['failed']]
+        if failed:
+            msg += '; refresh_command failed for %s (the compaction itself succeeded and stays)' % ', '.join(failed)
     if dry_run:
         msg = '(dry run) ' + msg
     result['msg'] = ' '.join(str(msg).split())

@@ -14,6 +14,9 @@ version_added: 0.1.0
 description:
   - Runs the lakekeeper engine command C(analyze) on the selected Hive EXTERNAL tables - file counts and sizes per
     partition, and whether each table needs compaction (RV(tables[].needs_compaction)).
+  - Also a file-size histogram of each table and partition, now and as the plan projects it, the space pre-flight,
+    and every existing backup with its size and the verdict a C(lakekeeper_cleanup) with the same O(older_than),
+    O(keep_last) and O(grace_period) would give.
   - Writes nothing; always reports RV(changed=false).
 author:
   - Lakekeeper for Ansible contributors (!UNKNOWN)
@@ -38,6 +41,19 @@ attributes:
     support: full
     details:
       - Never changes anything.
+options:
+  older_than:
+    description:
+      - Retention verdicts of RV(tables[].backups) as a cleanup with C(--older-than) would give them.
+    type: str
+  keep_last:
+    description:
+      - Retention verdicts of RV(tables[].backups) as a cleanup with C(--keep-last) would give them.
+    type: int
+  grace_period:
+    description:
+      - Retention verdicts of RV(tables[].backups) as a cleanup with C(--grace-period) would give them.
+    type: str
 notes:
   - The engine is the PySpark application bundled in the collection (C(spark_app/run_lakekeeper.py)); the action
     plugin caches it on the target in O(app_cache_dir) (transferred only when its checksum changes), unless
@@ -108,50 +124,89 @@ tables:
   elements: dict
   sample:
     - table: db.events
-      status: compacted
-      reason: 2 of 3 partitions compacted
-      changed: true
-      would_change: true
-      backup_table: db.__bkp_events_20261122_013000
+      status: analyzed
+      reason: 1 of 2 unit(s) need compaction
+      changed: false
+      would_change: false
+      needs_compaction: true
       run_id: 20261122T013000-3f9a1c
       location: hdfs://nn/warehouse/db/events
       format: parquet
+      partitioned: true
+      files: 41
+      bytes: 1048576
+      files_after_estimate: 2
+      files_saved_estimate: 39
+      small_files: 40
+      histogram:
+        buckets: [{label: "< 64 KB", max_bytes: 65536}, {label: ">= 1 GB", max_bytes: null}]
+        before: [40, 0, 0, 0, 0, 1, 0, 0]
+        after: [1, 0, 0, 0, 0, 1, 0, 0]
       partitions:
-        - spec: year=2024/month=01
-          files_before: 500
-          files_after: 2
-          status: compacted
+        - spec: dt=2024-01-01
+          decision: compact
+          files_before: 40
+          bytes_before: 524288
+          target_files: 1
+          histogram_before: [40, 0, 0, 0, 0, 0, 0, 0]
+          histogram_after: [1, 0, 0, 0, 0, 0, 0, 0]
+          status: analyzed
+      backups:
+        - backup_table: db.__bkp_events_20261121_013000_3f9a1c
+          run_id: 20261121T013000-3f9a1c
+          created_at: 1795225800
+          age_seconds: 86400
+          pinned: false
+          verdict: delete
+          reason: not pinned, outside the grace period of 0s
+          units: 2
+          bytes: 524288
+          files: 40
+          missing: 0
+          directories: [hdfs://nn/warehouse/db/events/.dt=2024-01-01.lk_old_20261121T013000-3f9a1c]
+      backups_pending_cleanup: 1
+      backup_bytes_pending_cleanup: 524288
+      space: {ok: true, problems: [], needed_bytes: 524288, replication: 3, block_size: 134217728}
+      pending_recovery: []
+      leftovers: []
+      seconds: 2.5
   contains:
     table:
-      description: The table, C(DB.TABLE).
+      description: The table, C(DB.TABLE) (the database name for a database that does not exist).
       type: str
       returned: always
     status:
-      description: >-
-        C(compacted), C(skipped), C(planned) (dry run), C(analyzed), C(rolled_back), C(cleaned), C(recovered),
-        C(failed) or C(refused).
+      description: C(analyzed); C(skipped) for a table a database run may not touch; C(failed) or C(refused).
       type: str
       returned: always
     reason:
-      description: Why the engine did what it did (or failed).
+      description: How many units need compaction, or why the table was refused or failed.
       type: str
-      returned: when the engine gives one
+      returned: always
+    code:
+      description: Reason code of a refused or failed table (C(not_found), C(managed_table), C(view), ...).
+      type: str
+      returned: when the table was refused or failed
     changed:
-      description: Whether this table changed.
+      description: Always false.
       type: bool
       returned: always
     would_change:
-      description: Whether this table would change (the check mode's answer); always false for C(analyze).
+      description: Always false.
       type: bool
       returned: always
-    needs_compaction:
-      description: Whether the table has partitions below the compaction threshold.
-      type: bool
-      returned: by C(analyze) and dry runs, when the engine reports it
-    backup_table:
-      description: The backup table kept for a rollback.
+    run_id:
+      description: The engine's run identifier.
       type: str
-      returned: when there is one
+      returned: always
+    backup_table:
+      description: Always null for C(analyze) (see RV(tables[].backups)).
+      type: str
+      returned: always
+    seconds:
+      description: Time spent on the table.
+      type: float
+      returned: always
     mode:
       description: The compaction mode the engine applied (O(mode)).
       type: str
@@ -161,16 +216,101 @@ tables:
       description: The partition filter (O(where)); partitions it does not select are not in RV(tables[].partitions).
       type: str
       returned: when O(where) is set
+    needs_compaction:
+      description: Whether a partition (or the table) would be compacted.
+      type: bool
+      returned: when analyzed
+    location:
+      description: The table's location in the Metastore (qualified).
+      type: str
+      returned: when analyzed
+    format:
+      description: C(parquet), C(orc), C(avro) or C(text).
+      type: str
+      returned: when analyzed
+    partitioned:
+      description: Whether the table is partitioned.
+      type: bool
+      returned: when analyzed
+    files:
+      description: Data files now (hidden files excluded).
+      type: int
+      returned: when analyzed
+    bytes:
+      description: Bytes of those files.
+      type: int
+      returned: when analyzed
+    files_after_estimate:
+      description: Files after a compaction as planned.
+      type: int
+      returned: when analyzed
+    files_saved_estimate:
+      description: RV(tables[].files) minus RV(tables[].files_after_estimate).
+      type: int
+      returned: when analyzed
+    small_files:
+      description: Files of the partitions that would be compacted.
+      type: int
+      returned: when analyzed
+    histogram:
+      description:
+        - File-size histogram of the whole table, now (C(before)) and as the plan projects it (C(after), target
+          file count of each compacted unit, even sizes). C(buckets) lists the fixed buckets (C(label), upper bound
+          C(max_bytes), null for the last); C(before) and C(after) are file counts per bucket.
+      type: dict
+      returned: when analyzed
     partitions:
       description:
-        - Per-partition file counts, sizes and statuses; a non-partitioned table has one entry with C(spec) V("").
+        - One entry per partition (a non-partitioned table has one with C(spec) V("")) - C(spec), C(location),
+          C(files_before), C(files_after), C(bytes_before), C(bytes_after) (on disk; the same before and after in
+          C(analyze)), C(rows_before) and C(rows_after) (null), C(target_files), C(avg_file_bytes),
+          C(median_file_bytes), C(decision) (C(compact) or C(skip)), C(status) (C(analyzed)), C(reason),
+          C(histogram_before) and C(histogram_after) (file counts per bucket of RV(tables[].histogram)).
         - C(rule) is the rule that chose or declined the partition (V(ratio), V(minor), V(major), or V(smart)
           when neither minor nor major applies); C(reason) says why.
         - In minor mode C(files_rewritten) fragment files are rewritten and C(files_copied) copied unchanged;
           C(rows_before) and C(rows_after) count the rows of the rewritten files.
       type: list
       elements: dict
-      returned: when the engine inspected the table
+      returned: always (empty when not analyzed)
+    backups:
+      description:
+        - Every backup of the table, oldest first - C(backup_table), C(run_id), C(created_at) (epoch seconds),
+          C(age_seconds), C(pinned), C(verdict) (C(keep) or C(delete), what a cleanup with the same O(older_than),
+          O(keep_last) and O(grace_period) would do) and C(reason), C(units), C(bytes) and C(files) of its
+          original directories, C(missing) (units whose original directory is gone) and C(directories); C(error)
+          instead of the sizes when the backup does not look like a Lakekeeper backup.
+      type: list
+      elements: dict
+      returned: when analyzed
+    backups_pending_cleanup:
+      description: Backups whose verdict is C(delete).
+      type: int
+      returned: when analyzed
+    backup_bytes_pending_cleanup:
+      description: Bytes a cleanup with the same options would free.
+      type: int
+      returned: when analyzed
+    space:
+      description:
+        - The space pre-flight of a compaction - C(ok), C(problems) (one line each), C(dirs) (per directory with a
+          quota, HDFS only - C(path), C(needed_bytes), C(needed_names), C(quota), C(namespace_used),
+          C(space_quota), C(space_consumed)), C(needed_bytes); when something needs compaction also
+          C(replication), C(block_size) and C(remaining_bytes) (filesystem free space).
+      type: dict
+      returned: when analyzed
+    pending_recovery:
+      description: Run ids of interrupted runs found in the table's journal; the next compact, rollback or cleanup
+        recovers them first.
+      type: list
+      elements: str
+      returned: when analyzed
+    leftovers:
+      description: Hidden Lakekeeper directories next to the data that no journal accounts for (C(path), C(kind),
+        C(run_id), C(reason)); never touched.
+      type: list
+      elements: dict
+      returned: when analyzed
 run_id:
   description: The engine's run identifier.
   returned: when the engine printed its result

@@ -12,8 +12,15 @@ module: lakekeeper_cleanup
 short_description: Drop the backups that compaction kept for rollback
 version_added: 0.1.0
 description:
-  - Runs the lakekeeper engine command C(cleanup) - for each backup table of the selected tables (optionally only
-    those older than O(older_than)), deletes the original files it points to and drops it.
+  - Runs the lakekeeper engine command C(cleanup) - for each backup table of the selected tables that the retention
+    policies let go, deletes the original files it points to and drops it; RV(tables[].backups_removed) and
+    RV(tables[].kept) list every backup with the reason.
+  - Retention, like the Hudi cleaner - every policy is a reason to keep a backup, a backup is deleted only when no
+    reason holds; in order - O(pin)ned backups are never deleted; a backup younger than O(grace_period) is never
+    deleted, whatever the other policies say; the O(keep_last) newest backups of a table (pinned ones count) are
+    kept; a backup younger than O(older_than) is kept. Without O(keep_last) and O(older_than), every backup that is
+    neither pinned nor within the grace period is deleted.
+  - With O(pin) or O(unpin), only pins or unpins the backup of that run and deletes nothing.
   - Irreversible - a cleaned table can no longer be rolled back.
 author:
   - Lakekeeper for Ansible contributors (!UNKNOWN)
@@ -43,6 +50,24 @@ options:
       - Only backups older than this duration, for example V(30m), V(12h) or V(7d) (C(--older-than)). All backups when
         not set.
     type: str
+  keep_last:
+    description:
+      - Keep the N newest backups of each table (C(--keep-last)); V(0) keeps none on that account.
+    type: int
+  grace_period:
+    description:
+      - Never delete a backup younger than this (C(--grace-period), for example V(1h)), so that long-running readers of
+        the original files are not broken. The engine's default is no grace period.
+    type: str
+  pin:
+    description:
+      - Pin the backup of this run (its run id, or its backup table name) - cleanup never deletes it (C(--pin)).
+      - Nothing is deleted in that run.
+    type: str
+  unpin:
+    description:
+      - Unpin the backup of this run (C(--unpin)); mutually exclusive with O(pin).
+    type: str
 notes:
   - The engine is the PySpark application bundled in the collection (C(spark_app/run_lakekeeper.py)); the action
     plugin caches it on the target in O(app_cache_dir) (transferred only when its checksum changes), unless
@@ -71,6 +96,17 @@ EXAMPLES = r"""
     database: mydb
     older_than: 7d
     config_file: /etc/lakekeeper/lakekeeper.yaml
+
+- name: Keep the 2 newest backups per table, and none younger than an hour is ever deleted
+  lakekeeper.hive.lakekeeper_cleanup:
+    database: mydb
+    keep_last: 2
+    grace_period: 1h
+
+- name: Pin a backup (like a savepoint) so that no cleanup deletes it
+  lakekeeper.hive.lakekeeper_cleanup:
+    table: mydb.events
+    pin: 20261122T013000-3f9a1c
 """
 
 RETURN = r"""
@@ -142,6 +178,36 @@ tables:
       type: list
       elements: dict
       returned: when the engine inspected the table
+    backups_removed:
+      description:
+        - Each backup removed (in check mode, that would be removed) - C(backup_table), C(run_id), C(bytes), C(units),
+          C(age_seconds), C(pinned), C(verdict) (C(delete)), C(reason) (which policies let it go), and
+          C(moved_to_live) when files that were not originals were found among them.
+      type: list
+      elements: dict
+      returned: when the table was cleaned or planned
+    kept:
+      description:
+        - Each backup kept - C(backup_table), C(run_id), C(age_seconds), C(pinned), C(verdict) (C(keep)) and
+          C(reason) (C(pinned), within the grace period, one of the O(keep_last) newest, younger than O(older_than)).
+      type: list
+      elements: dict
+      returned: when the table was cleaned, planned or skipped
+    freed_bytes:
+      description: Bytes of the originals deleted (would be, in check mode).
+      type: int
+      returned: when the table was cleaned, planned or skipped
+    pinned:
+      description: With O(pin) - the backup pinned (C(backup_table), C(run_id), C(pinned)); status C(pinned), or
+        C(skipped) when it already was.
+      type: list
+      elements: dict
+      returned: with O(pin) or O(unpin)
+    unpinned:
+      description: With O(unpin) - the backup unpinned; status C(unpinned), or C(skipped) when it was not pinned.
+      type: list
+      elements: dict
+      returned: with O(pin) or O(unpin)
 run_id:
   description: The engine's run identifier.
   returned: when the engine printed its result

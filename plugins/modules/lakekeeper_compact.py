@@ -20,6 +20,18 @@ description:
 author:
   - Lakekeeper for Ansible contributors (!UNKNOWN)
 options:
+  refresh_command:
+    description:
+      - A command run on the target after the compaction, once for each table that changed, for example an Impala
+        C(REFRESH) so that Impala's catalog sees the new files -
+        V([impala-shell, -k, -q, "REFRESH {database}.{table}"]).
+      - An argument list, run without a shell; in each argument C({database}), C({table}), C({name}) (C(DB.TABLE))
+        and C({partitions}) (the compacted partition specs, comma-separated, empty for a non-partitioned table) are
+        replaced. It runs with O(environment) (e.g. C(KRB5CCNAME)).
+      - A failure is reported for its table in RV(refresh) and as a warning; it never undoes the compaction and does
+        not fail the task. Not run in check mode.
+    type: list
+    elements: str
   sort_by:
     description:
       - Data columns to sort the rows of each written file by (C(--sort-by)), e.g. to make min/max statistics of
@@ -96,6 +108,8 @@ notes:
   - By default the engine runs embedded on the target - C(<python> run_lakekeeper.py ... --state-dir <state_dir>
     --master local[*]) - with a local Spark and an embedded Derby Metastore; set O(spark_submit.enabled) to run it
     with C(spark-submit) on a cluster (YARN, Kerberos). O(spark_submit.deploy_mode=cluster) is refused.
+  - After a compaction the engine refreshes C(numFiles), C(totalSize) and C(numRows) of each compacted partition (or
+    of the table) in the Metastore (RV(tables[].partitions[].statistics)).
   - The engine needs Java 17 and pyspark on the target (or on the cluster with spark-submit).
   - The module fails when the engine exits with a non-zero code or reports a failed or refused table, with the reason
     per table and what was left in place in RV(msg).
@@ -146,6 +160,14 @@ EXAMPLES = r"""
       order_by: updated_at
       delete_marker: op
       delete_marker_value: D
+
+- name: Compact, then have Impala reload each compacted table's file list
+  lakekeeper.hive.lakekeeper_compact:
+    database: mydb
+    refresh_command: [impala-shell, -k, -q, "REFRESH {database}.{table}"]
+    environment:
+      KRB5CCNAME: /tmp/krb5cc_lakekeeper
+  register: compaction
 
 - name: Compact several tables with a local embedded Spark (test bed)
   lakekeeper.hive.lakekeeper_compact:
@@ -248,6 +270,9 @@ tables:
           when neither minor nor major applies); C(reason) says why.
         - In minor mode C(files_rewritten) fragment files are rewritten and C(files_copied) copied unchanged;
           C(rows_before) and C(rows_after) count the rows of the rewritten files.
+        - A compacted entry has C(statistics) - C(numFiles), C(totalSize), C(numRows) as the Metastore holds them
+          after the refresh (C(numRows) V(-1) when files written by others were carried along) - or
+          C(statistics_error) when they could not be written (the compaction stands).
       type: list
       elements: dict
       returned: when the engine inspected the table
@@ -256,6 +281,20 @@ run_id:
   returned: when the engine printed its result
   type: str
   sample: 20261122T013000-3f9a1c
+refresh:
+  description:
+    - One entry per table the O(refresh_command) ran for - C(table), C(cmd) (shell-quoted, for reading), C(rc) (null
+      when the command could not be started), C(failed), C(stdout_lines), C(stderr_lines) (last lines).
+  returned: when O(refresh_command) is set and not in check mode
+  type: list
+  elements: dict
+  sample:
+    - table: mydb.events
+      cmd: impala-shell -k -q 'REFRESH mydb.events'
+      rc: 0
+      failed: false
+      stdout_lines: []
+      stderr_lines: []
 cmd:
   description:
     - The command that ran (or, in check mode, ran with C(--dry-run)), shell-quoted on one line for reading;

@@ -70,6 +70,12 @@ def forget_unit(catalog: Catalog, table: TableInfo, plan: TablePlan, unit: Unit)
         catalog.drop_partition(db, name, unit.partition or {})
 
 
+def set_pinned(catalog: Catalog, b: BackupRef, pinned: bool) -> None:
+    """Pin (or unpin) a backup: cleanup never deletes a pinned backup."""
+    catalog.set_properties(b.db, b.name, {PROP_PINNED: "true" if pinned else "false"})
+    b.pinned = pinned
+
+
 def find_backups(catalog: Catalog, db: str, table: str, prefix: str) -> list[BackupRef]:
     """Backups of ``db.table``, oldest first."""
     pattern = backup_table_pattern(prefix, table)

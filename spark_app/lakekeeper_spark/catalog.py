@@ -220,6 +220,74 @@ class Catalog:
         prop_sql = ", ".join(f"{sql_string_literal(k)}={sql_string_literal(v)}" for k, v in sorted(props.items()))
         self.sql(f"ALTER TABLE {qualified(db, table)} SET TBLPROPERTIES ({prop_sql})")
 
+    # ------------------------------------------------------------ statistics
+    # Hive's basic statistics (numFiles, totalSize, numRows: what Hive, Impala
+    # and Hive replication read) and Spark's own (spark.sql.statistics.*,
+    # which Spark prefers when present) are kept together. numRows -1 means
+    # unknown, as Hive writes it.
+    STAT_KEYS = ("numFiles", "totalSize", "numRows")
+    _SPARK_SIZE = "spark.sql.statistics.totalSize"
+    _SPARK_ROWS = "spark.sql.statistics.numRows"
+
+    def _client(self) -> Any:
+        return self.spark._jsparkSession.sharedState().externalCatalog().unwrapped().client()
+
+    def _raw_partition(self, db: str, table: str, spec: dict[str, str]) -> Any:
+        jmap = self._jvm.java.util.LinkedHashMap()
+        for k, v in spec.items():
+            jmap.put(k.lower(), v)
+        smap = self._jvm.org.apache.spark.api.python.PythonUtils.toScalaMap(jmap)
+        return self._client().getPartition(validate_ident(db), validate_ident(table), smap)
+
+    def statistics(self, db: str, table: str, spec: dict[str, str] | None = None) -> dict[str, str]:
+        """The statistics parameters of a table or partition as the Metastore
+        holds them (Hive's and Spark's)."""
+        if spec:
+            params = self._map(self._raw_partition(db, table, spec).parameters())
+        else:
+            raw = self._client().getTable(validate_ident(db), validate_ident(table))
+            params = self._map(raw.ignoredProperties())
+            params.update(self._map(raw.properties()))
+        keys = set(self.STAT_KEYS) | {self._SPARK_SIZE, self._SPARK_ROWS}
+        return {k: v for k, v in params.items() if k in keys}
+
+    def _stat_values(self, current: dict[str, str], files: int, size: int, rows: int | None) -> dict[str, str]:
+        values = {"numFiles": str(int(files)), "totalSize": str(int(size)),
+                  "numRows": str(int(rows)) if rows is not None and rows >= 0 else "-1"}
+        if self._SPARK_SIZE in current:  # Spark's statistics win over Hive's in Spark: never leave them stale
+            values[self._SPARK_SIZE] = values["totalSize"]
+            values[self._SPARK_ROWS] = values["numRows"] if rows is not None and rows >= 0 else None
+        return values
+
+    def set_statistics(self, db: str, table: str, spec: dict[str, str] | None, files: int, size: int,
+                       rows: int | None) -> dict[str, str]:
+        """Write numFiles/totalSize/numRows of a partition (``spec``) or of a
+        non-partitioned table; returns what the Metastore holds afterwards.
+
+        Partitions go through the Hive client's alterPartitions (Spark's SQL
+        has no ``ALTER TABLE ... PARTITION ... SET TBLPROPERTIES``); tables
+        through ``ALTER TABLE ... SET TBLPROPERTIES`` for Hive's keys, and
+        Spark's own statistics (which Spark refuses to take as properties)
+        through the external catalog."""
+        if spec:
+            raw = self._raw_partition(db, table, spec)
+            current = self._map(raw.parameters())
+            params = raw.parameters()
+            for k, v in self._stat_values(current, files, size, rows).items():
+                params = params.removed(k) if v is None else params.updated(k, v)
+            new = raw.copy(raw.spec(), raw.storage(), params, raw.createTime(), raw.lastAccessTime(), raw.stats())
+            self._client().alterPartitions(validate_ident(db), validate_ident(table), self._conv.asScala([new]).toSeq())
+            return self.statistics(db, table, spec)
+        current = self.statistics(db, table)
+        values = self._stat_values(current, files, size, rows)
+        self.set_properties(db, table, {k: values[k] for k in self.STAT_KEYS})
+        if any(k.startswith("spark.sql.") for k in values):
+            # Spark's statistics hold BigInts py4j cannot build: drop them, so
+            # Spark reads the fresh Hive figures instead of stale ones.
+            ext = self.spark._jsparkSession.sharedState().externalCatalog()
+            ext.alterTableStats(validate_ident(db), validate_ident(table), self._jvm.scala.Option.empty())
+        return self.statistics(db, table)
+
     def drop_table(self, db: str, table: str) -> None:
         """Drop a table we created. Refuses unless purge is disabled, so the
         data under it survives whatever the Metastore's defaults are."""

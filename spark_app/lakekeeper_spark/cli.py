@@ -42,6 +42,13 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--backup-prefix", dest="backup_prefix")
     common.add_argument("--dry-run", action="store_true", default=None, dest="dry_run")
     common.add_argument("--older-than", dest="older_than", help="cleanup: 30m, 12h, 7d")
+    common.add_argument("--keep-last", type=int, dest="keep_last",
+                        help="cleanup: keep the N newest backups of each table")
+    common.add_argument("--grace-period", dest="grace_period",
+                        help="cleanup: never delete a backup younger than this (30m, 1h, 1d)")
+    pin = common.add_mutually_exclusive_group()
+    pin.add_argument("--pin", metavar="RUN_ID", help="cleanup: pin the backup of this run (never cleaned)")
+    pin.add_argument("--unpin", metavar="RUN_ID", help="cleanup: unpin the backup of this run")
     common.add_argument("--quiet-period", dest="quiet_period",
                         help="compact: skip partitions with a file younger than this (30s, 10m, 1h)")
     common.add_argument("--parallelism", type=int, dest="parallelism",
@@ -96,12 +103,17 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
     overrides = {k: getattr(args, k) for k in (
         "block_size_mb", "compaction_ratio_threshold", "target_file_size_mb", "backup_prefix",
         "dry_run", "log_level", "older_than", "parallelism", "quiet_period",
-        "mode", "min_input_files", "fragment_ratio", "min_target_ratio", "where")}
+        "mode", "min_input_files", "fragment_ratio", "min_target_ratio", "where",
+        "keep_last", "grace_period", "pin", "unpin")}
     rewrite = ("sort_by", "dedupe_keys", "dedupe_order_by", "dedupe_delete_marker", "dedupe_delete_value")
     overrides.update({k: getattr(args, k) for k in rewrite})
     settings = build_settings(file_values, overrides)
-    if args.older_than is not None and args.command != "cleanup":
-        raise UsageError("--older-than only applies to cleanup")
+    for flag, value in (("--older-than", args.older_than), ("--keep-last", args.keep_last),
+                        ("--grace-period", args.grace_period)):
+        if value is not None and args.command not in ("cleanup", "analyze"):
+            raise UsageError(f"{flag} only applies to cleanup (and analyze, for its retention verdicts)")
+    if (args.pin or args.unpin) and args.command != "cleanup":
+        raise UsageError("--pin and --unpin only apply to cleanup")
     if args.quiet_period is not None and args.command != "compact":
         raise UsageError("--quiet-period only applies to compact")
     given = [k for k in rewrite if getattr(args, k) is not None]

@@ -123,6 +123,10 @@ class Settings:
     dry_run: bool = False
     log_level: str = "INFO"
     older_than_seconds: int | None = None
+    keep_last: int | None = None  # cleanup: keep the N newest backups of a table
+    grace_seconds: int = 0  # cleanup: never delete a backup younger than this
+    pin: str | None = None  # cleanup: run id (or backup table name) to pin instead of cleaning
+    unpin: str | None = None  # cleanup: run id (or backup table name) to unpin
     quiet_period_seconds: int | None = None  # compact: skip units with a file younger than this
     parallelism: int = 4  # units (partitions) compacted at the same time
     # compact only: order rows inside each written file; keep the latest
@@ -174,6 +178,8 @@ class Settings:
             raise UsageError("compaction_ratio_threshold must be > 0")
         if self.parallelism < 1 or self.parallelism > 64:
             raise UsageError("parallelism must be between 1 and 64")
+        if self.keep_last is not None and self.keep_last < 0:
+            raise UsageError("keep_last must be >= 0")
         if self.target_file_size_mb is not None and self.target_file_size_mb <= 0:
             raise UsageError("target_file_size_mb must be > 0")
         self.mode = str(self.mode).strip().lower()
@@ -265,6 +271,8 @@ _FILE_KEYS = {
     "dry_run": bool,
     "log_level": str,
     "older_than": str,
+    "keep_last": int,
+    "grace_period": str,
     "quiet_period": str,
     "parallelism": int,
     "sort_by": list,
@@ -324,6 +332,12 @@ def build_settings(file_values: dict[str, Any], overrides: dict[str, Any]) -> Se
     for key, value in merged.items():
         if key == "older_than":
             s.older_than_seconds = parse_duration(value)
+            continue
+        if key in ("pin", "unpin"):  # command line only
+            setattr(s, key, str(value))
+            continue
+        if key == "grace_period":
+            s.grace_seconds = parse_duration(value) or 0
             continue
         if key == "quiet_period":
             s.quiet_period_seconds = parse_duration(value)

@@ -40,6 +40,13 @@ def backup_tables(spark, table: str) -> list[str]:
                   if r.tableName.startswith(f"__bkp_{table}_"))
 
 
+def metastore_stats(spark, table: str, spec: dict[str, str] | None = None) -> dict[str, str]:
+    from lakekeeper_spark.catalog import Catalog
+
+    db, name = table.split(".")
+    return Catalog(spark).statistics(db, name, spec)
+
+
 def test_non_partitioned_parquet_full_cycle(spark, engine, files, warehouse):
     """600 small ZSTD files: analyze and dry run write nothing; compact
     verifies and swaps in place; a second run changes nothing; rollback is
@@ -80,6 +87,10 @@ def test_non_partitioned_parquet_full_cycle(spark, engine, files, warehouse):
     assert same_rows(spark.table(bkp), rows)  # the backup reads the original files
     assert location_of(spark, bkp).rsplit("/", 1)[1].startswith(".flat_pq.lk_old_")
 
+    stats = metastore_stats(spark, t)  # read back from the Metastore
+    assert (stats["numFiles"], stats["totalSize"], stats["numRows"]) == ("1", str(p["bytes_after"]), "6000")
+    assert p["statistics"] == stats
+
     again = engine.one("compact", t, sort_by=["name"])
     assert again["status"] == "skipped" and not again["changed"]
 
@@ -88,6 +99,9 @@ def test_non_partitioned_parquet_full_cycle(spark, engine, files, warehouse):
     assert (res["partitions"][0]["files_before"], res["partitions"][0]["files_after"]) == (1, 600)
     assert files.snapshot(loc) == original  # same files, same bytes
     assert backup_tables(spark, "flat_pq") == [] and own_hidden(files, loc) == []
+    stats = metastore_stats(spark, t)
+    assert (stats["numFiles"], stats["numRows"]) == ("600", "6000")
+    assert stats["totalSize"] == str(res["partitions"][0]["bytes_after"])
     assert engine.one("rollback", t)["changed"] is False
 
     engine.one("compact", t)
@@ -555,3 +569,62 @@ def test_output_file_sizes_and_bulk_partition_listing(spark, engine, files, ware
     assert sorted(((p.spec, p.location) for p in bulk), key=lambda t: (t[0]["a"], t[0]["b"])) == slow
     assert {p.spec["b"] for p in bulk} >= {"x, b=y", "with space", "ü/ß"}
     assert all(p.location.endswith(f"/elsewhere/p{int(p.spec['a'])}") for p in bulk)
+
+
+def test_statistics_retention_pins_and_analyze_sizes(spark, engine, files, warehouse):
+    """Partition statistics after compact and rollback, read back from the
+    Metastore; three real backups of one table under keep_last, grace period
+    and a pin; analyze reports backup sizes, verdicts and histograms."""
+    t = "lk.keep"
+    loc = make_table(spark, warehouse, "keep", rows=300, partitions={"a": 20, "b": 20})
+    res = engine.one("analyze", t)
+    by = {p["spec"]: p for p in res["partitions"]}
+    assert by["dt=a"]["histogram_before"][0] == 20 and by["dt=a"]["histogram_after"][0] == 1
+    assert res["histogram"]["before"][0] == 40 and sum(res["histogram"]["after"]) == 2
+    assert res["files_saved_estimate"] == 38 and len(res["histogram"]["buckets"]) == len(res["histogram"]["before"])
+
+    res = engine.one("compact", t)
+    part_a = {p["spec"]: p for p in res["partitions"]}["dt=a"]
+    stats = metastore_stats(spark, t, {"dt": "a"})
+    assert (stats["numFiles"], stats["totalSize"], stats["numRows"]) == ("1", str(part_a["bytes_after"]), "300")
+    described = {r.col_name: r.data_type for r in spark.sql(f"DESCRIBE TABLE EXTENDED {t} PARTITION (dt='a')").collect()}
+    assert described["Partition Statistics"] == f"{part_a['bytes_after']} bytes, 300 rows"  # what Spark plans with
+    engine.one("rollback", t)
+    stats = metastore_stats(spark, t, {"dt": "a"})
+    assert (stats["numFiles"], stats["numRows"]) == ("20", "300")
+    assert stats["totalSize"] == str(sum(f.size for f in files.fs.list_dir(f"{loc}/dt=a").files))
+
+    runs = []
+    for i in range(3):  # three real backups, each of a compaction of new small files
+        if i:
+            spark.range(10000 * i, 10000 * i + 100).selectExpr(
+                "id", "concat('n', id) name", "CAST(id AS DECIMAL(12,2)) amount",
+                "timestamp_seconds(1700000000 + id) ts").repartition(10).createOrReplaceTempView("lk_src")
+            spark.sql(f"INSERT INTO {t} PARTITION (dt='a') SELECT * FROM lk_src")
+        res = engine.one("compact", t)
+        assert res["status"] == "compacted", res
+        runs.append(res["run_id"])
+    assert len(backup_tables(spark, "keep")) == 3
+    res = engine.one("cleanup", t, pin=runs[0])
+    assert res["status"] == "pinned" and res["changed"]
+    assert engine.one("cleanup", t, pin=runs[0])["changed"] is False
+    assert engine.one("cleanup", t, pin="20000101T000000-000000")["code"] == "not_found"
+
+    res = engine.one("analyze", t, keep_last=1)
+    verdict = {b["run_id"]: b for b in res["backups"]}
+    assert [verdict[r]["verdict"] for r in runs] == ["keep", "delete", "keep"]
+    assert verdict[runs[0]]["reason"] == "pinned" and "keep_last" in verdict[runs[2]]["reason"]
+    assert all(b["bytes"] > 0 and b["files"] >= 10 for b in res["backups"])
+    assert res["backups_pending_cleanup"] == 1 and res["backup_bytes_pending_cleanup"] == verdict[runs[1]]["bytes"]
+
+    res = engine.one("cleanup", t, keep_last=1, grace_period="1h")  # all younger than the grace period
+    assert res["status"] == "skipped" and [k["reason"] for k in res["kept"]][0] == "pinned"
+    assert all("grace period" in k["reason"] for k in res["kept"][1:]) and len(backup_tables(spark, "keep")) == 3
+    res = engine.one("cleanup", t, keep_last=1)
+    assert [b["run_id"] for b in res["backups_removed"]] == [runs[1]]
+    assert sorted(k["run_id"] for k in res["kept"]) == sorted([runs[0], runs[2]])
+    assert len(backup_tables(spark, "keep")) == 2
+    assert engine.one("cleanup", t, unpin=runs[0])["status"] == "unpinned"
+    res = engine.one("cleanup", t)
+    assert sorted(b["run_id"] for b in res["backups_removed"]) == sorted([runs[0], runs[2]])
+    assert backup_tables(spark, "keep") == [] and files.hidden(loc) == []

@@ -1,28 +1,67 @@
-"""analyze: per table and per partition, file count, sizes and the decision,
-plus the table's existing backups. Writes nothing."""
+"""analyze: per table and per partition, file count, sizes, a file-size
+histogram now and as the plan projects it, and the decision; plus the
+table's existing backups with their size and the retention verdict a
+cleanup with the same options would give. Writes nothing."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
+from .. import sizes
 from ..backup import find_backups
+from ..fs import _java_message
 from ..journal import Journal
+from ..model import TableInfo, Unit
 from ..space import space_check
+from .cleanup import verdicts
 from .common import Context, leftovers, load_table, partition_result, plan, table_result
 from .recover import _pending_runs
+from .rollback import backup_units
+
+
+def unit_histograms(u: Unit, compact: bool) -> tuple[list[int], list[int]]:
+    """File-size histogram of a unit now, and after the plan (projected)."""
+    before = sizes.histogram(f.size for f in u.listing.files)
+    if not compact:
+        return before, before
+    return before, sizes.histogram(sizes.projected_sizes(u.stats.bytes, u.decision.target_files))
+
+
+def backup_facts(ctx: Context, info: TableInfo) -> list[dict[str, Any]]:
+    """Every backup of the table: age, pinned, size of its original
+    directories (bytes, files), and the retention verdict."""
+    out = []
+    for b, v in verdicts(ctx, find_backups(ctx.catalog, info.db, info.name, ctx.settings.backup_prefix), time.time()):
+        entry = v.to_dict()
+        entry["created_at"] = int(b.created_at)
+        try:
+            units = backup_units(ctx, info, b)
+            present = [u["old"] for u in units if ctx.fs.exists(u["old"])]
+            summaries = [ctx.fs.content_summary(path) for path in present]
+            entry.update(units=len(units), bytes=sum(x["length"] for x in summaries),
+                         files=sum(x["file_count"] for x in summaries), missing=len(units) - len(present),
+                         directories=present)
+        except Exception as exc:  # noqa: BLE001 - one odd backup must not hide the others
+            entry.update(units=None, bytes=None, files=None, error=_java_message(exc))
+        out.append(entry)
+    return out
 
 
 def analyze_table(ctx: Context, full_name: str) -> dict[str, Any]:
     info = load_table(ctx, full_name)
     p = plan(ctx, info)
-    parts = [partition_result(u, "analyzed", u.decision.reason, decision=u.decision.action) for u in p.units]
     todo = p.to_compact
-    now = time.time()
-    backups = [
-        {"backup_table": b.full_name, "run_id": b.run_id, "age_seconds": int(now - b.created_at), "pinned": b.pinned}
-        for b in find_backups(ctx.catalog, info.db, info.name, ctx.settings.backup_prefix)
-    ]
+    parts, before_all, after_all = [], [], []
+    for u in p.units:
+        before, after = unit_histograms(u, u in todo)
+        before_all.append(before)
+        after_all.append(after)
+        parts.append(partition_result(u, "analyzed", u.decision.reason, decision=u.decision.action,
+                                      histogram_before=before, histogram_after=after))
+    backups = backup_facts(ctx, info)
+    files = sum(u.stats.files for u in p.units)
+    files_after = sum(u.decision.target_files if u in todo else u.stats.files for u in p.units)
     return table_result(
         full_name,
         "analyzed",
@@ -34,11 +73,16 @@ def analyze_table(ctx: Context, full_name: str) -> dict[str, Any]:
         location=info.location,
         format=info.format,
         partitioned=info.is_partitioned,
-        files=sum(u.stats.files for u in p.units),
+        files=files,
         bytes=sum(u.stats.bytes for u in p.units),
-        files_after_estimate=sum(u.decision.target_files if u in todo else u.stats.files for u in p.units),
+        files_after_estimate=files_after,
+        files_saved_estimate=files - files_after,
+        small_files=sum(u.stats.files for u in todo),
+        histogram={"buckets": sizes.describe(), "before": sizes.add(*before_all), "after": sizes.add(*after_all)},
         partitions=parts,
         backups=backups,
+        backups_pending_cleanup=sum(1 for b in backups if b["verdict"] == "delete"),
+        backup_bytes_pending_cleanup=sum(b["bytes"] or 0 for b in backups if b["verdict"] == "delete"),
         space=space_check(ctx.fs, todo),
         pending_recovery=_pending_runs(ctx, info),
         leftovers=leftovers(ctx, p, set(Journal.run_ids(ctx.fs, p.journal_dir))),

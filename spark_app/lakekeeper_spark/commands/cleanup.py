@@ -1,6 +1,8 @@
-"""cleanup: delete backups (original files and backup table) of a table,
-all of them or those older than ``--older-than``. Irreversible. Pinned
-backups are never deleted. Only directories that are provably Lakekeeper
+"""cleanup: delete backups (original files and backup table) of a table
+under the retention policies (``retention.py``: pinned, grace period,
+``--keep-last``, ``--older-than``; all backups when none is given).
+Irreversible. With ``--pin RUN_ID`` / ``--unpin RUN_ID`` it only pins or
+unpins that backup. Only directories that are provably Lakekeeper
 originals next to a live directory are deleted (see rollback.backup_units),
 and only the files the compaction planned: anything else found there is
 moved into the live directory first (``moved_to_live``).
@@ -12,7 +14,9 @@ import logging
 import time
 from typing import Any
 
-from ..backup import find_backups
+from ..backup import BackupRef, find_backups, set_pinned
+from ..errors import LakekeeperError
+from ..retention import BackupFacts, RetentionPolicy, retention_verdicts
 from ..journal import Journal
 from ..planner import journal_dir
 from .common import Context, load_table, table_result
@@ -32,30 +36,65 @@ def planned_files(ctx: Context, info, b) -> dict[str, set[str]]:
 log = logging.getLogger(__name__)
 
 
+def policy_of(settings: Any) -> RetentionPolicy:
+    return RetentionPolicy(keep_last=settings.keep_last, older_than_seconds=settings.older_than_seconds,
+                           grace_seconds=settings.grace_seconds or 0)
+
+
+def verdicts(ctx: Context, backups: list[BackupRef], now: float) -> list[tuple[BackupRef, Any]]:
+    """(backup, verdict) under the run's retention policies, oldest first."""
+    by_name = {b.full_name: b for b in backups}
+    facts = [BackupFacts(b.full_name, b.run_id, b.created_at, b.pinned) for b in backups]
+    return [(by_name[v.backup.name], v) for v in retention_verdicts(facts, policy_of(ctx.settings), now)]
+
+
+def pin_table(ctx: Context, full_name: str, backups: list[BackupRef], run: str, pinned: bool) -> dict[str, Any]:
+    """Pin or unpin the backup of one run (given by run id or backup table name)."""
+    verb = "pin" if pinned else "unpin"
+    match = [b for b in backups if run in (b.run_id, b.name, b.full_name)]
+    if not match:
+        raise LakekeeperError("not_found", f"{full_name} has no backup of run {run!r} to {verb} (backups: "
+                              + (", ".join(b.run_id for b in backups) or "none") + ")")
+    b = match[0]
+    entry = {"backup_table": b.full_name, "run_id": b.run_id, "pinned": pinned}
+    if b.pinned == pinned:
+        return table_result(full_name, "skipped", f"{b.full_name} is already {verb}ned", run_id=ctx.run_id,
+                            backup_table=b.full_name, pinned=[entry] if pinned else [], unpinned=[] if pinned else [entry])
+    if not ctx.settings.dry_run:
+        set_pinned(ctx.catalog, b, pinned)
+    status = "planned" if ctx.settings.dry_run else f"{verb}ned"
+    return table_result(full_name, status, f"{'would ' if ctx.settings.dry_run else ''}{verb} {b.full_name}",
+                        changed=not ctx.settings.dry_run, would_change=True, run_id=ctx.run_id,
+                        backup_table=b.full_name, pinned=[entry] if pinned else [],
+                        unpinned=[] if pinned else [entry])
+
+
 def cleanup_table(ctx: Context, full_name: str) -> dict[str, Any]:
     info = load_table(ctx, full_name)
     recovered = [] if ctx.settings.dry_run else recover_table(ctx, info)
     backups = find_backups(ctx.catalog, info.db, info.name, ctx.settings.backup_prefix)
+    if ctx.settings.pin or ctx.settings.unpin:
+        res = pin_table(ctx, full_name, backups, ctx.settings.pin or ctx.settings.unpin, bool(ctx.settings.pin))
+        res["recovered"] = recovered
+        res["changed"] = res["changed"] or bool(recovered)
+        return res
     now = time.time()
-    limit = ctx.settings.older_than_seconds
     chosen, kept = [], []
-    for b in backups:
-        if b.pinned:
-            kept.append({"backup_table": b.full_name, "reason": "pinned"})
-        elif limit is not None and now - b.created_at < limit:
-            kept.append({"backup_table": b.full_name, "reason": f"younger than {limit}s"})
+    for b, v in verdicts(ctx, backups, now):
+        if v.delete:
+            chosen.append((b, v))
         else:
-            chosen.append(b)
+            kept.append(v.to_dict())
     if not chosen:
         reason = "no backups" if not backups else f"{len(kept)} backup(s) kept, none to clean"
         return table_result(full_name, "skipped", reason, changed=bool(recovered), run_id=ctx.run_id,
                             kept=kept, freed_bytes=0, backups_removed=[])
     removed, freed = [], 0
-    for b in chosen:
+    for b, v in chosen:
         units = backup_units(ctx, info, b)
         size = sum(ctx.fs.content_summary(u["old"])["length"] for u in units if ctx.fs.exists(u["old"]))
         entry = {"backup_table": b.full_name, "run_id": b.run_id, "bytes": size, "units": len(units),
-                 "age_seconds": int(now - b.created_at)}
+                 "age_seconds": v.age_seconds, "pinned": False, "verdict": "delete", "reason": v.reason}
         if not ctx.settings.dry_run:
             planned = planned_files(ctx, info, b)
             for u in units:

@@ -93,6 +93,7 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
         journal.remove()
     else:
         journal.table_step("finished")
+    update_statistics(ctx, info, [(u, r) for u, r in zip(todo, done) if r["status"] == "compacted"])
     ctx.catalog.refresh(info.db, info.name)
 
     parts = _ordered(p, done + skipped)
@@ -114,6 +115,24 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
         code=code,
         **base,
     )
+
+
+def update_statistics(ctx: Context, info: TableInfo, units: list[tuple[Any, dict[str, Any]]]) -> None:
+    """Refresh numFiles/totalSize/numRows of each changed partition (or of
+    the table) in the Metastore, so planners and replicated targets see the
+    new figures; each unit's result gets what the Metastore holds after
+    (``statistics``) or why it could not be written (``statistics_error``).
+    Never undoes the data change. The row count is the verified one, or -1
+    (unknown) when files written by others were carried along."""
+    for u, r in units:
+        rows = r.get("rows_after") if not r.get("late_files") and not r.get("carried_over") else None
+        spec = u["partition"] if isinstance(u, dict) else u.partition
+        try:
+            r["statistics"] = ctx.catalog.set_statistics(info.db, info.name, spec if info.is_partitioned else None,
+                                                         r["files_after"], r["bytes_after"], rows)
+        except Exception as exc:  # noqa: BLE001 - the data is in place; only the figures are stale
+            log.warning("%s %s: statistics not updated: %s", info.full_name, r.get("spec"), _java_message(exc))
+            r["statistics_error"] = _java_message(exc)
 
 
 def _run_units(ctx: Context, jobs: list[Any]) -> list[dict[str, Any]]:

@@ -76,6 +76,18 @@ def compacted_files(ctx: Context, info: TableInfo, b: BackupRef) -> dict[str, li
     return out
 
 
+def compacted_rows(ctx: Context, info: TableInfo, b: BackupRef) -> dict[str, int]:
+    """Location -> the row count the backup's compaction verified (the
+    originals hold exactly these rows)."""
+    doc, units = Journal.load(ctx.fs, b.journal_dir or journal_dir(info), b.run_id)
+    out = {}
+    for u in doc.get("units", []):
+        rows = units.get(u["index"], {}).get("rows")
+        if rows is not None:
+            out[ctx.fs.qualify(u["location"])] = int(rows)
+    return out
+
+
 def rollback_table(ctx: Context, full_name: str) -> dict[str, Any]:
     info = load_table(ctx, full_name)
     recovered = [] if ctx.settings.dry_run else recover_table(ctx, info)
@@ -89,6 +101,7 @@ def rollback_table(ctx: Context, full_name: str) -> dict[str, Any]:
     if missing:
         raise LakekeeperError("backup_incomplete", f"original data of {b.full_name} is missing: {missing[:3]}")
     written = compacted_files(ctx, info, b)
+    verified_rows = compacted_rows(ctx, info, b)
     for u in units:
         u["compacted"] = written.get(u["location"])
         if u["compacted"] is None:
@@ -108,7 +121,7 @@ def rollback_table(ctx: Context, full_name: str) -> dict[str, Any]:
             "spec": u["spec"], "location": u["location"],
             "files_before": len(now.files), "files_after": len(orig.files),
             "bytes_before": now.total_bytes, "bytes_after": orig.total_bytes,
-            "rows_before": None, "rows_after": None,
+            "rows_before": verified_rows.get(u["location"]), "rows_after": verified_rows.get(u["location"]),
             "status": "planned" if ctx.settings.dry_run else "rolled_back",
             "reason": f"restore {u['old']}",
         })
@@ -135,6 +148,10 @@ def rollback_table(ctx: Context, full_name: str) -> dict[str, Any]:
         if carried:
             part["carried_over"] = carried
             part["reason"] += f"; kept {len(carried)} file(s) written after the compaction"
+            part["files_after"] += len(carried)
+    from .compact import update_statistics
+
+    update_statistics(ctx, info, list(zip(units, parts)))
     return table_result(full_name, "rolled_back", f"restored {len(units)} unit(s) from {b.full_name}",
                         changed=True, backup_table=b.full_name, run_id=ctx.run_id, partitions=parts,
                         recovered=recovered)

@@ -1,0 +1,87 @@
+"""Which backups a cleanup deletes: the retention policies and how they
+combine (like Hudi's cleaner: pinned backups are savepoints, ``keep_last``
+is KEEP_LATEST_FILE_VERSIONS, ``older_than`` a time-based retention, and a
+grace period protects readers that still hold the old files).
+
+Pure: the command feeds the backups of one table and the clock, and acts on
+the verdicts.
+
+Combination rule. Every policy is a reason to *keep*; a backup is deleted
+only when no reason to keep it holds. In order (the first that holds is the
+reason reported):
+
+1. ``pinned``: a pinned backup is never deleted;
+2. ``grace``: a backup younger than the grace period is never deleted,
+   whatever the other policies say;
+3. ``keep_last N``: the N newest backups of the table (pinned ones count)
+   are kept;
+4. ``older_than D``: a backup younger than D is kept.
+
+Without ``keep_last`` and ``older_than`` every backup outside 1 and 2 is
+deleted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True)
+class BackupFacts:
+    name: str  # db.table of the backup
+    run_id: str
+    created_at: float  # seconds since the epoch
+    pinned: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class RetentionPolicy:
+    keep_last: int | None = None
+    older_than_seconds: int | None = None
+    grace_seconds: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    backup: BackupFacts
+    delete: bool
+    reason: str
+    age_seconds: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "backup_table": self.backup.name,
+            "run_id": self.backup.run_id,
+            "age_seconds": self.age_seconds,
+            "pinned": self.backup.pinned,
+            "verdict": "delete" if self.delete else "keep",
+            "reason": self.reason,
+        }
+
+
+def retention_verdicts(backups: list[BackupFacts], policy: RetentionPolicy, now: float) -> list[Verdict]:
+    """One verdict per backup, oldest first."""
+    ordered = sorted(backups, key=lambda b: (b.created_at, b.run_id))
+    newest = {id(b) for b in ordered[max(0, len(ordered) - policy.keep_last):]} if policy.keep_last else set()
+    out = []
+    for b in ordered:
+        age = max(0, int(now - b.created_at))
+        if b.pinned:
+            out.append(Verdict(b, False, "pinned", age))
+        elif age < policy.grace_seconds:
+            out.append(Verdict(b, False, f"within the grace period ({age}s old, grace {policy.grace_seconds}s): "
+                                         "readers may still use its files", age))
+        elif id(b) in newest:
+            out.append(Verdict(b, False, f"one of the {policy.keep_last} newest backup(s) (keep_last)", age))
+        elif policy.older_than_seconds is not None and age < policy.older_than_seconds:
+            out.append(Verdict(b, False, f"younger than older_than ({age}s old, older_than "
+                                         f"{policy.older_than_seconds}s)", age))
+        else:
+            why = ["not pinned", f"outside the grace period of {policy.grace_seconds}s"]
+            if policy.keep_last is not None:
+                why.append(f"not one of the {policy.keep_last} newest")
+            if policy.older_than_seconds is not None:
+                why.append(f"older than {policy.older_than_seconds}s")
+            out.append(Verdict(b, True, ", ".join(why), age))
+    return out

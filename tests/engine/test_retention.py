@@ -1,0 +1,79 @@
+"""Unit tests of the pure retention rule and size histograms: no Spark here."""
+
+from __future__ import annotations
+
+import pytest
+
+from lakekeeper_spark import sizes
+from lakekeeper_spark.config import build_settings
+from lakekeeper_spark.errors import UsageError
+from lakekeeper_spark.retention import BackupFacts, RetentionPolicy, retention_verdicts
+
+NOW = 1_000_000.0
+H = 3600
+
+
+def backups(*ages_pinned):
+    """(age in seconds, pinned) -> facts, named b<age>."""
+    return [BackupFacts(f"db.b{age}", f"r{age}", NOW - age, pinned) for age, pinned in ages_pinned]
+
+
+def decide(bs, **policy):
+    return {v.backup.name: (v.delete, v.reason) for v in retention_verdicts(bs, RetentionPolicy(**policy), NOW)}
+
+
+def deleted(bs, **policy):
+    return sorted(name for name, (delete, _r) in decide(bs, **policy).items() if delete)
+
+
+BS = backups((10 * 24 * H, False), (5 * 24 * H, True), (3 * 24 * H, False), (2 * H, False), (600, False))
+
+
+def test_no_policy_deletes_everything_but_pinned_and_grace():
+    assert deleted(BS) == sorted(["db.b864000", "db.b259200", "db.b7200", "db.b600"])
+    assert deleted(BS, grace_seconds=H) == sorted(["db.b864000", "db.b259200", "db.b7200"])
+
+
+def test_keep_last_counts_pinned_backups_and_keeps_the_newest():
+    assert deleted(BS, keep_last=2) == sorted(["db.b864000", "db.b259200"])
+    assert deleted(BS, keep_last=0) == sorted(["db.b864000", "db.b259200", "db.b7200", "db.b600"])
+    assert deleted(BS, keep_last=10) == []
+    assert "keep_last" in decide(BS, keep_last=2)["db.b600"][1]
+
+
+def test_policies_combine_as_reasons_to_keep():
+    # older_than 4d keeps the 3d and younger ones; keep_last 1 keeps the newest: the union is kept
+    assert deleted(BS, older_than_seconds=4 * 24 * H, keep_last=1) == ["db.b864000"]
+    # keep_last alone would delete the 2h backup; older_than 1d keeps it
+    assert deleted(BS, keep_last=1, older_than_seconds=24 * H) == sorted(["db.b864000", "db.b259200"])
+
+
+def test_grace_period_wins_over_every_other_policy():
+    verdicts = decide(BS, keep_last=0, older_than_seconds=0, grace_seconds=3 * H)
+    assert verdicts["db.b600"][0] is False and "grace period" in verdicts["db.b600"][1]
+    assert verdicts["db.b7200"][0] is False
+    assert verdicts["db.b432000"] == (False, "pinned")  # pinned is never deleted, whatever its age
+
+
+def test_reasons_say_why_a_backup_goes():
+    delete, reason = decide(BS, keep_last=1, older_than_seconds=24 * H, grace_seconds=H)["db.b864000"]
+    assert delete and reason == ("not pinned, outside the grace period of 3600s, not one of the 1 newest, "
+                                 "older than 86400s")
+    assert [v.to_dict()["verdict"] for v in retention_verdicts(BS, RetentionPolicy(keep_last=1), NOW)] == [
+        "delete", "keep", "delete", "delete", "keep"]  # oldest first
+
+
+def test_settings_of_the_retention_options():
+    s = build_settings({"keep_last": 3, "grace_period": "1h"}, {"older_than": "7d", "pin": "r1"})
+    assert (s.keep_last, s.grace_seconds, s.older_than_seconds, s.pin) == (3, 3600, 7 * 86400, "r1")
+    assert build_settings({}, {}).grace_seconds == 0
+    with pytest.raises(UsageError):
+        build_settings({}, {"keep_last": -1})
+
+
+def test_histograms_and_projection():
+    assert sizes.histogram([0, 1000, 64 * 1024, 2 * 1024 * 1024, 200 * 1024 * 1024, 5 * 1024 ** 3]) == [
+        2, 1, 1, 0, 0, 1, 0, 1]
+    assert sizes.projected_sizes(10, 3) == [4, 3, 3] and sizes.projected_sizes(0, 3) == []
+    assert sizes.add([1, 2] + [0] * 6, [3, 4] + [0] * 6)[:2] == [4, 6]
+    assert len(sizes.describe()) == len(sizes.BUCKETS) and sizes.describe()[-1]["max_bytes"] is None
