@@ -79,6 +79,7 @@ def test_lifecycle(collection_path, tmp_path):
     extra.write_text(json.dumps(dict(state_dir=state_dir, data_dir=data_dir,
                                      app_cache_dir=str(tmp_path / 'app-cache'),
                                      config_file=str(tmp_path / 'lakekeeper.yaml'),
+                                     refresh_script=os.path.join(HERE, 'record_argv.py'),
                                      e2e_extras=os.environ.get('LAKEKEEPER_E2E_EXTRAS', '1') != '0')))
     # The playbook runs from tmp_path, so stray files (derby.log, ...) would show in its listing below.
     playbook = tmp_path / 'lifecycle.yml'

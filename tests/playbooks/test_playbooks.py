@@ -139,6 +139,28 @@ def write_inventory(path, edge_vars, ingest_vars, cluster):
     return path
 
 
+def check_report(report_dir, cluster):
+    """The HTML report analyze.yml wrote on the controller for the cluster:
+    both tables ranked by the files a compaction removes, the histogram of
+    file sizes now and projected, and the backups section; nothing fetched."""
+    assert sorted(os.listdir(str(report_dir))) == ['lakekeeper-%s.html' % cluster]
+    html = (report_dir / ('lakekeeper-%s.html' % cluster)).read_text()
+    assert '<script' not in html and 'http://' not in html.replace('http://www.w3.org/2000/svg', '')
+    ranked = html[html.index('id="tables"'):html.index('id="partitions"')]
+    rows = re.findall(r'<tr class="todo"><td>(\d+)</td><td>(e2e\.\w+)</td>.*?<td class="n">(\d+)</td>\s*<td>yes', ranked,
+                      re.S)
+    assert sorted(r[1] for r in rows) == ['e2e.clicks', 'e2e.events'], ranked
+    saved = [int(r[2]) for r in rows]
+    assert saved == sorted(saved, reverse=True) and sum(saved) == 117, rows  # 120 files -> 3
+    assert re.search(r'<b id="files-saved">117</b>', html)
+    parts = html[html.index('id="partitions"'):html.index('id="histogram"')]
+    assert parts.count('<td>e2e.clicks</td>') == 2 and parts.count('<td>(table)</td>') == 1, parts
+    svg = html[html.index('<svg'):html.index('</svg>')]
+    assert '&lt; 64 KB: 120 file(s) now' in svg and svg.count('class="after"') == svg.count('class="before"') == 8
+    backups = html[html.index('id="backups"'):]
+    assert 'No backups: nothing pending cleanup.' in backups and '<b id="backups-pending">0 of 0</b>' in html
+
+
 def process_state(pid):
     return subprocess.run(['ps', '-o', 'stat=', '-p', str(pid)], stdout=subprocess.PIPE, text=True,
                           check=False).stdout.strip()
@@ -181,6 +203,7 @@ def test_playbooks_embedded(collections_dir, kdc, tmp_path):
             'lakekeeper_kinit_keytab': str(keytab),
             'kinit_krb5_config': kdc.env['KRB5_CONFIG'],
             'kinit_ccache': 'FILE:%s' % ccache,
+            'lakekeeper_report_dir': str(tmp_path / 'reports'),
         }
         ingest_vars = {
             'pipeline_state_dir': str(pipeline_state),
@@ -213,6 +236,7 @@ def test_playbooks_embedded(collections_dir, kdc, tmp_path):
         assert run.recap['edge']['changed'] == 1, run  # the Kerberos ticket, nothing else
         assert kdc.klist('FILE:%s' % ccache).returncode == 0
         assert {t: data_files(str(data_dir / t)) for t in originals} == originals
+        check_report(tmp_path / 'reports', 'local')
 
         # -- compact.yml failing after the pause: the ingestion is resumed anyway ---------------
         run = run_playbook(os.path.join(PLAYBOOKS, 'compact.yml'), inventory, collections_dir, tmp_path,

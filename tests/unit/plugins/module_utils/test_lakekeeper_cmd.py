@@ -147,6 +147,33 @@ def test_engine_args_every_option_in_order():
         '--conf', 'spark.sql.shuffle.partitions=4', '--result-file', '/tmp/r.json']
 
 
+def test_engine_args_retention_and_pins():
+    argv = lk.engine_args('cleanup', ['--table', 'db.t'], dict(older_than='7d', keep_last=0, grace_period='1h'))
+    assert argv == ['cleanup', '--table', 'db.t', '--older-than', '7d', '--keep-last', '0', '--grace-period', '1h']
+    assert lk.engine_args('cleanup', ['--table', 'db.t'], dict(pin='20261122T013000-3f9a1c')) == [
+        'cleanup', '--table', 'db.t', '--pin', '20261122T013000-3f9a1c']
+    assert lk.engine_args('cleanup', ['--table', 'db.t'], dict(unpin='r')) == ['cleanup', '--table', 'db.t', '--unpin', 'r']
+
+
+def test_refresh_command_per_changed_table():
+    doc = {'tables': [
+        {'table': 'db.events', 'status': 'compacted', 'changed': True,
+         'partitions': [{'spec': 'dt=1', 'status': 'compacted'}, {'spec': 'dt=2', 'status': 'skipped'},
+                        {'spec': 'dt=3', 'status': 'compacted'}]},
+        {'table': 'db.flat', 'status': 'compacted', 'changed': True, 'partitions': [{'spec': '', 'status': 'compacted'}]},
+        {'table': 'db.same', 'status': 'skipped', 'changed': False, 'partitions': []},
+        {'table': 'db.bad', 'status': 'failed', 'changed': False}]}
+    assert lk.refresh_targets(doc) == [('db.events', ['dt=1', 'dt=3']), ('db.flat', [])]
+    template = ['impala-shell', '-k', '-q', 'REFRESH {database}.{table}', '{name}', '{partitions}', '{other} {}']
+    assert lk.refresh_argv(template, 'db.events', ['dt=1', 'dt=3']) == [
+        'impala-shell', '-k', '-q', 'REFRESH db.events', 'db.events', 'dt=1,dt=3', '{other} {}']
+    # a value is one argument, whatever it holds: no shell, no splitting
+    assert lk.refresh_argv(['x', '{partitions}'], 'db.t', ["p='a b'; rm -rf /"]) == ['x', "p='a b'; rm -rf /"]
+    for bad in (None, [], 'impala-shell -q x'):
+        with pytest.raises(lk.LakekeeperError):
+            lk.refresh_argv(bad, 'db.t')
+
+
 def test_engine_args_unset_options_left_to_the_engine():
     assert lk.engine_args('analyze', ['--table', 'db.t'], dict(block_size_mb=None, log_level=None)) == [
         'analyze', '--table', 'db.t']

@@ -215,6 +215,11 @@ def test_rollback_modes_and_cleanup(engine, tmp_path):
     res = run(lakekeeper_cleanup, dict(tables=['db.t', 'db.u'], older_than='7d', spark_submit=dict(script_path=engine)),
               tmp_path)
     assert ' cleanup --tables db.t,db.u --older-than 7d ' in res['cmd']
+    res = run(lakekeeper_cleanup, dict(table='db.t', keep_last=2, grace_period='1h', pin='r1',
+                                       spark_submit=dict(script_path=engine)), tmp_path)
+    assert ' cleanup --table db.t --keep-last 2 --grace-period 1h --pin r1 ' in res['cmd']
+    res = run(lakekeeper_analyze, dict(table='db.t', keep_last=1, spark_submit=dict(script_path=engine)), tmp_path)
+    assert ' analyze --table db.t --keep-last 1 ' in res['cmd']
 
 
 def test_engine_failure(engine, tmp_path, monkeypatch):
