@@ -109,7 +109,7 @@ notes:
     --master local[*]) - with a local Spark and an embedded Derby Metastore; set O(spark_submit.enabled) to run it
     with C(spark-submit) on a cluster (YARN, Kerberos). O(spark_submit.deploy_mode=cluster) is refused.
   - After a compaction the engine refreshes C(numFiles), C(totalSize) and C(numRows) of each compacted partition (or
-    of the table) in the Metastore (RV(tables[].partitions[].statistics)).
+    of the table) in the Metastore (C(statistics) of each entry of RV(tables[].partitions)).
   - The engine needs Java 17 and pyspark on the target (or on the cluster with spark-submit).
   - The module fails when the engine exits with a non-zero code or reports a failed or refused table, with the reason
     per table and what was left in place in RV(msg).
