@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from ..backup import BackupRef, find_backups, set_pinned
-from ..errors import LakekeeperError
+from ..errors import Refused
 from ..retention import BackupFacts, RetentionPolicy, retention_verdicts
 from ..journal import Journal
 from ..planner import journal_dir
@@ -53,7 +53,8 @@ def pin_table(ctx: Context, full_name: str, backups: list[BackupRef], run: str, 
     verb = "pin" if pinned else "unpin"
     match = [b for b in backups if run in (b.run_id, b.name, b.full_name)]
     if not match:
-        raise LakekeeperError("not_found", f"{full_name} has no backup of run {run!r} to {verb} (backups: "
+        # refused, not failed: a database run pins the tables that have it and passes over the others
+        raise Refused("not_found", f"{full_name} has no backup of run {run!r} to {verb} (backups: "
                               + (", ".join(b.run_id for b in backups) or "none") + ")")
     b = match[0]
     entry = {"backup_table": b.full_name, "run_id": b.run_id, "pinned": pinned}
