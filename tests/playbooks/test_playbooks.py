@@ -233,7 +233,8 @@ def test_playbooks_embedded(collections_dir, kdc, tmp_path):
         assert sorted(t['table'] for t in s['tables'] if t['status'] == 'to_compact') == ['e2e.clicks', 'e2e.events']
         assert s['preflight']['ok'] and sorted(s['preflight']['checked']) == ['e2e.clicks', 'e2e.events'], s
         assert s['ingestion']['paused'] == {} and not state_file.exists()
-        assert run.recap['edge']['changed'] == 1, run  # the Kerberos ticket, nothing else
+        # the Kerberos ticket; and on the controller the report's directory and file; nothing else
+        assert run.recap['edge']['changed'] == 3, run
         assert kdc.klist('FILE:%s' % ccache).returncode == 0
         assert {t: data_files(str(data_dir / t)) for t in originals} == originals
         check_report(tmp_path / 'reports', 'local')
