@@ -54,8 +54,8 @@ def pin_table(ctx: Context, full_name: str, backups: list[BackupRef], run: str, 
     match = [b for b in backups if run in (b.run_id, b.name, b.full_name)]
     if not match:
         # refused, not failed: a database run pins the tables that have it and passes over the others
-        raise Refused("not_found", f"{full_name} has no backup of run {run!r} to {verb} (backups: "
-                              + (", ".join(b.run_id for b in backups) or "none") + ")")
+        known = ", ".join(b.run_id for b in backups) or "none"
+        raise Refused("not_found", f"{full_name} has no backup of run {run!r} to {verb} (backups: {known})")
     b = match[0]
     entry = {"backup_table": b.full_name, "run_id": b.run_id, "pinned": pinned}
     if b.pinned == pinned:
