@@ -572,9 +572,10 @@ def test_output_file_sizes_and_bulk_partition_listing(spark, engine, files, ware
 
 
 def test_statistics_retention_pins_and_analyze_sizes(spark, engine, files, warehouse):
-    """Partition statistics after compact and rollback, read back from the
-    Metastore; three real backups of one table under keep_last, grace period
-    and a pin; analyze reports backup sizes, verdicts and histograms."""
+    """Three real backups of one table (three compactions): partition
+    statistics read back from the Metastore after each and after a rollback;
+    keep_last, grace period and a pin; analyze reports backup sizes,
+    verdicts and histograms."""
     t = "lk.keep"
     loc = make_table(spark, warehouse, "keep", rows=300, partitions={"a": 20, "b": 20})
     res = engine.one("analyze", t)
@@ -582,17 +583,6 @@ def test_statistics_retention_pins_and_analyze_sizes(spark, engine, files, wareh
     assert by["dt=a"]["histogram_before"][0] == 20 and by["dt=a"]["histogram_after"][0] == 1
     assert res["histogram"]["before"][0] == 40 and sum(res["histogram"]["after"]) == 2
     assert res["files_saved_estimate"] == 38 and len(res["histogram"]["buckets"]) == len(res["histogram"]["before"])
-
-    res = engine.one("compact", t)
-    part_a = {p["spec"]: p for p in res["partitions"]}["dt=a"]
-    stats = metastore_stats(spark, t, {"dt": "a"})
-    assert (stats["numFiles"], stats["totalSize"], stats["numRows"]) == ("1", str(part_a["bytes_after"]), "300")
-    described = {r.col_name: r.data_type for r in spark.sql(f"DESCRIBE TABLE EXTENDED {t} PARTITION (dt='a')").collect()}
-    assert described["Partition Statistics"] == f"{part_a['bytes_after']} bytes, 300 rows"  # what Spark plans with
-    engine.one("rollback", t)
-    stats = metastore_stats(spark, t, {"dt": "a"})
-    assert (stats["numFiles"], stats["numRows"]) == ("20", "300")
-    assert stats["totalSize"] == str(sum(f.size for f in files.fs.list_dir(f"{loc}/dt=a").files))
 
     runs = []
     for i in range(3):  # three real backups, each of a compaction of new small files
@@ -604,6 +594,13 @@ def test_statistics_retention_pins_and_analyze_sizes(spark, engine, files, wareh
         res = engine.one("compact", t)
         assert res["status"] == "compacted", res
         runs.append(res["run_id"])
+        part_a = {p["spec"]: p for p in res["partitions"]}["dt=a"]
+        stats = metastore_stats(spark, t, {"dt": "a"})  # read back from the Metastore
+        rows = 300 + 100 * i
+        assert (stats["numFiles"], stats["totalSize"], stats["numRows"]) == ("1", str(part_a["bytes_after"]), str(rows))
+        assert part_a["statistics"] == stats
+    described = {r.col_name: r.data_type for r in spark.sql(f"DESCRIBE TABLE EXTENDED {t} PARTITION (dt='a')").collect()}
+    assert described["Partition Statistics"] == f"{part_a['bytes_after']} bytes, 500 rows"  # what Spark plans with
     assert len(backup_tables(spark, "keep")) == 3
     res = engine.one("cleanup", t, pin=runs[0])
     assert res["status"] == "pinned" and res["changed"]
@@ -624,7 +621,12 @@ def test_statistics_retention_pins_and_analyze_sizes(spark, engine, files, wareh
     assert [b["run_id"] for b in res["backups_removed"]] == [runs[1]]
     assert sorted(k["run_id"] for k in res["kept"]) == sorted([runs[0], runs[2]])
     assert len(backup_tables(spark, "keep")) == 2
+    res = engine.one("rollback", t)  # restores the newest backup: 1 compacted + 10 small files, 500 rows
+    stats = metastore_stats(spark, t, {"dt": "a"})
+    assert (stats["numFiles"], stats["numRows"]) == ("11", "500")
+    assert stats["totalSize"] == str(sum(f.size for f in files.fs.list_dir(f"{loc}/dt=a").files))
+    assert {p["spec"]: p for p in res["partitions"]}["dt=a"]["statistics"] == stats
     assert engine.one("cleanup", t, unpin=runs[0])["status"] == "unpinned"
     res = engine.one("cleanup", t)
-    assert sorted(b["run_id"] for b in res["backups_removed"]) == sorted([runs[0], runs[2]])
+    assert [b["run_id"] for b in res["backups_removed"]] == [runs[0]]
     assert backup_tables(spark, "keep") == [] and files.hidden(loc) == []
