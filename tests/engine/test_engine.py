@@ -571,6 +571,19 @@ def test_output_file_sizes_and_bulk_partition_listing(spark, engine, files, ware
     assert all(p.location.endswith(f"/elsewhere/p{int(p.spec['a'])}") for p in bulk)
 
 
+def documented_analyze_fields() -> set[str]:
+    """The per-table fields lakekeeper_analyze's RETURN documents."""
+    import ast
+    from pathlib import Path
+
+    import yaml
+
+    src = (Path(__file__).resolve().parents[2] / "plugins" / "modules" / "lakekeeper_analyze.py").read_text()
+    ret = next(n.value.value for n in ast.parse(src).body
+               if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "RETURN")
+    return set(yaml.safe_load(ret)["tables"]["contains"])
+
+
 def test_statistics_retention_pins_and_analyze_sizes(spark, engine, files, warehouse):
     """Three real backups of one table (three compactions): partition
     statistics read back from the Metastore after each and after a rollback;
@@ -583,6 +596,8 @@ def test_statistics_retention_pins_and_analyze_sizes(spark, engine, files, wareh
     assert by["dt=a"]["histogram_before"][0] == 20 and by["dt=a"]["histogram_after"][0] == 1
     assert res["histogram"]["before"][0] == 40 and sum(res["histogram"]["after"]) == 2
     assert res["files_saved_estimate"] == 38 and len(res["histogram"]["buckets"]) == len(res["histogram"]["before"])
+    documented = documented_analyze_fields()
+    assert set(res) <= documented, sorted(set(res) - documented)  # the module's RETURN is complete
 
     runs = []
     for i in range(3):  # three real backups, each of a compaction of new small files
@@ -613,6 +628,7 @@ def test_statistics_retention_pins_and_analyze_sizes(spark, engine, files, wareh
     assert verdict[runs[0]]["reason"] == "pinned" and "keep_last" in verdict[runs[2]]["reason"]
     assert all(b["bytes"] > 0 and b["files"] >= 10 for b in res["backups"])
     assert res["backups_pending_cleanup"] == 1 and res["backup_bytes_pending_cleanup"] == verdict[runs[1]]["bytes"]
+    assert set(res) <= documented, sorted(set(res) - documented)
 
     res = engine.one("cleanup", t, keep_last=1, grace_period="1h")  # all younger than the grace period
     assert res["status"] == "skipped" and [k["reason"] for k in res["kept"]][0] == "pinned"
