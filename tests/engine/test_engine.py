@@ -536,6 +536,7 @@ def test_modes_and_where_smart_compaction(spark, engine, files, warehouse):
     assert {s: files.snapshot(d) for s, d in dirs.items()} == original
     assert files.hidden(loc) == [] and backup_tables(spark, "modes") == []
 
+
 def test_output_file_sizes_and_bulk_partition_listing(spark, engine, files, warehouse):
     """Compacted files land within +-25% of the target size (split sizes
     follow the input's payload share, not its raw bytes), and the bulk

@@ -599,6 +599,7 @@ def test_where_columns_checked_against_the_table():
     assert pf.select_partitions(None, "db.t", [], [], [{}, {}]) == [True, True]
     assert pf.select_partitions("DT = '1'", "db.t", ["dt"], [], [{"dt": "1"}, {"dt": "2"}]) == [True, False]
 
+
 def test_output_split_sizes_files_evenly():
     # 2000 files of 83 KB, target 32 MB, merged rows 18% smaller: 4 even splits
     sizes = [83_000] * 2000
