@@ -235,8 +235,10 @@ def _run_parking(ctx: Any, tables: list[str], run_one: Callable[[str], dict[str,
 
     if getattr(ctx.settings, "parallelism", 1) != 1:  # units one at a time: deterministic parking
         ctx.settings = dataclasses.replace(ctx.settings, parallelism=1)
-    slots = ctx.job_slots()  # one unit job per active table: a parked table keeps its slot
-    for i in range(1, PARKING_TABLES):
+    # One unit job per table: a parked table keeps its slot until the kill,
+    # so the budget must cover every table (PARKING_TABLES bounds the threads).
+    slots = ctx.job_slots()
+    for i in range(1, max(PARKING_TABLES, len(tables))):
         slots.put(i)
     boxes: dict[str, dict[str, Any]] = {}
     done: dict[str, threading.Event] = {}
