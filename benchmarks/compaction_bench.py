@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Compaction benchmark: the floor, our engine and lakekeeper 0.0.6 on the same tables.
 
     .venv/bin/python benchmarks/compaction_bench.py [--runs 3] [--block-size 64] [--scale 10000]
@@ -282,7 +281,7 @@ def scale_analysis(args, work: str, state: str, lk_exe: str) -> dict:
             json.dump(setup, fh)
     with open(marker, encoding="utf-8") as fh:
         res = {"partitions": n, "setup": json.load(fh), "runs": []}
-    for _ in range(args.scale_runs):
+    for _run in range(args.scale_runs):
         cmd = [PY, os.path.join(ROOT, "spark_app", "run_lakekeeper.py"), "analyze", "--table", table,
                "--state-dir", state, "--master", args.master, "--conf", "spark.ui.showConsoleProgress=false"]
         secs, rc, out = sh(cmd, env=base_env(), log=os.path.join(work, "logs", "scale-analyze.log"))
@@ -372,7 +371,7 @@ def main() -> int:
     print()
     print(f"median of {args.runs} run(s), {args.master}, block size {args.block_size} MB; "
           f"seconds are whole processes (JVM start to exit)")
-    print(report(results, contenders, [t for t in tables]))
+    print(report(results, contenders, list(tables)))
     print("scans: records read by all tasks / rows of the data to compact (1.0 = read once)")
     print(f"load average (1/5/15 min) at start {tuple(round(x, 2) for x in load_start)}, "
           f"at end {tuple(round(x, 2) for x in load_end)}")

@@ -610,7 +610,7 @@ def test_output_split_sizes_files_evenly():
     import random
 
     rnd = random.Random(7)
-    sizes = [rnd.randint(20_000, 200_000) for _ in range(150)]
+    sizes = [rnd.randint(20_000, 200_000) for _i in range(150)]
     n, split = planner.output_split(sizes, MB)
     parts = planner.pack_splits(sizes, split)
     assert len(parts) == n == round(sum(sizes) / MB)
