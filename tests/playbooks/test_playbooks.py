@@ -280,6 +280,18 @@ def test_playbooks_embedded(collections_dir, kdc, tmp_path):
         assert 'Paused on ingest' in run.output and 'Resumed on ingest' in run.output, run
         assert 'Paused on edge' not in run.output and 'Resumed on edge' not in run.output, run
 
+        # -- analyze.yml again: the report lists the backups the compaction kept --------------------
+        run = run_playbook('lakekeeper.hive.analyze', inventory, collections_dir, tmp_path,
+                           ['lakekeeper_database=e2e'])
+        assert run.rc == 0, run
+        html = (tmp_path / 'reports' / 'lakekeeper-local.html').read_text()
+        backups = html[html.index('id="backups"'):]
+        rows = re.findall(r'<tr><td>(e2e\.\w+)</td><td>(e2e\.__bkp_\w+)</td>', backups)
+        assert sorted(r[0] for r in rows) == ['e2e.clicks', 'e2e.events'], backups
+        assert all(b.startswith(t.replace('e2e.', 'e2e.__bkp_') + '_') for t, b in rows), rows
+        assert re.search(r'<b id="backups-pending">\d of 2</b>', html), html
+        assert 'No backups' not in backups and run.stats['lakekeeper_tables_to_compact'] == 0, run
+
         # -- rollback.yml: one named table, with the ingestion paused -----------------------------
         run = run_playbook(os.path.join(PLAYBOOKS, 'rollback.yml'), inventory, collections_dir, tmp_path,
                            ['lakekeeper_tables=e2e.events'])
