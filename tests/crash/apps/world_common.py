@@ -2,6 +2,10 @@
 the pytest side (pure Python, no Spark)."""
 from __future__ import annotations
 
+import json
+import sys
+import traceback
+
 COLUMNS = ("id", "name", "amount", "ts")
 DATA_TYPES = ("BIGINT", "STRING", "DECIMAL(12,2)", "TIMESTAMP")
 SELECT = ("id", "concat('name-', id) AS name", "CAST(id * 1.5 AS DECIMAL(12,2)) AS amount",
@@ -44,3 +48,14 @@ def units_of(kind: str, root: str, outside: str | None = None) -> dict:
 
 def partition_values(spec: str) -> dict:
     return dict(kv.split("=", 1) for kv in spec.split("/")) if spec else {}
+
+
+def run_app(main) -> None:
+    """Run an app's ``main``; a failure still ends with a ``RESULT`` line
+    (the traceback's tail) for the pytest side, and exit code 1."""
+    try:
+        main()
+    except Exception:  # pylint: disable=broad-exception-caught
+        traceback.print_exc()
+        print("RESULT " + json.dumps({"error": traceback.format_exc()[-4000:]}), flush=True)
+        sys.exit(1)

@@ -22,14 +22,13 @@ import json
 import os
 import sys
 import time
-import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.abspath(os.path.join(HERE, "..", "..", "..", "spark_app")))
 sys.path.insert(0, HERE)
 
 from world_common import (COLUMNS, DATA_TYPES, KINDS, LATE_ROWS, LATE_TEMPLATES, SELECT,  # noqa: E402
-                          template_dir, units_of)
+                          run_app, template_dir, units_of)
 
 DAY_MS = 86400 * 1000
 POOL = None  # a thread pool for file copies and hashes (set in main)
@@ -479,9 +478,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception:
-        traceback.print_exc()
-        print("RESULT " + json.dumps({"error": traceback.format_exc()[-4000:]}), flush=True)
-        sys.exit(1)
+    run_app(main)

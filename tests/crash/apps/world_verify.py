@@ -26,7 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.abspath(os.path.join(HERE, "..", "..", "..", "spark_app")))
 sys.path.insert(0, HERE)
 
-from world_common import COLUMNS, KINDS, PARTITION_COLUMNS, template_dir, units_of  # noqa: E402
+from world_common import COLUMNS, KINDS, PARTITION_COLUMNS, run_app, template_dir, units_of  # noqa: E402
 from world_setup import FS, perms, tree  # noqa: E402
 
 LK_TAGS = ("lk_staging", "lk_old", "lk_trash")
@@ -392,9 +392,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception:
-        traceback.print_exc()
-        print("RESULT " + json.dumps({"error": traceback.format_exc()[-4000:]}), flush=True)
-        sys.exit(1)
+    run_app(main)
