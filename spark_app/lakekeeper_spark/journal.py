@@ -214,6 +214,11 @@ class Journal:
         self.run_dir = f"{self.dir}/{run_id}"
         self._table: dict[str, Any] = {}
         self._units: dict[int, dict[str, Any]] = {}
+        # Records whose pending leftovers (of a crashed writer) are known to
+        # be gone: every record of a run directory that was empty when this
+        # process started the run, else each one once swept.
+        self._all_clean = False
+        self._swept: set[str] = set()
 
     @property
     def table_name(self) -> str | None:
@@ -223,17 +228,19 @@ class Journal:
         """Continue a loaded run (recovery): later records build on these."""
         self._table = dict(doc)
         self._units = {i: dict(u) for i, u in units.items()}
+        self._all_clean = False  # a crashed process may have left pending records
         return self
 
     # ------------------------------------------------------------ writing
     def start(self, doc: dict[str, Any]) -> None:
         self.fs.mkdirs(self.run_dir)
+        self._all_clean = not self.fs.list_names(self.run_dir)  # a new run: nothing to sweep, ever
         self._table = dict(doc, run_id=self.run_id, step="planned", updated=time.time())
         self.fs.write_text(f"{self.run_dir}/table.json", json.dumps(self._table, indent=1, sort_keys=True))
 
     def table_step(self, step: str, **extra: Any) -> None:
         self._table.update(extra, step=step, updated=time.time())
-        replace_record(self.fs, f"{self.run_dir}/table.json", json.dumps(self._table, indent=1, sort_keys=True))
+        self._replace("table.json", json.dumps(self._table, indent=1, sort_keys=True))
         fault_point(f"table:{step}", "before", self.table_name)
 
     def unit_step(self, idx: int, step: str, **extra: Any) -> None:
@@ -243,8 +250,14 @@ class Journal:
         doc.update(extra)
         doc.update(index=idx, step=step, updated=time.time())
         self._units[idx] = doc
-        replace_record(self.fs, f"{self.run_dir}/unit-{idx:06d}.json", json.dumps(doc, sort_keys=True))
+        self._replace(f"unit-{idx:06d}.json", json.dumps(doc, sort_keys=True))
         fault_point(step, "before", self.table_name, idx)
+
+    def _replace(self, name: str, text: str) -> None:
+        sweep = not self._all_clean and name not in self._swept
+        replace_record(self.fs, f"{self.run_dir}/{name}", text, sweep=sweep)
+        if sweep:
+            self._swept.add(name)
 
     def record(self, idx: int) -> dict[str, Any]:
         """The last record written for a unit by this process (or resumed)."""
@@ -287,15 +300,19 @@ class Journal:
             self.fs.delete(self.dir)
 
 
-def replace_record(fs: HadoopFS, uri: str, text: str) -> None:
+def replace_record(fs: HadoopFS, uri: str, text: str, sweep: bool = True) -> None:
     """Write ``uri.new.<ns>``, drop ``uri``, rename: a reader finds the old or
     the new record. Suffixes sort by time, so after crashes at different
-    moments the newest pending record wins; stale ones are removed."""
+    moments the newest pending record wins; with ``sweep`` stale ones (left
+    by a crashed writer) are removed - a listing of the directory, which a
+    journal skips where it knows there are none."""
     parent, _sep, name = uri.rpartition("/")
     tmp = f"{uri}{_PENDING}{time.time_ns():020d}-{uuid.uuid4().hex[:6]}"
     fs.write_text(tmp, text)
     fs.delete(uri, recursive=False)
     fs.rename(tmp, uri)
+    if not sweep:
+        return
     stale = [n for n, is_dir in fs.list_names(parent) if not is_dir and n.startswith(name + _PENDING)]
     for n in stale:
         fs.delete(f"{parent}/{n}", recursive=False)

@@ -114,6 +114,41 @@ def test_journal_load_after_a_crash_inside_a_replacement():
     assert not fs.exists(j.dir)
 
 
+class CountingFS(FakeFS):
+    def __init__(self):
+        super().__init__()
+        self.listings = 0
+
+    def list_names(self, uri):
+        self.listings += 1
+        return super().list_names(uri)
+
+
+def test_a_new_run_lists_its_directory_once_a_resumed_run_sweeps_each_record_once():
+    fs = CountingFS()
+    j = J.Journal(fs, "t/.lakekeeper", "20260101T000000-abcdef")
+    j.start({"table": "db.t", "units": []})
+    assert fs.listings == 1  # the new run directory is empty: no record can have pending leftovers
+    for step in ("writing_staging", "verifying", "moving_aside", "moving_in", "repointing_backup", "done"):
+        j.unit_step(0, step)
+        j.unit_step(1, step)
+    j.table_step("finished")
+    assert fs.listings == 1
+    # a crashed writer of the same run left a pending record of unit 0: the resumed run sweeps it
+    base = f"{j.run_dir}/unit-000000.json"
+    orphan = f"{base}.new.{time.time_ns():020d}-dead00"
+    fs.write_text(orphan, json.dumps({"index": 0, "step": "stale"}))
+    doc, units = J.Journal.load(fs, j.dir, j.run_id)
+    r = J.Journal(fs, j.dir, j.run_id).resume(doc, units)
+    fs.listings = 0
+    r.unit_step(0, "done", recovered=True)
+    assert orphan not in fs.files and _pending(fs, base) == []
+    r.unit_step(0, "done", recovered=True)
+    r.unit_step(1, "done", recovered=True)
+    assert fs.listings == 2  # once for unit 0, once for unit 1, not again
+    assert json.loads(J.read_record(fs, j.run_dir, "unit-000000.json"))["step"] == "done"
+
+
 @pytest.mark.parametrize("text,expect", [
     ("table:compacting", [("table:compacting", "before", None, None, "kill")]),
     ("moving_in:after@Db.T#1", [("moving_in", "after", "db.t", 1, "kill")]),
