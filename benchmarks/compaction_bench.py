@@ -261,34 +261,85 @@ def run_contender(args, work: str, state: str, meta: dict, contender: str, table
             "files_after": files_after, "load": round(os.getloadavg()[0], 2), "log": log}
 
 
-def scale_analysis(args, work: str, state: str, lk_exe: str) -> dict:
+class TestbedRunner:
+    """Runs the scale analysis on the test bed (HDFS, the Metastore service,
+    Spark standalone; tests/testbed): the one given by
+    ``LAKEKEEPER_TESTBED_JSON`` (left running), else one started under
+    ``<work>/testbed`` and stopped at the end."""
+
+    def __init__(self, work: str):
+        sys.path.insert(0, os.path.join(ROOT, "tests", "testbed"))
+        from testbed import Testbed  # pylint: disable=import-error,import-outside-toplevel
+
+        given = os.environ.get("LAKEKEEPER_TESTBED_JSON")
+        if given:
+            self.bed, self.owned = Testbed.load(given), False
+        else:
+            print("starting the test bed (HDFS, Metastore service, Spark standalone) ...", flush=True)
+            self.bed, self.owned = Testbed.start(os.path.join(work, "testbed")), True
+        self.uri = self.bed.hdfs_uri
+
+    def run(self, app: str, *args: str, log: str) -> tuple[float, int, str]:
+        t0 = time.time()
+        p = self.bed.spark_submit(app, *args, confs={"spark.pyspark.python": PY,
+                                                     "spark.ui.showConsoleProgress": "false"}, timeout=3600)
+        with open(log, "w", encoding="utf-8") as fh:
+            fh.write(p.stderr)
+        return time.time() - t0, p.returncode, p.stdout
+
+    def stop(self) -> None:
+        if self.owned:
+            self.bed.stop()
+
+
+def scale_analysis(args, work: str, state: str) -> dict:
+    """``analyze`` of a table with ``--scale`` partitions: on the embedded
+    default (local Spark, Derby, file://), or with ``--testbed`` under
+    spark-submit on the test bed (hdfs://, Metastore service, standalone)."""
     n = args.scale
-    marker = os.path.join(work, f"scale_{n}.json")
+    where = "testbed" if args.testbed else "local"
+    marker = os.path.join(work, f"scale_{where}_{n}.json")
     table = f"lkb_scale.t{n}"
-    if not os.path.exists(marker):
-        print(f"creating a table with {n} partitions (once) ...", flush=True)
-        spec = os.path.join(work, "scale_spec.json")
-        with open(spec, "w", encoding="utf-8") as fh:
-            json.dump({"table": table, "partitions": n, "location": os.path.join(work, "data", "scale", f"t{n}")}, fh)
-        secs, rc, out = sh([PY, os.path.join(HERE, "bench_apps.py"), "scale", "--state-dir", state, "--spec", spec,
-                            "--conf", "spark.ui.showConsoleProgress=false"],
-                           env=base_env(), log=os.path.join(work, "scale.log"))
-        if rc:
-            sys.exit(f"creating the scale table failed, see {work}/scale.log")
-        setup = json.loads(out.strip().splitlines()[-1])
-        setup["seconds"] = round(secs, 1)
-        with open(marker, "w", encoding="utf-8") as fh:
-            json.dump(setup, fh)
-    with open(marker, encoding="utf-8") as fh:
-        res = {"partitions": n, "setup": json.load(fh), "runs": []}
-    for _run in range(args.scale_runs):
-        cmd = [PY, os.path.join(ROOT, "spark_app", "run_lakekeeper.py"), "analyze", "--table", table,
-               "--state-dir", state, "--master", args.master, "--conf", "spark.ui.showConsoleProgress=false"]
-        secs, rc, out = sh(cmd, env=base_env(), log=os.path.join(work, "logs", "scale-analyze.log"))
-        doc = json.loads(out)
-        t = doc["tables"][0]
-        res["runs"].append({"wall": round(secs, 1), "in_app": t.get("seconds"), "ok": rc == 0,
-                            "partitions": len(t.get("partitions", [])), "load": round(os.getloadavg()[0], 2)})
+    os.makedirs(os.path.join(work, "logs"), exist_ok=True)
+    bed = TestbedRunner(work) if args.testbed else None
+    try:
+        if bed:
+            def run(app, *a, log):
+                return bed.run(app, *a, log=log)
+            location = f"{bed.uri}/lkb_scale/t{n}"
+        else:
+            def run(app, *a, log):
+                return sh([PY, app, *a, "--state-dir", state, "--master", args.master,
+                           "--conf", "spark.ui.showConsoleProgress=false"], env=base_env(), log=log)
+            location = os.path.join(work, "data", "scale", f"t{n}")
+        if bed or not os.path.exists(marker):  # a test bed started here is new: make the table
+            print(f"creating a table with {n} partitions ({where}, once) ...", flush=True)
+            spec = os.path.join(work, "scale_spec.json")
+            with open(spec, "w", encoding="utf-8") as fh:
+                json.dump({"table": table, "partitions": n, "location": location}, fh)
+            secs, rc, out = run(os.path.join(HERE, "bench_apps.py"), "scale", "--spec", spec,
+                                log=os.path.join(work, "scale.log"))
+            if rc:
+                sys.exit(f"creating the scale table failed, see {work}/scale.log")
+            setup = json.loads(out.strip().splitlines()[-1])
+            setup["seconds"] = round(secs, 1)
+            with open(marker, "w", encoding="utf-8") as fh:
+                json.dump(setup, fh)
+        with open(marker, encoding="utf-8") as fh:
+            res = {"partitions": n, "where": where, "setup": json.load(fh), "runs": []}
+        for run_no in range(args.scale_runs):
+            result = os.path.join(work, f"scale-analyze-{run_no}.json")
+            secs, rc, _out = run(os.path.join(ROOT, "spark_app", "run_lakekeeper.py"), "analyze", "--table", table,
+                                 "--result-file", result, log=os.path.join(work, "logs", "scale-analyze.log"))
+            with open(result, encoding="utf-8") as fh:
+                t = json.load(fh)["tables"][0]
+            res["runs"].append({"wall": round(secs, 1), "in_app": t.get("seconds"), "ok": rc == 0,
+                                "partitions": len(t.get("partitions", [])),
+                                "files": t.get("files"),
+                                "load": round(os.getloadavg()[0], 2)})
+    finally:
+        if bed:
+            bed.stop()
     return res
 
 
@@ -339,6 +390,8 @@ def main() -> int:
     p.add_argument("--lakekeeper-venv", default=os.path.expanduser("~/.cache/lakekeeper-bench/venv"))
     p.add_argument("--scale", type=int, default=0, help="also time analyze of a table with this many partitions")
     p.add_argument("--scale-runs", type=int, default=1)
+    p.add_argument("--testbed", action="store_true",
+                   help="--scale on the test bed (HDFS, Metastore service, Spark standalone) under spark-submit")
     p.add_argument("--regenerate", action="store_true")
     args = p.parse_args()
     work = os.path.abspath(args.work)
@@ -365,7 +418,7 @@ def main() -> int:
     out = {"results": results, "block_size_mb": args.block_size, "master": args.master,
            "load_start": load_start, "load_end": load_end}
     if args.scale:
-        out["scale"] = scale_analysis(args, work, state, lk_exe)
+        out["scale"] = scale_analysis(args, work, state)
     with open(os.path.join(work, "results.json"), "w", encoding="utf-8") as fh:
         json.dump(out, fh, indent=1)
     print()
@@ -377,7 +430,7 @@ def main() -> int:
           f"at end {tuple(round(x, 2) for x in load_end)}")
     if args.scale:
         s = out["scale"]
-        print(f"analyze of {s['partitions']} partitions: wall {median([r['wall'] for r in s['runs']])} s, "
+        print(f"analyze of {s['partitions']} partitions ({s['where']}): wall {median([r['wall'] for r in s['runs']])} s, "
               f"in the application {median([r['in_app'] for r in s['runs']])} s "
               f"(setup: {s['setup']})")
     return 0
