@@ -50,7 +50,15 @@ def _jpath(spark: Any, uri: str) -> Any:
     return spark._jvm.org.apache.hadoop.fs.Path(uri)
 
 
-def parquet_footer(spark: Any, uri: str) -> dict[str, Any]:
+# Where Spark's Parquet writer keeps the exact Spark schema of the rows.
+_SPARK_PARQUET_SCHEMA = "org.apache.spark.sql.parquet.row.metadata"
+
+
+def parquet_footer(spark: Any, uri: str, spark_schema: bool = False) -> dict[str, Any]:
+    """Rows, codec and physical schema from a Parquet footer; with
+    ``spark_schema`` also the schema Spark reads the file with (as JSON),
+    found the way Spark's own schema inference finds it: the Spark schema
+    the writer stored in the footer, else the physical schema converted."""
     jvm = spark._jvm
     conf = spark._jsc.hadoopConfiguration()
     reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(
@@ -63,21 +71,47 @@ def parquet_footer(spark: Any, uri: str) -> dict[str, Any]:
         codec = None
         if blocks.size() and blocks.get(0).getColumns().size():
             codec = str(blocks.get(0).getColumns().get(0).getCodec().name())
-        schema = str(footer.getFileMetaData().getSchema().toString())
-        return {"rows": rows, "codec": codec, "schema": schema}
+        meta = footer.getFileMetaData()
+        out = {"rows": rows, "codec": codec, "schema": str(meta.getSchema().toString())}
+        if spark_schema:
+            stored = meta.getKeyValueMetaData().get(_SPARK_PARQUET_SCHEMA)
+            if stored is None:
+                sql_conf = spark._jsparkSession.sessionState().conf()
+                converter = jvm.org.apache.spark.sql.execution.datasources.parquet.ParquetToSparkSchemaConverter
+                stored = converter(sql_conf).convert(meta.getSchema()).json()
+            out["spark_schema"] = str(stored)
+        return out
     finally:
         reader.close()
 
 
-def orc_footer(spark: Any, uri: str) -> dict[str, Any]:
+def orc_footer(spark: Any, uri: str, spark_schema: bool = False) -> dict[str, Any]:
+    """Rows and codec from an ORC file's footer; with ``spark_schema`` also
+    the schema Spark reads it with (JSON, Spark's own conversion)."""
     jvm = spark._jvm
     conf = spark._jsc.hadoopConfiguration()
     orc = jvm.org.apache.orc.OrcFile
     reader = orc.createReader(_jpath(spark, uri), orc.readerOptions(conf))
     try:
-        return {"rows": int(reader.getNumberOfRows()), "codec": str(reader.getCompressionKind().name())}
+        out = {"rows": int(reader.getNumberOfRows()), "codec": str(reader.getCompressionKind().name())}
+        if spark_schema:
+            utils = jvm.org.apache.spark.sql.execution.datasources.orc.OrcUtils
+            out["spark_schema"] = str(utils.toCatalystSchema(reader.getSchema()).json())
+        return out
     finally:
         reader.close()
+
+
+def data_file_footer(spark: Any, fmt: str, uri: str) -> dict[str, Any]:
+    """One read of a Parquet or ORC file's metadata: ``rows``, ``codec``
+    (named as ``detect_codec`` names it) and ``spark_schema`` (JSON)."""
+    if fmt == "parquet":
+        f = parquet_footer(spark, uri, spark_schema=True)
+        return {"rows": f["rows"], "codec": (f["codec"] or "UNCOMPRESSED").lower(), "spark_schema": f["spark_schema"]}
+    if fmt == "orc":
+        f = orc_footer(spark, uri, spark_schema=True)
+        return {"rows": f["rows"], "codec": f["codec"].lower(), "spark_schema": f["spark_schema"]}
+    raise ValueError(f"no footer for {fmt}")
 
 
 def avro_header(spark: Any, uri: str) -> dict[str, Any]:
@@ -181,15 +215,6 @@ def _parquet_payload(reader: Any) -> int:
             col = cols.get(j)
             payload += int(col.getTotalSize())
     return payload
-
-
-def footer_rows(spark: Any, fmt: str, uris: list[str]) -> int:
-    """Row count from file metadata only (Parquet footers, ORC stripes)."""
-    if fmt == "parquet":
-        return sum(parquet_footer(spark, u)["rows"] for u in uris)
-    if fmt == "orc":
-        return sum(orc_footer(spark, u)["rows"] for u in uris)
-    raise ValueError(f"no metadata row count for {fmt}")
 
 
 def input_format_rows(spark: Any, input_format: str, uris: list[str]) -> int:

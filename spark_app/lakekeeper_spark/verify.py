@@ -14,7 +14,7 @@ import logging
 from typing import Any
 
 from .errors import LakekeeperError
-from .formats import detect_codec, footer_rows, input_format_rows
+from .formats import data_file_footer, detect_codec, input_format_rows
 from .fs import HadoopFS
 from .model import Listing, TableInfo, Unit
 from .names import quote_column
@@ -57,9 +57,14 @@ def verify_staging(
     if rows_before > 0 and not staged.files:
         raise LakekeeperError("verification_failed", "no files were written")
     uris = [f"{unit.staging}/{f.name}" for f in staged.files if f.name not in (copied or {})]
+    footers: list[dict[str, Any]] = []
     if table.format in ("parquet", "orc"):
-        rows_after = footer_rows(spark, table.format, uris)
-        _check_schema(spark, table, uris if copied else unit.staging)
+        # File metadata only, one read per file, on the driver (no Spark job
+        # that would queue behind other units' tasks): rows, codec, schema.
+        footers = [data_file_footer(spark, table.format, u) for u in uris]
+        rows_after = sum(f["rows"] for f in footers)
+        for uri, f in zip(uris, footers):
+            _check_schema(table, f["spark_schema"], uri)
     else:
         rows_after = input_format_rows(spark, table.input_format or "", uris)
     if rows_after != rows_before:
@@ -74,7 +79,7 @@ def verify_staging(
                 "verification_failed",
                 f"dedupe: {distinct} distinct keys in the compacted copy, expected {rows_before} (one row per key)")
     if uris and codec.get("codec") and table.format in ("parquet", "orc", "avro"):
-        got = detect_codec(spark, table.format, uris[0]).get("codec")
+        got = footers[0]["codec"] if footers else detect_codec(spark, table.format, uris[0]).get("codec")
         if str(got).lower() != str(codec["codec"]).lower():
             raise LakekeeperError(
                 "verification_failed", f"codec changed: {codec['codec']} before, {got} in the compacted copy"
@@ -101,13 +106,14 @@ def verify_copies(fs: HadoopFS, unit: Unit, copied: dict[str, dict[str, Any]]) -
             raise LakekeeperError("verification_failed", f"copy of {name} differs from the original (checksum)")
 
 
-def _check_schema(spark: Any, table: TableInfo, staging: str | list[str]) -> None:
-    s = spark.newSession()
-    got = json.dumps(json.loads(s.read.format(table.format).load(staging).schema.json()))
+def _check_schema(table: TableInfo, file_schema_json: str, uri: str) -> None:
+    """The schema Spark reads a staged file with (from its footer) has the
+    table's columns and types, in order."""
     want = _norm_schema(table.data_schema_json)
-    have = _norm_schema(got)
+    have = _norm_schema(file_schema_json)
     if want != have:
-        raise LakekeeperError("verification_failed", f"schema mismatch: table {want}, compacted files {have}")
+        raise LakekeeperError("verification_failed",
+                              f"schema mismatch: table {want}, compacted file {uri.rsplit('/', 1)[-1]} {have}")
 
 
 def _distinct_keys(spark: Any, fmt: str, uris: list[str], keys: tuple[str, ...]) -> int:
