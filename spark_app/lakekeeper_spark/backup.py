@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 import time
+from typing import Callable
 
 from .catalog import Catalog
+from .errors import LakekeeperError
 from .model import TableInfo, TablePlan, Unit
 from .planner import backup_table_pattern, run_id_time
 
@@ -56,6 +59,41 @@ def create_backup(catalog: Catalog, table: TableInfo, plan: TablePlan, units: li
     )
     if table.is_partitioned:
         catalog.add_partitions(db, name, [(u.partition or {}, u.location) for u in units])
+
+
+class BackupInProgress:
+    """``create`` (the backup table's Metastore work) on its own thread, so it
+    overlaps the units' Spark writes instead of delaying the first of them.
+    The backup is first needed at a unit's swap: each unit calls ``wait``
+    before it moves anything (and a failing unit ``settle`` before it undoes
+    itself, so the two never edit the backup table at the same time)."""
+
+    def __init__(self, create: Callable[[], None]):
+        self._error: BaseException | None = None
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(create,), name="lakekeeper-backup", daemon=True)
+        self._thread.start()
+
+    def _run(self, create: Callable[[], None]) -> None:
+        try:
+            create()
+        except BaseException as exc:  # noqa: BLE001 - handed to every waiting unit and to the table
+            log.error("creating the backup table failed: %s", exc)
+            self._error = exc
+        finally:
+            self._done.set()
+
+    def settle(self) -> BaseException | None:
+        """Wait until the creation has ended; its error, if it failed."""
+        self._done.wait()
+        return self._error
+
+    def wait(self) -> None:
+        """Wait for the backup table; raise if it could not be created (the
+        unit then stops before its swap, the original untouched)."""
+        if self.settle() is not None:
+            raise LakekeeperError("error", f"the backup table could not be created ({self._error}); "
+                                           f"nothing was swapped")
 
 
 def repoint(catalog: Catalog, table: TableInfo, plan: TablePlan, unit: Unit) -> None:

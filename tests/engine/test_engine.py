@@ -287,6 +287,86 @@ def test_verification_mismatch_fails_and_keeps_the_original(spark, engine, files
     assert engine.one("compact", "lk.tamper")["status"] == "compacted"
 
 
+def test_verification_takes_rows_codec_and_schema_from_each_footer(spark, files, warehouse):
+    """The staged files are checked from their metadata alone: rows, codec
+    and the schema Spark reads them with (the Spark schema a Spark writer
+    stored, else the converted physical schema, as Hive-written Parquet
+    has), and a file whose schema differs from the table's fails."""
+    import json
+
+    from lakekeeper_spark.errors import LakekeeperError
+    from lakekeeper_spark.formats import data_file_footer
+    from lakekeeper_spark.model import TableInfo
+    from lakekeeper_spark.verify import _check_schema
+
+    def table(cols):
+        schema = {"type": "struct", "fields": [{"name": n, "type": t, "nullable": True, "metadata": {}}
+                                               for n, t in cols]}
+        return TableInfo("lk", "f", "EXTERNAL", None, None, None, None, None, {}, {}, [], [],
+                         data_schema_json=json.dumps(schema))
+
+    good, bad = table([("id", "long"), ("name", "string")]), table([("id", "long"), ("name", "integer")])
+    for fmt, codec in (("parquet", "snappy"), ("orc", "zlib")):
+        out = f"{warehouse}/footers_{fmt}"
+        (spark.range(0, 300, 1, 3).selectExpr("id", "CAST(id AS STRING) AS name").write.mode("overwrite")
+         .option("compression", codec).format(fmt).save(out))
+        uris = files.data_files(out)
+        got = [data_file_footer(spark, fmt, u) for u in uris]
+        assert len(uris) == 3 and sum(f["rows"] for f in got) == 300 and {f["codec"] for f in got} == {codec}
+        for uri, f in zip(uris, got):
+            _check_schema(good, f["spark_schema"], uri)
+            with pytest.raises(LakekeeperError, match="schema mismatch") as exc:
+                _check_schema(bad, f["spark_schema"], uri)
+            assert exc.value.code == "verification_failed"
+    # Parquet written by Hive's SerDe carries no Spark schema: the physical one is converted
+    spark.sql("DROP TABLE IF EXISTS lk.hive_written")
+    spark.sql(f"CREATE EXTERNAL TABLE lk.hive_written (id BIGINT, name STRING) STORED AS PARQUET "
+              f"LOCATION '{warehouse}/hive_written'")
+    spark.conf.set("spark.sql.hive.convertMetastoreParquet", "false")
+    try:
+        spark.sql("INSERT INTO lk.hive_written SELECT id, CAST(id AS STRING) FROM range(0, 50)")
+    finally:
+        spark.conf.unset("spark.sql.hive.convertMetastoreParquet")
+    uris = files.data_files(f"{warehouse}/hive_written")
+    got = [data_file_footer(spark, "parquet", u) for u in uris]
+    assert uris and sum(f["rows"] for f in got) == 50
+    jvm = spark._jvm
+    for uri, f in zip(uris, got):
+        reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(jvm.org.apache.parquet.hadoop.util.HadoopInputFile
+                                                                      .fromPath(jvm.org.apache.hadoop.fs.Path(uri),
+                                                                                spark._jsc.hadoopConfiguration()))
+        try:
+            assert reader.getFooter().getFileMetaData().getKeyValueMetaData().get(
+                "org.apache.spark.sql.parquet.row.metadata") is None
+        finally:
+            reader.close()
+        _check_schema(good, f["spark_schema"], uri)
+        with pytest.raises(LakekeeperError, match="schema mismatch"):
+            _check_schema(bad, f["spark_schema"], uri)
+
+
+def test_units_write_while_the_backup_is_made_and_none_swaps_without_it(spark, engine, files, warehouse,
+                                                                         monkeypatch):
+    """The backup table is made on its own thread while the units write;
+    when it fails (here: an error right after it was made, before the run
+    records ``compacting``) every unit stops before its swap, the table
+    fails as a whole and is recovered: originals untouched, no staging, no
+    backup table. The next run compacts."""
+    loc = make_table(spark, warehouse, "bk_fail", rows=400, partitions={"a": 12, "b": 9, "c": 7})
+    original = files.snapshot(loc)
+    rows = frozen(spark, "lk.bk_fail")
+    monkeypatch.setenv("LAKEKEEPER_FAULT_AT", "table:compacting=raise")
+    res = engine.one("compact", "lk.bk_fail")
+    monkeypatch.delenv("LAKEKEEPER_FAULT_AT")
+    assert res["status"] == "failed" and "injected fault at table:compacting" in res["reason"], res
+    assert [a["action"] for a in res["recovered_after_error"] if a["spec"] is None] == ["closed_run"], res
+    assert files.snapshot(loc) == original and files.hidden(loc) == []
+    assert backup_tables(spark, "bk_fail") == []
+    res = engine.one("compact", "lk.bk_fail")
+    assert res["status"] == "compacted" and len(res["partitions"]) == 3, res
+    assert same_rows(rows, spark.table("lk.bk_fail"))
+
+
 def test_database_mode_skips_backups_and_compacts_each_table(spark, engine, warehouse):
     spark.sql("CREATE DATABASE IF NOT EXISTS lkdb")
     for name in ("one", "two"):

@@ -12,7 +12,7 @@ import os
 import time
 from typing import Any
 
-from ..backup import create_backup, repoint
+from ..backup import BackupInProgress, create_backup, repoint
 from ..columns import RewriteColumns, resolve_columns
 from ..errors import LakekeeperError, Refused, UsageError
 from ..formats import detect_codec, payload_fraction
@@ -78,11 +78,18 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     journal = Journal(ctx.fs, p.journal_dir, ctx.run_id)
     journal.start(_journal_doc(info, p, todo))
     journal.table_step("creating_backup")
-    create_backup(ctx.catalog, info, p, todo)
-    journal.table_step("compacting")
 
-    done = _run_units(ctx, [(lambda i=i, u=u: _compact_unit(ctx, info, p, journal, i, u, codec, columns))
+    def make_backup() -> None:
+        create_backup(ctx.catalog, info, p, todo)
+        journal.table_step("compacting")
+
+    # The units start writing while the backup table is made; none swaps before it exists.
+    backup = BackupInProgress(make_backup)
+    done = _run_units(ctx, [(lambda i=i, u=u: _compact_unit(ctx, info, p, journal, i, u, codec, columns, backup))
                             for i, u in enumerate(todo)])
+    error = backup.settle()
+    if error is not None:  # nothing was swapped: the table fails as a whole (and is recovered, cli)
+        raise error
     swapped = [r for r in done if r["status"] == "compacted"]
     failed = [r for r in done if r["status"] == "failed"]
     pending = [r for r in done if r.get("pending_recovery")]
@@ -93,7 +100,9 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
         journal.remove()
     else:
         journal.table_step("finished")
-    update_statistics(ctx, info, [(u, r) for u, r in zip(todo, done) if r["status"] == "compacted"])
+    # (each unit wrote its own figures right after its swap; these are units finished by recovery)
+    update_statistics(ctx, info, [(u, r) for u, r in zip(todo, done) if r["status"] == "compacted"
+                                  and "statistics" not in r and "statistics_error" not in r])
     ctx.catalog.refresh(info.db, info.name)
 
     parts = _ordered(p, done + skipped)
@@ -164,7 +173,7 @@ def _run_units(ctx: Context, jobs: list[Any]) -> list[dict[str, Any]]:
 
 def _compact_unit(
     ctx: Context, info: TableInfo, p: TablePlan, journal: Journal, idx: int, u: Unit, codec: dict[str, Any],
-    columns: RewriteColumns | None = None,
+    columns: RewriteColumns | None = None, backup: BackupInProgress | None = None,
 ) -> dict[str, Any]:
     fs = ctx.fs
     rows_before = rows_after = None
@@ -181,13 +190,15 @@ def _compact_unit(
         staged, rows_after = verify_staging(ctx.spark, fs, info, u, written.rows_expected, codec, columns.keys,
                                             copied)
         warnings = fs.copy_permissions(u.location, u.staging)
+        if backup is not None:
+            backup.wait()
         check_unchanged(fs, u)
         swap_in(fs, journal, idx, u)
         late = adopt_late_files(fs, u, u.listing)
         journal.unit_step(idx, "repointing_backup")
         repoint(ctx.catalog, info, p, u)
         journal.unit_step(idx, "done", files_after=len(staged.files), rows=rows_after)
-        return partition_result(
+        result = partition_result(
             u,
             "compacted",
             f"{u.stats.files} files -> {len(staged.files)}" + (
@@ -201,12 +212,17 @@ def _compact_unit(
             warnings=warnings,
             **extra,
         )
+        # The Metastore figures of this unit now, while other units still write.
+        update_statistics(ctx, info, [(u, result)])
+        return result
     except Exception as exc:  # noqa: BLE001 - every failure leaves the original in place
         if isinstance(exc, LakekeeperError):
             code, message = exc.code, exc.message
         else:
             code, message = "write_failed", root_cause(exc)
         log.error("%s %s: %s: %s", info.full_name, u.spec or "(table)", code, message)
+        if backup is not None:
+            backup.settle()
         left, state = _undo_unit(ctx, p, journal, idx, u, code, message)
         if state == "compacted":  # the error came after the swap; recovery finished it
             return partition_result(u, "compacted", f"{u.stats.files} files compacted; {message}; {left}",
