@@ -213,8 +213,24 @@ class Catalog:
         self.sql(f"ALTER TABLE {qualified(db, table)} DROP IF EXISTS {self.partition_clause(spec)}")
 
     def set_location(self, db: str, table: str, location: str, spec: dict[str, str] | None = None) -> None:
-        part = f" {self.partition_clause(spec)}" if spec else ""
-        self.sql(f"ALTER TABLE {qualified(db, table)}{part} SET LOCATION {sql_path_literal(location)}")
+        """Point a table, or one of its partitions, at ``location``. A
+        partition goes through the Hive client (read the partition, alter it:
+        two Metastore calls; the SQL statement makes five, under the same
+        client lock every unit of the run shares), then Spark's cached
+        relation of the table is invalidated as the statement would."""
+        if not spec:
+            self.sql(f"ALTER TABLE {qualified(db, table)} SET LOCATION {sql_path_literal(location)}")
+            return
+        sql_path_literal(location)  # the same paths as the statement accepts
+        raw = self._raw_partition(db, table, spec)
+        st = raw.storage()
+        uri = self._jvm.org.apache.spark.sql.catalyst.catalog.CatalogUtils.stringToURI(location)
+        # every field as it is but the location (the field list differs between Spark versions)
+        fields = [st.productElement(i) for i in range(int(st.productArity()))]
+        storage = st.copy(self._jvm.scala.Some(uri), *fields[1:])
+        new = raw.copy(raw.spec(), storage, raw.parameters(), raw.createTime(), raw.lastAccessTime(), raw.stats())
+        self._client().alterPartitions(validate_ident(db), validate_ident(table), self._conv.asScala([new]).toSeq())
+        self._session_catalog().refreshTable(self._ident(db, table))
 
     def set_properties(self, db: str, table: str, props: dict[str, str]) -> None:
         prop_sql = ", ".join(f"{sql_string_literal(k)}={sql_string_literal(v)}" for k, v in sorted(props.items()))

@@ -282,8 +282,12 @@ class HadoopFS:
         st = fs.getFileStatus(self.path(src))
         targets = [(self.path(dst), st)]
         if recursive_files:
-            src_files = [x for x in fs.listStatus(self.path(src)) if not x.isDirectory()]
-            fst = src_files[0] if src_files else None
+            fst = None  # the first file of src: stop there (one gateway call per entry looked at)
+            it = fs.listStatusIterator(self.path(src))
+            while fst is None and it.hasNext():
+                x = it.next()
+                if not x.isDirectory():
+                    fst = x
             if fst is not None:
                 for x in fs.listStatus(self.path(dst)):
                     if not x.isDirectory():
