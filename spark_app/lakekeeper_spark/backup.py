@@ -83,6 +83,11 @@ class BackupInProgress:
         finally:
             self._done.set()
 
+    def failed(self) -> bool:
+        """True once the creation has failed (without waiting): a unit that
+        has not started writing yet does not start."""
+        return self._done.is_set() and self._error is not None
+
     def settle(self) -> BaseException | None:
         """Wait until the creation has ended; its error, if it failed."""
         self._done.wait()

@@ -178,6 +178,8 @@ def _compact_unit(
     fs = ctx.fs
     rows_before = rows_after = None
     try:
+        if backup is not None and backup.failed():
+            backup.wait()  # raises: no point writing a copy that cannot be swapped in
         journal.unit_step(idx, "writing_staging", staging=u.staging)
         columns = columns or RewriteColumns()
         written = write_staging(ctx.spark, info, u, ctx.settings, codec, columns)
