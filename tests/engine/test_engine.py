@@ -332,9 +332,9 @@ def test_verification_takes_rows_codec_and_schema_from_each_footer(spark, files,
     assert uris and sum(f["rows"] for f in got) == 50
     jvm = spark._jvm
     for uri, f in zip(uris, got):
-        reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(jvm.org.apache.parquet.hadoop.util.HadoopInputFile
-                                                                      .fromPath(jvm.org.apache.hadoop.fs.Path(uri),
-                                                                                spark._jsc.hadoopConfiguration()))
+        path = jvm.org.apache.hadoop.fs.Path(uri)
+        source = jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(path, spark._jsc.hadoopConfiguration())
+        reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(source)
         try:
             assert reader.getFooter().getFileMetaData().getKeyValueMetaData().get(
                 "org.apache.spark.sql.parquet.row.metadata") is None
@@ -345,8 +345,8 @@ def test_verification_takes_rows_codec_and_schema_from_each_footer(spark, files,
             _check_schema(bad, f["spark_schema"], uri)
 
 
-def test_units_write_while_the_backup_is_made_and_none_swaps_without_it(spark, engine, files, warehouse,
-                                                                         monkeypatch):
+def test_units_write_while_the_backup_is_made_and_none_swaps_without_it(
+        spark, engine, files, warehouse, monkeypatch):
     """The backup table is made on its own thread while the units write;
     when it fails (here: an error right after it was made, before the run
     records ``compacting``) every unit stops before its swap, the table
