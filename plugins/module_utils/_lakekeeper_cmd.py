@@ -59,6 +59,7 @@ ENGINE_OPTIONS = (
     ('pin', '--pin'),
     ('unpin', '--unpin'),
     ('log_level', '--log-level'),
+    ('min_piece_mb', '--min-piece-mb'),
     # compaction modes and the partition filter (analyze and compact)
     ('mode', '--mode'),
     ('min_input_files', '--min-input-files'),

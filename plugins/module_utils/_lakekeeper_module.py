@@ -127,6 +127,7 @@ def argument_spec(command):
         spec['unpin'] = dict(type='str')
     if command == 'compact':
         spec['sort_by'] = dict(type='list', elements='str')
+        spec['min_piece_mb'] = dict(type='float')
         spec['dedupe'] = dict(type='dict', options=dedupe_suboptions(),
                               required_by={'delete_marker_value': 'delete_marker'})
         spec['refresh_command'] = dict(type='list', elements='str')
@@ -440,6 +441,7 @@ def run_module(kind):
         log_level=params['log_level'],
         sort_by=params.get('sort_by'),
         dedupe=params.get('dedupe'),
+        min_piece_mb=params.get('min_piece_mb'),
     )
     if kind in ('analyze', 'compact'):
         for key in compaction_suboptions():

@@ -32,6 +32,16 @@ options:
         not fail the task. Not run in check mode.
     type: list
     elements: str
+  min_piece_mb:
+    description:
+      - When a partition is compacted into fewer files than the task slots it can use (one file on an executor with
+        several cores), each file is written as pieces by parallel tasks, and the pieces are then joined without
+        decoding - ORC stripes or Parquet row groups copied behind one footer (C(--min-piece-mb)).
+      - A piece is never smaller than this many MB; the pieces become the joined file's stripes or row groups.
+        V(0) turns pieces off (one task writes each file).
+      - Sorted (O(sort_by)) and deduplicated (O(dedupe)) files are always written whole.
+      - When not set, the config file's value or the engine's default (8) applies.
+    type: float
   sort_by:
     description:
       - Data columns to sort the rows of each written file by (C(--sort-by)), e.g. to make min/max statistics of

@@ -53,6 +53,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="compact: skip partitions with a file younger than this (30s, 10m, 1h)")
     common.add_argument("--parallelism", type=int, dest="parallelism",
                         help="units (partitions, tables) compacted at the same time in the application (default 4)")
+    common.add_argument("--min-piece-mb", type=float, dest="min_piece_mb", metavar="MB",
+                        help="compact: when a partition's files are fewer than the cores, write each as pieces of at "
+                             "least this size on parallel tasks and join them (default 8; 0: never)")
     common.add_argument("--sort-by", dest="sort_by", metavar="COL[,COL]",
                         help="compact: sort the rows inside each written file by these data columns")
     common.add_argument("--dedupe-keys", dest="dedupe_keys", metavar="COL[,COL]",
@@ -102,7 +105,7 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
     file_values = load_config_file(args.config_file) if args.config_file else {}
     overrides = {k: getattr(args, k) for k in (
         "block_size_mb", "compaction_ratio_threshold", "target_file_size_mb", "backup_prefix",
-        "dry_run", "log_level", "older_than", "parallelism", "quiet_period",
+        "dry_run", "log_level", "older_than", "parallelism", "min_piece_mb", "quiet_period",
         "mode", "min_input_files", "fragment_ratio", "min_target_ratio", "where",
         "keep_last", "grace_period", "pin", "unpin")}
     rewrite = ("sort_by", "dedupe_keys", "dedupe_order_by", "dedupe_delete_marker", "dedupe_delete_value")

@@ -129,6 +129,8 @@ class Settings:
     unpin: str | None = None  # cleanup: run id (or backup table name) to unpin
     quiet_period_seconds: int | None = None  # compact: skip units with a file younger than this
     parallelism: int = 4  # units (partitions) compacted at the same time
+    # compact: a file may be written as pieces of at least this size by parallel tasks, then joined (0: never)
+    min_piece_mb: float = 8.0
     # compact only: order rows inside each written file; keep the latest
     # version of each key (see docs/engine-contract.md, "Sort order" and "Dedupe")
     sort_by: list[str] = dataclasses.field(default_factory=list)
@@ -159,6 +161,10 @@ class Settings:
         return int(mb * MB)
 
     @property
+    def min_piece_bytes(self) -> int:
+        return int(self.min_piece_mb * MB)
+
+    @property
     def fragment_bytes(self) -> float:
         return self.target_file_bytes * self.fragment_ratio
 
@@ -178,6 +184,8 @@ class Settings:
             raise UsageError("compaction_ratio_threshold must be > 0")
         if self.parallelism < 1 or self.parallelism > 64:
             raise UsageError("parallelism must be between 1 and 64")
+        if self.min_piece_mb < 0:
+            raise UsageError("min_piece_mb must be >= 0 (0: files are never written in pieces)")
         if self.keep_last is not None and self.keep_last < 0:
             raise UsageError("keep_last must be >= 0")
         if self.target_file_size_mb is not None and self.target_file_size_mb <= 0:
@@ -275,6 +283,7 @@ _FILE_KEYS = {
     "grace_period": str,
     "quiet_period": str,
     "parallelism": int,
+    "min_piece_mb": float,
     "sort_by": list,
     "mode": str,
     "min_input_files": int,

@@ -77,6 +77,20 @@ def pack_splits(sizes: list[int], split_bytes: int, open_cost: int = 1) -> list[
     return splits
 
 
+def _smallest_split(sizes: list[int], count: int) -> int:
+    """The smallest split size with which Spark's packing makes no more than
+    ``count`` splits of these files (so the splits are even: no small
+    remainder)."""
+    lo, hi = max(1, math.ceil(sum(sizes) / count)), sum(sizes) + len(sizes) + 1
+    while lo < hi:  # the packing's split count falls (almost) monotonically with the split size
+        mid = (lo + hi) // 2
+        if len(pack_splits(sizes, mid)) <= count:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
 def output_split(sizes: list[int], target_bytes: int, shrink: float = 1.0) -> tuple[int, int]:
     """How to pack a unit's files into read splits so that each split (one
     read task, one output file) writes about ``target_bytes``.
@@ -95,14 +109,71 @@ def output_split(sizes: list[int], target_bytes: int, shrink: float = 1.0) -> tu
     total = sum(sizes)
     shrink = min(1.0, max(0.05, shrink))
     n = max(1, min(len(sizes), int(total * shrink / target_bytes + 0.5)))
-    lo, hi = max(1, math.ceil(total / n)), total + len(sizes) + 1
-    while lo < hi:  # the packing's split count falls (almost) monotonically with the split size
-        mid = (lo + hi) // 2
-        if len(pack_splits(sizes, mid)) <= n:
-            hi = mid
-        else:
-            lo = mid + 1
-    return n, lo
+    return n, _smallest_split(sizes, n)
+
+
+@dataclasses.dataclass(frozen=True)
+class WriteLayout:
+    """How a unit's output is written: ``files`` output files, each written
+    as ``pieces`` pieces by as many parallel read tasks (read splits of
+    ``split_bytes``), joined afterwards without decoding (ORC stripes,
+    Parquet row groups: ``formats.join_data_files``)."""
+
+    files: int
+    pieces: int
+    split_bytes: int
+
+    @property
+    def tasks(self) -> int:
+        return self.files * self.pieces
+
+
+def write_layout(sizes: list[int], target_bytes: int, shrink: float = 1.0, slots: int = 1,
+                 min_piece_bytes: int = 0) -> WriteLayout:
+    """The output files (``output_split``) and how many pieces to write
+    each in, given the task slots the unit can count on.
+
+    One task encodes one output file, so a unit whose files are fewer than
+    its slots (or do not divide evenly among them) leaves slots idle for
+    the whole write: one 128 MB file on an 8-core executor uses one core.
+    Writing each file as ``k`` pieces of 1/k of it takes ``ceil(files * k /
+    slots) / k`` rounds of one whole file's time; the smallest ``k`` with
+    the fewest rounds is taken, as long as each piece still holds
+    ``min_piece_bytes`` (the pieces become the joined file's stripes or row
+    groups) and Spark's packing makes exactly ``files * k`` even splits.
+    ``min_piece_bytes <= 0`` turns pieces off.
+    """
+    files, split = output_split(sizes, target_bytes, shrink)
+    sizes = [s for s in sizes if s > 0]
+    if files == 0 or slots <= 1 or min_piece_bytes <= 0:
+        return WriteLayout(files, 1, split)
+    out_bytes = sum(sizes) * min(1.0, max(0.05, shrink))
+    max_k = min(int(out_bytes / files / min_piece_bytes), len(sizes) // files, slots)
+    best, best_rounds = 1, math.ceil(files / slots)
+    for k in range(2, max_k + 1):
+        rounds = math.ceil(files * k / slots) / k
+        if rounds < best_rounds - 1e-9:
+            best, best_rounds = k, rounds
+    while best > 1:  # exactly files * k splits, else the pieces cannot be grouped evenly
+        piece_split = _smallest_split(sizes, files * best)
+        if len(pack_splits(sizes, piece_split)) == files * best:
+            return WriteLayout(files, best, piece_split)
+        best -= 1
+    return WriteLayout(files, 1, split)
+
+
+def group_pieces(sizes: list[int], files: int) -> list[list[int]]:
+    """Indexes of the written pieces, grouped into ``files`` joined files of
+    about equal bytes (largest piece first into the lightest group); each
+    group in index order, the groups ordered by their first piece."""
+    files = max(1, min(files, len(sizes)))
+    groups: list[list[int]] = [[] for _g in range(files)]
+    load = [0] * files
+    for i in sorted(range(len(sizes)), key=lambda i: (-sizes[i], i)):
+        g = min(range(files), key=lambda g: (load[g], g))
+        groups[g].append(i)
+        load[g] += sizes[i]
+    return sorted((sorted(g) for g in groups if g), key=lambda g: g[0])
 
 
 def decide(stats: FileStats, settings: Settings, listing: Listing | None = None,

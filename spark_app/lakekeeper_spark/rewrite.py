@@ -3,7 +3,12 @@
 Parquet and ORC: read exactly the planned files with Spark's native readers
 and let the scan pack them into splits of the target size, so each read task
 writes one output file: one read, one write, no shuffle and no ``coalesce``
-(which would collapse read parallelism). Text and Avro: read through the
+(which would collapse read parallelism). When a unit's files are fewer than
+the task slots it can use (one 64 MB file on two cores), each file is
+written as several pieces by parallel tasks and the pieces are then joined
+without decoding (``join_pieces``: ORC stripes, Parquet row groups copied
+behind one footer), so the encoding, the costly part, uses every slot.
+Text and Avro: read through the
 table's Hive SerDe and write with the same SerDe, properties and codec via
 ``INSERT OVERWRITE DIRECTORY``, repartitioned to the target file count.
 
@@ -27,10 +32,10 @@ from typing import Any
 from .columns import RewriteColumns
 from .config import Settings
 from .errors import LakekeeperError
-from .formats import spark_codec_name
+from .formats import join_data_files, spark_codec_name
 from .model import TableInfo, Unit
 from .names import qualified, quote_column, sql_path_literal, sql_string_literal
-from .planner import output_split, target_file_count
+from .planner import WriteLayout, group_pieces, is_hidden, target_file_count, write_layout
 
 log = logging.getLogger(__name__)
 
@@ -62,13 +67,16 @@ def _unit_session(spark: Any) -> Any:
 
 
 def write_staging(
-    spark: Any, table: TableInfo, unit: Unit, settings: Settings, codec: dict[str, Any],
-    columns: RewriteColumns | None = None,
+    spark: Any, fs: Any, table: TableInfo, unit: Unit, settings: Settings, codec: dict[str, Any],
+    columns: RewriteColumns | None = None, slots: int = 1,
 ) -> WriteResult:
+    """The compacted copy of ``unit`` in its staging directory. ``slots``:
+    the task slots this unit can count on (the application's cores shared
+    by the units that run at the same time)."""
     fmt = table.format
     columns = columns or RewriteColumns()
     if fmt in ("parquet", "orc"):
-        return _write_native(spark, table, unit, settings, codec, columns)
+        return _write_native(spark, fs, table, unit, settings, codec, columns, slots)
     if columns.dedupe:
         raise ValueError(f"dedupe is not supported for {fmt}")
     if fmt in ("text", "avro"):
@@ -147,8 +155,8 @@ def _dedupe(df: Any, columns: RewriteColumns, files: int, obs: Any) -> Any:
     return ranked.where(first & ~F.col("__lk_del")).drop("__lk_rn", "__lk_tie", "__lk_del")
 
 
-def _write_native(spark: Any, table: TableInfo, unit: Unit, settings: Settings, codec: dict[str, Any],
-                  columns: RewriteColumns) -> WriteResult:
+def _write_native(spark: Any, fs: Any, table: TableInfo, unit: Unit, settings: Settings, codec: dict[str, Any],
+                  columns: RewriteColumns, slots: int = 1) -> WriteResult:
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
@@ -162,10 +170,14 @@ def _write_native(spark: Any, table: TableInfo, unit: Unit, settings: Settings, 
     # of read tasks (= output files) follows the data size; the split size
     # accounts for the bytes the merged rows no longer need (per-file
     # footers and indexes, see formats.payload_fraction) and is the smallest
-    # with which Spark's packing makes that many files (even files).
-    n_out, split = output_split([f.size for f in unit.rewrite_files], settings.target_file_bytes,
-                                float(codec.get("payload_fraction") or 1.0))
-    s.conf.set("spark.sql.files.maxPartitionBytes", str(split))
+    # with which Spark's packing makes that many files (even files). Sorted
+    # and deduplicated files are written whole: joined pieces would not be
+    # one sorted run, and dedupe's files come from its own shuffle.
+    pieces_ok = not columns.sort_by and not columns.dedupe
+    layout = write_layout([f.size for f in unit.rewrite_files], settings.target_file_bytes,
+                          float(codec.get("payload_fraction") or 1.0), slots if pieces_ok else 1,
+                          settings.min_piece_bytes)
+    s.conf.set("spark.sql.files.maxPartitionBytes", str(layout.split_bytes))
     s.conf.set("spark.sql.files.openCostInBytes", "1")
     s.conf.set("spark.sql.files.minPartitionNum", "1")
     s.conf.set("spark.sql.files.ignoreCorruptFiles", "false")
@@ -195,9 +207,12 @@ def _write_native(spark: Any, table: TableInfo, unit: Unit, settings: Settings, 
     name = spark_codec_name(fmt, codec.get("codec"))
     if name:
         writer = writer.option("compression", name)
-    log.info("%s: writing %d files (%d bytes) into %s as %s/%s, about %d file(s) from read splits of %d bytes",
-             unit.spec or table.full_name, unit.stats.files, unit.stats.bytes, unit.staging, fmt, name, n_out, split)
+    log.info("%s: writing %d files (%d bytes) into %s as %s/%s, about %d file(s)%s from read splits of %d bytes",
+             unit.spec or table.full_name, unit.stats.files, unit.stats.bytes, unit.staging, fmt, name,
+             layout.files, f" in {layout.pieces} pieces each" if layout.pieces > 1 else "", layout.split_bytes)
     writer.save(unit.staging)
+    if layout.pieces > 1:
+        join_pieces(spark, fs, fmt, unit.staging, layout)
     # The write pass itself counts what it read from exactly the planned
     # files (corrupt or vanished files fail the job instead of being
     # skipped), so no separate counting pass over the source is needed.
@@ -219,6 +234,34 @@ def _write_native(spark: Any, table: TableInfo, unit: Unit, settings: Settings, 
     log.info("%s: dedupe read %d rows, %d keys, %d deleted", unit.spec or table.full_name, rows,
              result.keys_source, result.deletes)
     return result
+
+
+def join_pieces(spark: Any, fs: Any, fmt: str, staging: str, layout: WriteLayout) -> list[str]:
+    """Join the pieces a write left in ``staging`` into ``layout.files``
+    files of about equal size (``planner.group_pieces``), each by copying
+    the pieces' stripes or row groups behind one footer
+    (``formats.join_data_files``). A joined file is written under a hidden
+    name, its pieces deleted, then it is renamed to its first piece's name;
+    a failure anywhere leaves only the staging directory to discard, and
+    verification counts the rows of what is there. Returns the joined
+    files' names."""
+    listing = fs.list_dir(staging)
+    pieces = sorted((f for f in listing.files if not is_hidden(f.name)), key=lambda f: f.name)
+    base = staging.rstrip("/")
+    names = []
+    for group in group_pieces([f.size for f in pieces], layout.files):
+        first = pieces[group[0]].name
+        names.append(first)
+        if len(group) == 1:
+            continue
+        inputs = [f"{base}/{pieces[i].name}" for i in group]
+        hidden = f"{base}/.{first}.joining"
+        join_data_files(spark, fmt, inputs, hidden)
+        for uri in inputs:
+            fs.delete(uri, recursive=False)
+        fs.rename(hidden, f"{base}/{first}")
+    log.info("%s: joined %d pieces into %d file(s)", staging, len(pieces), len(names))
+    return names
 
 
 def partition_filter(table: TableInfo, spec: dict[str, str] | None) -> Any:

@@ -617,6 +617,87 @@ def test_modes_and_where_smart_compaction(spark, engine, files, warehouse):
     assert files.hidden(loc) == [] and backup_tables(spark, "modes") == []
 
 
+def _blocks(spark, fmt: str, uri: str) -> list[int]:
+    """Rows of each ORC stripe or Parquet row group of a file."""
+    jvm = spark._jvm
+    conf = spark._jsc.hadoopConfiguration()
+    path = jvm.org.apache.hadoop.fs.Path(uri)
+    if fmt == "orc":
+        reader = jvm.org.apache.orc.OrcFile.createReader(path, jvm.org.apache.orc.OrcFile.readerOptions(conf))
+        try:
+            return [int(s.getNumberOfRows()) for s in reader.getStripes()]
+        finally:
+            reader.close()
+    reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(
+        jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(path, conf))
+    try:
+        return [int(b.getRowCount()) for b in reader.getFooter().getBlocks()]
+    finally:
+        reader.close()
+
+
+def test_files_fewer_than_the_cores_are_written_in_pieces_and_joined(spark, engine, files, warehouse):
+    """A unit whose output is fewer files than the cores writes each file as
+    pieces on parallel tasks and joins them without decoding: the joined
+    file holds one stripe / row group per piece, every row once, the codec,
+    the Spark schema and nothing else (no piece or half-joined file is
+    left). Sorted output is never pieced (one sorted run per file), and
+    ``min_piece_mb: 0`` turns pieces off."""
+    from lakekeeper_spark.formats import data_file_footer, orc_footer, parquet_footer
+
+    cores = int(spark.sparkContext.defaultParallelism)
+    for fmt, codec, props in (("orc", "ZLIB", {"orc.compress": "ZLIB"}),
+                              ("parquet", "GZIP", {"parquet.compression": "GZIP"})):
+        name = f"pieces_{fmt}"
+        loc = make_table(spark, warehouse, name, fmt=fmt, rows=40000, files=40, props=props)
+        t = f"lk.{name}"
+        rows = frozen(spark, t)
+        # target: the whole table in one file; pieces of at least 20 KB (each a few hundred KB)
+        res = engine.one("compact", t, block_size_mb=64, min_piece_mb=0.02)
+        assert res["status"] == "compacted", res
+        p = res["partitions"][0]
+        assert (p["files_before"], p["files_after"], p["rows_before"], p["rows_after"]) == (40, 1, 40000, 40000)
+        (out,) = files.data_files(loc)
+        blocks = _blocks(spark, fmt, out)
+        assert sum(blocks) == 40000
+        if cores >= 2:
+            assert len(blocks) == min(cores, 40), (fmt, blocks)  # one stripe / row group per piece
+            assert max(blocks) - min(blocks) <= 40000 // len(blocks)  # pieces of about even size
+        # no piece and no hidden half-joined file left, in the table or in what was staged
+        assert [n for n in files.names(loc) if not n.endswith(".crc")] == [out.rsplit("/", 1)[1]]
+        assert files.hidden(loc) == []
+        assert same_rows(spark.table(t), rows)
+        foot = data_file_footer(spark, fmt, out)
+        assert foot["codec"] == codec.lower()
+        if fmt == "parquet":  # the writer's key-value metadata survives the join
+            jvm = spark._jvm
+            reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(
+                jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(
+                    jvm.org.apache.hadoop.fs.Path(out), spark._jsc.hadoopConfiguration()))
+            try:
+                kv = reader.getFooter().getFileMetaData().getKeyValueMetaData()
+                assert kv.get("org.apache.spark.sql.parquet.row.metadata") is not None
+            finally:
+                reader.close()
+            assert parquet_footer(spark, out)["rows"] == 40000
+        else:
+            assert orc_footer(spark, out)["rows"] == 40000
+        # rollback restores the 40 originals; then sorted output: one run per file, never pieced
+        assert engine.one("rollback", t)["status"] == "rolled_back"
+        assert len(files.data_files(loc)) == 40
+        res = engine.one("compact", t, block_size_mb=64, min_piece_mb=0.02, sort_by=["name"])
+        assert res["status"] == "compacted", res
+        (out,) = files.data_files(loc)
+        assert len(_blocks(spark, fmt, out)) == 1
+        names = [r.name for r in spark.read.format(fmt).load(out).select("name").collect()]
+        assert names == sorted(names)
+        assert engine.one("rollback", t)["status"] == "rolled_back"
+        res = engine.one("compact", t, block_size_mb=64, min_piece_mb=0)  # pieces off
+        assert res["status"] == "compacted", res
+        (out,) = files.data_files(loc)
+        assert len(_blocks(spark, fmt, out)) == 1 and same_rows(spark.table(t), rows)
+
+
 def test_output_file_sizes_and_bulk_partition_listing(spark, engine, files, warehouse):
     """Compacted files land within +-25% of the target size (split sizes
     follow the input's payload share, not its raw bytes), and the bulk

@@ -657,3 +657,46 @@ def test_plain_uri_is_qualified_without_the_gateway_only_when_unambiguous():
     for odd in ("hdfs:///w/t", "/w/t", "file:/w/a b", "file:/w/../t", "file:/w/t/", "hdfs://nn/a//b",
                 "hdfs://nn/w/x%2Fy", "file://host/w"):
         assert _plain_uri(odd) is None, odd
+
+
+def test_write_layout_pieces_files_fewer_than_the_slots():
+    # one 31 MB output on two slots: two pieces, two even read splits
+    sizes = [33_530] * 1000
+    lay = planner.write_layout(sizes, 64 * MB, 0.97, slots=2, min_piece_bytes=8 * MB)
+    assert (lay.files, lay.pieces, lay.tasks) == (1, 2, 2)
+    assert planner.pack_splits(sizes, lay.split_bytes) == [500 * 33_530] * 2
+    # three files on two slots: whole files take two rounds, half files one and a half
+    sizes = [86_000] * 2000
+    lay = planner.write_layout(sizes, 64 * MB, 0.98, slots=2, min_piece_bytes=8 * MB)
+    assert (lay.files, lay.pieces) == (3, 2) and len(planner.pack_splits(sizes, lay.split_bytes)) == 6
+    # as many files as slots (or more units than cores: one slot each): no pieces, the plain split
+    assert planner.write_layout(sizes, 64 * MB, 0.98, slots=3, min_piece_bytes=8 * MB).pieces == 1
+    plain = planner.output_split(sizes, 64 * MB, 0.98)
+    lay = planner.write_layout(sizes, 64 * MB, 0.98, slots=1, min_piece_bytes=8 * MB)
+    assert (lay.files, lay.pieces, lay.split_bytes) == (plain[0], 1, plain[1])
+    # pieces never smaller than min_piece_bytes, never more than the slots; 0 turns them off
+    one = [MB // 8] * 512  # 64 MB in
+    assert planner.write_layout(one, 64 * MB, 1.0, slots=16, min_piece_bytes=8 * MB).pieces == 8
+    assert planner.write_layout(one, 64 * MB, 1.0, slots=4, min_piece_bytes=8 * MB).pieces == 4
+    assert planner.write_layout(one, 64 * MB, 1.0, slots=16, min_piece_bytes=40 * MB).pieces == 1
+    assert planner.write_layout(one, 64 * MB, 1.0, slots=16, min_piece_bytes=0).pieces == 1
+    # no more pieces than input files; nothing to write, nothing to piece
+    assert planner.write_layout([20 * MB] * 3, 64 * MB, 1.0, slots=8, min_piece_bytes=MB).pieces == 3
+    assert planner.write_layout([], 64 * MB, 1.0, slots=8, min_piece_bytes=MB) == planner.WriteLayout(0, 1, 64 * MB)
+
+
+def test_group_pieces_makes_even_files_of_every_piece():
+    import random
+
+    rnd = random.Random(3)
+    for _round in range(200):
+        n = rnd.randint(1, 30)
+        sizes = [rnd.randint(1, 1000) for _i in range(n)]
+        files = rnd.randint(1, 8)
+        groups = planner.group_pieces(sizes, files)
+        assert sorted(i for g in groups for i in g) == list(range(n))  # every piece exactly once
+        assert len(groups) == min(files, n) and all(groups)
+        assert all(g == sorted(g) for g in groups) and [g[0] for g in groups] == sorted(g[0] for g in groups)
+        loads = [sum(sizes[i] for i in g) for g in groups]
+        assert max(loads) - min(loads) <= max(sizes)  # largest-first into the lightest: within one piece
+    assert planner.group_pieces([5, 5, 5, 5, 5, 5], 3) == [[0, 3], [1, 4], [2, 5]]

@@ -85,7 +85,9 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
 
     # The units start writing while the backup table is made; none swaps before it exists.
     backup = BackupInProgress(make_backup)
-    done = _run_units(ctx, [(lambda i=i, u=u: _compact_unit(ctx, info, p, journal, i, u, codec, columns, backup))
+    slots = unit_slots(ctx, len(todo))
+    done = _run_units(ctx, [(lambda i=i, u=u: _compact_unit(ctx, info, p, journal, i, u, codec, columns, backup,
+                                                            slots))
                             for i, u in enumerate(todo)])
     error = backup.settle()
     if error is not None:  # nothing was swapped: the table fails as a whole (and is recovered, cli)
@@ -171,9 +173,16 @@ def _run_units(ctx: Context, jobs: list[Any]) -> list[dict[str, Any]]:
         return list(pool.map(run, jobs))
 
 
+def unit_slots(ctx: Context, units: int) -> int:
+    """Task slots each unit of a table can count on: the application's
+    cores (``defaultParallelism``) shared by the units that run at once."""
+    cores = int(ctx.spark.sparkContext.defaultParallelism)
+    return max(1, cores // max(1, min(ctx.settings.parallelism, units)))
+
+
 def _compact_unit(
     ctx: Context, info: TableInfo, p: TablePlan, journal: Journal, idx: int, u: Unit, codec: dict[str, Any],
-    columns: RewriteColumns | None = None, backup: BackupInProgress | None = None,
+    columns: RewriteColumns | None = None, backup: BackupInProgress | None = None, slots: int = 1,
 ) -> dict[str, Any]:
     fs = ctx.fs
     rows_before = rows_after = None
@@ -182,7 +191,7 @@ def _compact_unit(
             backup.wait()  # raises: no point writing a copy that cannot be swapped in
         journal.unit_step(idx, "writing_staging", staging=u.staging)
         columns = columns or RewriteColumns()
-        written = write_staging(ctx.spark, info, u, ctx.settings, codec, columns)
+        written = write_staging(ctx.spark, fs, info, u, ctx.settings, codec, columns, slots)
         rows_before = written.rows_source
         extra = _dedupe_result(written) if columns.dedupe else {}
         copied = copy_kept_files(fs, u)

@@ -172,6 +172,18 @@ def test_compaction_mode_and_where_passed_to_the_engine(engine, tmp_path, monkey
         assert argv[i + 8] == '--where=' + where
 
 
+def test_min_piece_mb_is_a_compact_option(engine, tmp_path, monkeypatch):
+    echo = tmp_path / 'echo.json'
+    monkeypatch.setenv('STUB_ECHO', str(echo))
+    res = run(lakekeeper_compact, dict(table='db.t', min_piece_mb=4, spark_submit=dict(script_path=engine)), tmp_path)
+    assert res['failed'] is False
+    argv = json.loads(echo.read_text())['argv']
+    i = argv.index('--min-piece-mb')
+    assert argv[i + 1] == '4.0'
+    res = run(lakekeeper_analyze, dict(table='db.t', min_piece_mb=4, spark_submit=dict(script_path=engine)), tmp_path)
+    assert res['failed'] is True and 'min_piece_mb' in res['msg']
+
+
 @pytest.mark.parametrize('module,args', [
     (lakekeeper_compact, dict(mode='mega')),
     (lakekeeper_rollback, dict(where="dt = '1'")),
