@@ -228,9 +228,16 @@ class Catalog:
         # every field as it is but the location (the field list differs between Spark versions)
         fields = [st.productElement(i) for i in range(int(st.productArity()))]
         storage = st.copy(self._jvm.scala.Some(uri), *fields[1:])
-        new = raw.copy(raw.spec(), storage, raw.parameters(), raw.createTime(), raw.lastAccessTime(), raw.stats())
-        self._client().alterPartitions(validate_ident(db), validate_ident(table), self._conv.asScala([new]).toSeq())
+        self._alter_partition(db, table, raw, storage=storage)
         self._session_catalog().refreshTable(self._ident(db, table))
+
+    def _alter_partition(self, db: str, table: str, raw: Any, storage: Any = None, params: Any = None) -> None:
+        """Write back a partition read by ``_raw_partition`` with a new
+        storage descriptor and/or parameters (one Metastore call)."""
+        new = raw.copy(raw.spec(), raw.storage() if storage is None else storage,
+                       raw.parameters() if params is None else params, raw.createTime(), raw.lastAccessTime(),
+                       raw.stats())
+        self._client().alterPartitions(validate_ident(db), validate_ident(table), self._conv.asScala([new]).toSeq())
 
     def set_properties(self, db: str, table: str, props: dict[str, str]) -> None:
         prop_sql = ", ".join(f"{sql_string_literal(k)}={sql_string_literal(v)}" for k, v in sorted(props.items()))
@@ -291,8 +298,7 @@ class Catalog:
             params = raw.parameters()
             for k, v in self._stat_values(current, files, size, rows).items():
                 params = params.removed(k) if v is None else params.updated(k, v)
-            new = raw.copy(raw.spec(), raw.storage(), params, raw.createTime(), raw.lastAccessTime(), raw.stats())
-            self._client().alterPartitions(validate_ident(db), validate_ident(table), self._conv.asScala([new]).toSeq())
+            self._alter_partition(db, table, raw, params=params)
             return self.statistics(db, table, spec)
         current = self.statistics(db, table)
         values = self._stat_values(current, files, size, rows)

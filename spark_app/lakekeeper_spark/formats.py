@@ -103,16 +103,24 @@ def orc_footer(spark: Any, uri: str, spark_schema: bool = False) -> dict[str, An
         reader.close()
 
 
+def _codec_name(fmt: str, footer: dict[str, Any]) -> str:
+    """A footer's codec as the engine names it (lower case; Parquet files
+    without compression say ``uncompressed``)."""
+    if fmt == "parquet":
+        return (footer["codec"] or "UNCOMPRESSED").lower()
+    return str(footer["codec"]).lower()
+
+
 def data_file_footer(spark: Any, fmt: str, uri: str) -> dict[str, Any]:
     """One read of a Parquet or ORC file's metadata: ``rows``, ``codec``
     (named as ``detect_codec`` names it) and ``spark_schema`` (JSON)."""
     if fmt == "parquet":
         f = parquet_footer(spark, uri, spark_schema=True)
-        return {"rows": f["rows"], "codec": (f["codec"] or "UNCOMPRESSED").lower(), "spark_schema": f["spark_schema"]}
-    if fmt == "orc":
+    elif fmt == "orc":
         f = orc_footer(spark, uri, spark_schema=True)
-        return {"rows": f["rows"], "codec": f["codec"].lower(), "spark_schema": f["spark_schema"]}
-    raise ValueError(f"no footer for {fmt}")
+    else:
+        raise ValueError(f"no footer for {fmt}")
+    return {"rows": f["rows"], "codec": _codec_name(fmt, f), "spark_schema": f["spark_schema"]}
 
 
 def join_data_files(spark: Any, fmt: str, inputs: list[str], output: str) -> None:
@@ -168,9 +176,9 @@ def detect_codec(spark: Any, fmt: str, uri: str) -> dict[str, Any]:
     """Codec (and, for Avro, the writer schema) of an existing data file."""
     if fmt == "parquet":
         f = parquet_footer(spark, uri)
-        return {"codec": (f["codec"] or "UNCOMPRESSED").lower(), "legacy": _parquet_is_legacy(f["schema"])}
+        return {"codec": _codec_name(fmt, f), "legacy": _parquet_is_legacy(f["schema"])}
     if fmt == "orc":
-        return {"codec": orc_footer(spark, uri)["codec"].lower()}
+        return {"codec": _codec_name(fmt, orc_footer(spark, uri))}
     if fmt == "avro":
         return avro_header(spark, uri)
     if fmt == "text":
