@@ -351,10 +351,24 @@ def median(xs: list[float]) -> float | None:
     return round(statistics.median(xs), 2) if xs else None
 
 
+def paired_ratio(results: list[dict], table: str, num: str, den: str) -> tuple[float | None, list[float]]:
+    """``num / den`` within each run (the two measured minutes apart, in the
+    same machine state), and the median of those. The machine's speed
+    drifts between runs by more than the differences measured, so a ratio
+    of two medians can pair a fast run of one contender with a slow run of
+    the other; a paired ratio cannot."""
+    by_run: dict[int, dict[str, float]] = {}
+    for r in results:
+        if r["table"] == table and r["contender"] in (num, den) and r["ok"]:
+            by_run.setdefault(r["run"], {})[r["contender"]] = r["seconds"]
+    ratios = [v[num] / v[den] for _run, v in sorted(by_run.items()) if v.get(num) and v.get(den)]
+    return (round(statistics.median(ratios), 2) if ratios else None), [round(x, 2) for x in ratios]
+
+
 def report(results: list[dict], contenders: list[str], tables: list[str]) -> str:
     lines = []
     head = (f"{'table':8} {'floor s':>8} {'ours s':>8} {'lk s':>8} {'ours/floor':>10} {'lk/ours':>8} "
-            f"{'scans f/o/lk':>15} {'files o/lk':>11} {'ok':>3}")
+            f"{'scans f/o/lk':>15} {'files o/lk':>11} {'ok':>3}   per run: ours/floor; lk/ours")
     lines += [head, "-" * len(head)]
     for t in tables:
         med, scans, files, ok = {}, {}, {}, True
@@ -368,13 +382,14 @@ def report(results: list[dict], contenders: list[str], tables: list[str]) -> str
         def fmt(x):
             return "-" if x is None else f"{x:.1f}"
 
-        ratio_f = med["ours"] / med["floor"] if med.get("ours") and med.get("floor") else None
-        ratio_l = med["lakekeeper"] / med["ours"] if med.get("ours") and med.get("lakekeeper") else None
+        ratio_f, runs_f = paired_ratio(results, t, "ours", "floor")
+        ratio_l, runs_l = paired_ratio(results, t, "lakekeeper", "ours")
         sc = "/".join(fmt(scans.get(c)) for c in ("floor", "ours", "lakekeeper"))
         fl = "/".join("-" if files.get(c) is None else str(int(files[c])) for c in ("ours", "lakekeeper"))
+        per_run = f"{' '.join(map(str, runs_f)) or '-'}; {' '.join(map(str, runs_l)) or '-'}"
         lines.append(f"{t:8} {fmt(med.get('floor')):>8} {fmt(med.get('ours')):>8} {fmt(med.get('lakekeeper')):>8} "
                      f"{'-' if ratio_f is None else f'{ratio_f:.2f}':>10} {'-' if ratio_l is None else f'{ratio_l:.2f}':>8} "
-                     f"{sc:>15} {fl:>11} {'yes' if ok else 'NO':>3}")
+                     f"{sc:>15} {fl:>11} {'yes' if ok else 'NO':>3}   {per_run}")
     return "\n".join(lines)
 
 
@@ -423,7 +438,8 @@ def main() -> int:
         json.dump(out, fh, indent=1)
     print()
     print(f"median of {args.runs} run(s), {args.master}, block size {args.block_size} MB; "
-          f"seconds are whole processes (JVM start to exit)")
+          f"seconds are whole processes (JVM start to exit); ratios are the median of the ratios "
+          f"within each run (the contenders of a run measured one right after the other)")
     print(report(results, contenders, list(tables)))
     print("scans: records read by all tasks / rows of the data to compact (1.0 = read once)")
     print(f"load average (1/5/15 min) at start {tuple(round(x, 2) for x in load_start)}, "
