@@ -352,8 +352,8 @@ def median(xs: list[float]) -> float | None:
 
 
 def paired_ratio(results: list[dict], table: str, num: str, den: str) -> tuple[float | None, list[float]]:
-    """``num / den`` within each run (the two measured minutes apart, in the
-    same machine state), and the median of those. The machine's speed
+    """``num / den`` within each run (the two measured one right after the
+    other, in the same machine state), and the median of those. The machine's speed
     drifts between runs by more than the differences measured, so a ratio
     of two medians can pair a fast run of one contender with a slow run of
     the other; a paired ratio cannot."""

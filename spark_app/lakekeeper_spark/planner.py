@@ -91,6 +91,11 @@ def _smallest_split(sizes: list[int], count: int) -> int:
     return lo
 
 
+def _output_share(shrink: float) -> float:
+    """Expected output bytes per input byte, kept to a sane range."""
+    return min(1.0, max(0.05, shrink))
+
+
 def output_split(sizes: list[int], target_bytes: int, shrink: float = 1.0) -> tuple[int, int]:
     """How to pack a unit's files into read splits so that each split (one
     read task, one output file) writes about ``target_bytes``.
@@ -106,9 +111,7 @@ def output_split(sizes: list[int], target_bytes: int, shrink: float = 1.0) -> tu
     sizes = [s for s in sizes if s > 0]
     if not sizes or target_bytes <= 0:
         return 0, max(1, target_bytes)
-    total = sum(sizes)
-    shrink = min(1.0, max(0.05, shrink))
-    n = max(1, min(len(sizes), int(total * shrink / target_bytes + 0.5)))
+    n = max(1, min(len(sizes), int(sum(sizes) * _output_share(shrink) / target_bytes + 0.5)))
     return n, _smallest_split(sizes, n)
 
 
@@ -147,7 +150,7 @@ def write_layout(sizes: list[int], target_bytes: int, shrink: float = 1.0, slots
     sizes = [s for s in sizes if s > 0]
     if files == 0 or slots <= 1 or min_piece_bytes <= 0:
         return WriteLayout(files, 1, split)
-    out_bytes = sum(sizes) * min(1.0, max(0.05, shrink))
+    out_bytes = sum(sizes) * _output_share(shrink)
     max_k = min(int(out_bytes / files / min_piece_bytes), len(sizes) // files, slots)
     best, best_rounds = 1, math.ceil(files / slots)
     for k in range(2, max_k + 1):

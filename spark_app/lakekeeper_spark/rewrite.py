@@ -35,7 +35,7 @@ from .errors import LakekeeperError
 from .formats import join_data_files, spark_codec_name
 from .model import TableInfo, Unit
 from .names import qualified, quote_column, sql_path_literal, sql_string_literal
-from .planner import WriteLayout, group_pieces, is_hidden, target_file_count, write_layout
+from .planner import WriteLayout, group_pieces, target_file_count, write_layout
 
 log = logging.getLogger(__name__)
 
@@ -236,22 +236,19 @@ def _write_native(spark: Any, fs: Any, table: TableInfo, unit: Unit, settings: S
     return result
 
 
-def join_pieces(spark: Any, fs: Any, fmt: str, staging: str, layout: WriteLayout) -> list[str]:
+def join_pieces(spark: Any, fs: Any, fmt: str, staging: str, layout: WriteLayout) -> None:
     """Join the pieces a write left in ``staging`` into ``layout.files``
     files of about equal size (``planner.group_pieces``), each by copying
     the pieces' stripes or row groups behind one footer
     (``formats.join_data_files``). A joined file is written under a hidden
     name, its pieces deleted, then it is renamed to its first piece's name;
     a failure anywhere leaves only the staging directory to discard, and
-    verification counts the rows of what is there. Returns the joined
-    files' names."""
-    listing = fs.list_dir(staging)
-    pieces = sorted((f for f in listing.files if not is_hidden(f.name)), key=lambda f: f.name)
+    verification counts the rows of what is there."""
+    pieces = sorted(fs.list_dir(staging).files, key=lambda f: f.name)  # data files: hidden names excluded
     base = staging.rstrip("/")
-    names = []
-    for group in group_pieces([f.size for f in pieces], layout.files):
+    groups = group_pieces([f.size for f in pieces], layout.files)
+    for group in groups:
         first = pieces[group[0]].name
-        names.append(first)
         if len(group) == 1:
             continue
         inputs = [f"{base}/{pieces[i].name}" for i in group]
@@ -260,8 +257,7 @@ def join_pieces(spark: Any, fs: Any, fmt: str, staging: str, layout: WriteLayout
         for uri in inputs:
             fs.delete(uri, recursive=False)
         fs.rename(hidden, f"{base}/{first}")
-    log.info("%s: joined %d pieces into %d file(s)", staging, len(pieces), len(names))
-    return names
+    log.info("%s: joined %d pieces into %d file(s)", staging, len(pieces), len(groups))
 
 
 def partition_filter(table: TableInfo, spec: dict[str, str] | None) -> Any:
