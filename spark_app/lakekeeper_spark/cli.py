@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from . import __version__
 from .config import MODES, build_settings, load_config_file, parse_properties
-from .errors import LakekeeperError, UsageError
+from .errors import LakekeeperError, UsageError, innermost_cause, java_message, root_cause
 from .names import parse_table_list, parse_table_name, validate_ident
 from .journal import parking_enabled
 from .planner import new_run_id
@@ -150,7 +150,7 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None)
     from .commands.analyze import analyze_table
     from .commands.cleanup import cleanup_table
     from .commands.common import error_result, table_result
-    from .commands.compact import compact_table, root_cause
+    from .commands.compact import compact_table
     from .commands.recover import recover_command
     from .commands.rollback import rollback_table
 
@@ -210,7 +210,6 @@ def _recover_after_error(ctx: Any, command: str, name: str, res: dict[str, Any])
         return
     from .commands.common import load_table
     from .commands.recover import recover_table
-    from .fs import _java_message
     from .journal import Journal
     from .planner import journal_dir
 
@@ -221,7 +220,7 @@ def _recover_after_error(ctx: Any, command: str, name: str, res: dict[str, Any])
         res["recovered_after_error"] = recover_table(ctx, info)
     except Exception as exc:  # noqa: BLE001 - the next run's automatic recovery will try again
         log.exception("%s: recovery after the error failed", name)
-        res["recovery_after_error_failed"] = _java_message(exc)
+        res["recovery_after_error_failed"] = java_message(exc)
 
 
 def _run_parking(ctx: Any, tables: list[str], run_one: Callable[[str], dict[str, Any]]) -> list[dict[str, Any]]:
@@ -355,17 +354,13 @@ def main(argv: list[str] | None = None) -> int:
 def _metastore_reason(exc: Exception, spark: Any = None) -> str:
     """Where the Metastore was looked for, and the innermost cause of the
     failure (e.g. ``java.net.ConnectException: Connection refused``)."""
-    from .fs import _java_message
-
     where = ""
     try:
         uris = spark._jsc.hadoopConfiguration().get("hive.metastore.uris") if spark is not None else None
         where = f"{uris}: " if uris else "embedded Derby: "
     except Exception:  # noqa: BLE001
         pass
-    from .commands.compact import innermost_cause
-
-    text = " ".join((innermost_cause(exc) or _java_message(exc)).split())
+    text = " ".join((innermost_cause(exc) or java_message(exc)).split())
     return (where + text)[:400]
 
 

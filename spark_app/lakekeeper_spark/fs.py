@@ -15,7 +15,7 @@ import re
 import uuid
 from typing import Any, Iterable
 
-from .errors import LakekeeperError
+from .errors import LakekeeperError, java_message
 from .model import FileEntry, Listing
 from .planner import is_hidden
 
@@ -267,7 +267,7 @@ class HadoopFS:
         try:
             ok = fs.rename(s, d)
         except Exception as exc:  # noqa: BLE001 - Py4JJavaError carries the Java exception
-            raise LakekeeperError("fs_error", f"rename {src} -> {dst} failed: {_java_message(exc)}") from exc
+            raise LakekeeperError("fs_error", f"rename {src} -> {dst} failed: {java_message(exc)}") from exc
         if not ok or fs.exists(s) or not fs.exists(d):
             raise LakekeeperError(
                 "fs_error", f"rename {src} -> {dst} did not complete (returned {bool(ok)})"
@@ -296,13 +296,13 @@ class HadoopFS:
             try:
                 fs.setPermission(path, ref.getPermission())
             except Exception as exc:  # noqa: BLE001
-                warnings.append(f"setPermission {path.toString()}: {_java_message(exc)}")
+                warnings.append(f"setPermission {path.toString()}: {java_message(exc)}")
             cur = fs.getFileStatus(path)
             if str(cur.getOwner()) != str(ref.getOwner()) or str(cur.getGroup()) != str(ref.getGroup()):
                 try:
                     fs.setOwner(path, ref.getOwner(), ref.getGroup())
                 except Exception as exc:  # noqa: BLE001
-                    warnings.append(f"setOwner {path.toString()}: {_java_message(exc)}")
+                    warnings.append(f"setOwner {path.toString()}: {java_message(exc)}")
         return warnings
 
     def copy_file(self, src: str, dst: str) -> dict[str, Any]:
@@ -442,21 +442,12 @@ class HadoopFS:
                 fs.setAcl(d, entries)
         except Exception as exc:  # noqa: BLE001 - ACLs disabled on the NameNode
             if "AclException" not in str(exc) and "disabled" not in str(exc):
-                warnings.append(f"ACL of {src}: {_java_message(exc)}")
+                warnings.append(f"ACL of {src}: {java_message(exc)}")
         q = self.quota_usage(src)
         if q["quota"] >= 0 or q["space_quota"] >= 0:
             try:
                 fs.setQuota(d, q["quota"], q["space_quota"])
             except Exception as exc:  # noqa: BLE001 - needs superuser
-                warnings.append(f"quota of {src} not copied to {dst}: {_java_message(exc)}")
+                warnings.append(f"quota of {src} not copied to {dst}: {java_message(exc)}")
         return warnings
 
-
-def _java_message(exc: Exception) -> str:
-    java = getattr(exc, "java_exception", None)
-    if java is not None:
-        try:
-            return f"{java.getClass().getName()}: {java.getMessage()}"
-        except Exception:  # noqa: BLE001
-            pass
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -10,7 +10,7 @@ from typing import Any
 
 from .. import sizes
 from ..backup import find_backups
-from ..fs import _java_message
+from ..errors import java_message
 from ..journal import Journal
 from ..model import TableInfo, Unit
 from ..space import space_check
@@ -43,7 +43,7 @@ def backup_facts(ctx: Context, info: TableInfo) -> list[dict[str, Any]]:
                          files=sum(x["file_count"] for x in summaries), missing=len(units) - len(present),
                          directories=present)
         except Exception as exc:  # noqa: BLE001 - one odd backup must not hide the others
-            entry.update(units=None, bytes=None, files=None, error=_java_message(exc))
+            entry.update(units=None, bytes=None, files=None, error=java_message(exc))
         out.append(entry)
     return out
 

@@ -14,9 +14,8 @@ from typing import Any
 
 from ..backup import BackupInProgress, create_backup, repoint
 from ..columns import RewriteColumns, resolve_columns
-from ..errors import LakekeeperError, Refused, UsageError
+from ..errors import LakekeeperError, Refused, UsageError, java_message, root_cause
 from ..formats import detect_codec, payload_fraction
-from ..fs import _java_message
 from ..journal import Journal
 from ..model import Decision, TableInfo, TablePlan, Unit
 from ..names import sql_path_literal
@@ -142,8 +141,8 @@ def update_statistics(ctx: Context, info: TableInfo, units: list[tuple[Any, dict
             r["statistics"] = ctx.catalog.set_statistics(info.db, info.name, spec if info.is_partitioned else None,
                                                          r["files_after"], r["bytes_after"], rows)
         except Exception as exc:  # noqa: BLE001 - the data is in place; only the figures are stale
-            log.warning("%s %s: statistics not updated: %s", info.full_name, r.get("spec"), _java_message(exc))
-            r["statistics_error"] = _java_message(exc)
+            log.warning("%s %s: statistics not updated: %s", info.full_name, r.get("spec"), java_message(exc))
+            r["statistics_error"] = java_message(exc)
 
 
 def _run_units(ctx: Context, jobs: list[Any]) -> list[dict[str, Any]]:
@@ -284,43 +283,13 @@ def _undo_unit(ctx: Context, p: TablePlan, journal: Journal, idx: int, u: Unit, 
         action, swapped = settle_unit(ctx, journal, entry, journal.record(idx), backup, code=code, reason=message)
     except Exception as exc:  # noqa: BLE001
         log.exception("could not settle %s after the failure", u.location)
-        return (f"ATTENTION: not settled ({_java_message(exc)}); live {u.location}, original {u.old}, "
+        return (f"ATTENTION: not settled ({java_message(exc)}); live {u.location}, original {u.old}, "
                 f"staging {u.staging} kept as they are; run recover", "pending")
     if swapped:
         return f"compacted data live at {u.location}, original kept at {u.old} for the backup", "compacted"
     if action and action["action"] == "restored_original":
         return f"original data moved back to {u.location}", "original"
     return f"original data untouched at {u.location}", "original"
-
-
-def root_cause(exc: Exception) -> str:
-    """The top and the innermost message of a (Java) exception chain, one
-    line each: Spark wraps e.g. "... is not a Parquet file" or a
-    DSQuotaExceededException in generic read/write errors."""
-    top = _java_message(exc).splitlines()[0] if _java_message(exc) else type(exc).__name__
-    deepest = innermost_cause(exc)
-    if not deepest or deepest in top:
-        return top
-    return f"{top} (cause: {deepest})"
-
-
-def innermost_cause(exc: Exception) -> str | None:
-    """The last ``Caused by:`` of the Java stack trace (or of the cause
-    chain), first line only; None for a plain Python exception."""
-    deepest = None
-    cur = getattr(exc, "java_exception", None)
-    try:
-        while cur is not None:
-            msg = cur.getMessage()
-            deepest = f"{cur.getClass().getName()}: {str(msg).splitlines()[0] if msg else ''}".rstrip(": ")
-            cur = cur.getCause()
-    except Exception:  # noqa: BLE001 - py4j could not follow the chain: the trace text below
-        pass
-    caused = [ln.strip()[len("Caused by:"):].strip() for ln in str(exc).splitlines()
-              if ln.strip().startswith("Caused by:")]
-    if caused:
-        deepest = caused[-1]
-    return deepest
 
 
 def apply_quiet_period(p: TablePlan, quiet_seconds: int | None, now: float | None = None) -> None:
