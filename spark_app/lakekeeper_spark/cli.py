@@ -11,7 +11,6 @@ import argparse
 import contextlib
 import json
 import logging
-import os
 import re
 import sys
 import time
@@ -21,7 +20,7 @@ from . import __version__
 from .config import MODES, build_settings, load_config_file, parse_properties
 from .errors import LakekeeperError, UsageError, innermost_cause, java_message, root_cause
 from .names import parse_table_list, parse_table_name, validate_ident
-from .journal import parking_enabled
+from .faults import parking_enabled, run_parking
 from .planner import new_run_id
 
 log = logging.getLogger("lakekeeper")
@@ -188,7 +187,7 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None)
         return res
 
     if parking_enabled():
-        return _run_parking(ctx, tables, run_one)
+        return run_parking(ctx, tables, run_one)
     workers = max(1, min(ctx.settings.parallelism, len(tables)))
     if workers == 1:
         return [run_one(name) for name in tables]
@@ -223,60 +222,6 @@ def _recover_after_error(ctx: Any, command: str, name: str, res: dict[str, Any])
         res["recovery_after_error_failed"] = java_message(exc)
 
 
-def _run_parking(ctx: Any, tables: list[str], run_one: Callable[[str], dict[str, Any]]) -> list[dict[str, Any]]:
-    """Fault-injection mode (``LAKEKEEPER_FAULT_AT=<step>@<db.table>``, tests
-    only): each table runs in its own thread (up to PARKING_TABLES at a time,
-    its units one at a time); a table that reaches its fault point parks
-    there. When every table is finished or parked, the process is killed:
-    one process leaves many tables interrupted at chosen steps, each exactly
-    as a crash at that step would (tables are independent)."""
-    import dataclasses
-    import threading
-
-    from .journal import HOOKS, hard_kill
-
-    if getattr(ctx.settings, "parallelism", 1) != 1:  # units one at a time: deterministic parking
-        ctx.settings = dataclasses.replace(ctx.settings, parallelism=1)
-    # One unit job per table: a parked table keeps its slot until the kill,
-    # so the budget must cover every table (PARKING_TABLES bounds the threads).
-    slots = ctx.job_slots()
-    for i in range(1, max(PARKING_TABLES, len(tables))):
-        slots.put(i)
-    boxes: dict[str, dict[str, Any]] = {}
-    done: dict[str, threading.Event] = {}
-    pending, active, parked = list(tables), [], []
-
-    def work(name: str) -> None:
-        try:
-            boxes[name]["res"] = run_one(name)
-        finally:
-            done[name].set()
-
-    while pending or active:
-        while pending and len(active) < PARKING_TABLES:
-            name = pending.pop(0)
-            boxes[name], done[name] = {}, threading.Event()
-            threading.Thread(target=work, args=(name,), name=f"lakekeeper-{name}", daemon=True).start()
-            active.append(name)
-        time.sleep(0.05)
-        for name in list(active):
-            if done[name].is_set():
-                active.remove(name)
-            elif HOOKS.parked_event(name).is_set():
-                active.remove(name)
-                parked.append(name)
-    finished = [boxes[n]["res"] for n in tables if "res" in boxes.get(n, {})]
-    if parked:
-        log.warning("test hook: %d table(s) parked (%s); killing the process", len(parked), ", ".join(parked))
-        partial = os.environ.get("LAKEKEEPER_FAULT_RESULTS")
-        if partial:  # the results of the tables that finished before the kill
-            with open(partial, "w", encoding="utf-8") as fh:
-                json.dump(finished, fh, default=str)
-        hard_kill()
-    return finished
-
-
-PARKING_TABLES = 4
 
 
 def _summary(command: str, results: list[dict[str, Any]]) -> str:

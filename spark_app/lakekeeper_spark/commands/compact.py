@@ -8,13 +8,13 @@ untouched and its staging removed; other units go on.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from typing import Any
 
 from ..backup import BackupInProgress, create_backup, repoint
 from ..columns import RewriteColumns, resolve_columns
 from ..errors import LakekeeperError, Refused, UsageError, java_message, root_cause
+from ..faults import tamper_staging
 from ..formats import detect_codec, payload_fraction
 from ..journal import Journal
 from ..model import Decision, TableInfo, TablePlan, Unit
@@ -194,8 +194,7 @@ def _compact_unit(
         rows_before = written.rows_source
         extra = _dedupe_result(written) if columns.dedupe else {}
         copied = copy_kept_files(fs, u)
-        if os.environ.get("LAKEKEEPER_FAULT_AT") == "tamper_staging":  # test hook: a bad copy
-            fs.duplicate_file(f"{u.staging}/{fs.list_dir(u.staging).files[0].name}", f"{u.staging}/part-dup")
+        tamper_staging(fs, u.staging)  # test hook: a bad copy
         journal.unit_step(idx, "verifying")
         staged, rows_after = verify_staging(ctx.spark, fs, info, u, written.rows_expected, codec, columns.keys,
                                             copied)
