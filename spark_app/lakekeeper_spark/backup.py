@@ -17,8 +17,8 @@ from typing import Callable
 
 from .catalog import Catalog
 from .errors import LakekeeperError
+from .layout import backup_table_pattern, run_id_time
 from .model import TableInfo, TablePlan, Unit
-from .planner import backup_table_pattern, run_id_time
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,6 @@ import argparse
 import contextlib
 import json
 import logging
-import re
 import sys
 import time
 from typing import Any, Callable
@@ -19,9 +18,9 @@ from typing import Any, Callable
 from . import __version__
 from .config import MODES, build_settings, load_config_file, parse_properties
 from .errors import LakekeeperError, UsageError, innermost_cause, java_message, root_cause
+from .layout import backup_table_pattern, new_run_id
 from .names import parse_table_list, parse_table_name, validate_ident
 from .faults import parking_enabled, run_parking
-from .planner import new_run_id
 
 log = logging.getLogger("lakekeeper")
 
@@ -164,7 +163,7 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None)
     if database_mode:
         if not ctx.catalog.database_exists(database):
             return [table_result(database, "failed", f"database {database} does not exist", code="not_found")]
-        backup_name = re.compile("^" + re.escape(ctx.settings.backup_prefix.lower()) + r"_.+_\d{8}_\d{6}_[0-9a-f]{6}$")
+        backup_name = backup_table_pattern(ctx.settings.backup_prefix)
         tables = [f"{database}.{t}" for t in ctx.catalog.list_tables(database) if not backup_name.match(t)]
 
     def run_one(name: str) -> dict[str, Any]:
@@ -210,7 +209,7 @@ def _recover_after_error(ctx: Any, command: str, name: str, res: dict[str, Any])
     from .commands.common import load_table
     from .commands.recover import recover_table
     from .journal import Journal
-    from .planner import journal_dir
+    from .layout import journal_dir
 
     try:
         info = load_table(ctx, name)

@@ -17,7 +17,7 @@ from typing import Any, Iterable
 
 from .errors import LakekeeperError, java_message
 from .model import FileEntry, Listing
-from .planner import is_hidden
+from .layout import is_hidden
 
 log = logging.getLogger(__name__)
 

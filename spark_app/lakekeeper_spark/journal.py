@@ -26,7 +26,7 @@ from typing import Any
 
 from .faults import fault_point
 from .fs import HadoopFS
-from .planner import is_run_id
+from .layout import is_run_id
 
 log = logging.getLogger(__name__)
 

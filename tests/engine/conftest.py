@@ -74,7 +74,7 @@ class Engine:
         from lakekeeper_spark.commands.common import Context
         from lakekeeper_spark.config import build_settings
         from lakekeeper_spark.fs import HadoopFS
-        from lakekeeper_spark.planner import new_run_id
+        from lakekeeper_spark.layout import new_run_id
 
         ctx = Context(self.spark, HadoopFS(self.spark), Catalog(self.spark), build_settings({}, settings), new_run_id())
         results = _run_tables(ctx, command, tables or [], database)

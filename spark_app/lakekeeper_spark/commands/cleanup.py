@@ -18,7 +18,7 @@ from ..backup import BackupRef, find_backups, set_pinned
 from ..errors import Refused
 from ..retention import BackupFacts, RetentionPolicy, retention_verdicts
 from ..journal import Journal
-from ..planner import journal_dir
+from ..layout import journal_dir
 from .common import Context, load_table, table_result
 from .recover import recover_table
 from ..swap import adopt_files

@@ -14,7 +14,8 @@ from ..config import Settings
 from ..errors import LakekeeperError, Refused, UsageError
 from ..fs import HadoopFS
 from ..model import Listing, TableInfo, TablePlan
-from ..planner import parse_hidden_name, plan_table, split_path
+from ..layout import parse_hidden_name, split_path
+from ..planner import plan_table
 
 log = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ from typing import Any
 from ..errors import LakekeeperError
 from ..journal import Journal
 from ..model import TableInfo
-from ..planner import journal_dir
+from ..layout import journal_dir
 from ..swap import adopt_files, remove_empty_dir
 from .common import Context, load_table, table_result
 

@@ -21,7 +21,7 @@ from ..backup import BackupRef, find_backups
 from ..errors import LakekeeperError
 from ..journal import Journal
 from ..model import TableInfo
-from ..planner import journal_dir, parse_hidden_name, split_path, trash_path
+from ..layout import journal_dir, parse_hidden_name, split_path, trash_path
 from ..swap import adopt_files, finish_trash, remove_empty_dir, swap_back
 from .common import Context, load_table, table_result
 from .recover import recover_table

@@ -391,7 +391,7 @@ def main():
     from lakekeeper_spark.commands.common import Context
     from lakekeeper_spark.config import build_settings
     from lakekeeper_spark.fs import HadoopFS
-    from lakekeeper_spark.planner import new_run_id
+    from lakekeeper_spark.layout import new_run_id
 
     global POOL  # pylint: disable=global-statement
     from concurrent.futures import ThreadPoolExecutor

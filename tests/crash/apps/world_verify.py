@@ -45,7 +45,7 @@ def scan_hidden(fs, roots, unit_dirs):
     """Hidden Lakekeeper entries (``.<dir>.lk_<tag>_<run>``) of this table: in
     its roots and their visible subdirectories, and next to each root and
     each unit directory (a flat table's or an outside partition's siblings)."""
-    from lakekeeper_spark.planner import parse_hidden_name
+    from lakekeeper_spark.layout import parse_hidden_name
 
     found = {}
 
@@ -112,7 +112,7 @@ def check_table(spark, ctx, fs, full, exp, extras, late, templates, prefix):
     from lakekeeper_spark.commands.recover import recover_table
     from lakekeeper_spark.commands.rollback import backup_units
     from lakekeeper_spark.journal import Journal
-    from lakekeeper_spark.planner import journal_dir
+    from lakekeeper_spark.layout import journal_dir
 
     db, name = full.split(".")
     t = exp["spec"]
@@ -354,7 +354,7 @@ def main():
     from lakekeeper_spark.commands.common import Context
     from lakekeeper_spark.config import build_settings
     from lakekeeper_spark.fs import HadoopFS
-    from lakekeeper_spark.planner import new_run_id
+    from lakekeeper_spark.layout import new_run_id
     from lakekeeper_spark.session import build_session
 
     spark = build_session(spec.get("master", "local[2]"), spec.get("state_dir"),
