@@ -147,10 +147,11 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
 def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None) -> list[dict[str, Any]]:
     from .commands.analyze import analyze_table
     from .commands.cleanup import cleanup_table
-    from .commands.common import error_result, table_result
     from .commands.compact import compact_table
     from .commands.recover import recover_command
     from .commands.rollback import rollback_table
+    from .context import bounded_map
+    from .results import error_result, table_result
 
     handlers: dict[str, Callable[[Any, str], dict[str, Any]]] = {
         "analyze": analyze_table,
@@ -187,17 +188,11 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None)
 
     if parking_enabled():
         return run_parking(ctx, tables, run_one)
-    workers = max(1, min(ctx.settings.parallelism, len(tables)))
-    if workers == 1:
-        return [run_one(name) for name in tables]
     # Tables of one run share the application: up to `parallelism` of them
     # are worked on at once, and their units draw from the same budget of
-    # `parallelism` concurrent Spark jobs (commands.compact._run_units), so
-    # a table with few units does not leave executors idle.
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lakekeeper-table") as pool:
-        return list(pool.map(run_one, tables))
+    # `parallelism` concurrent Spark jobs (context.run_unit_jobs), so a
+    # table with few units does not leave executors idle.
+    return bounded_map(run_one, tables, ctx.settings.parallelism, "lakekeeper-table")
 
 
 def _recover_after_error(ctx: Any, command: str, name: str, res: dict[str, Any]) -> None:
@@ -206,10 +201,10 @@ def _recover_after_error(ctx: Any, command: str, name: str, res: dict[str, Any])
     otherwise), so a failure leaves the table as it was."""
     if command not in ("compact", "rollback") or ctx.settings.dry_run:
         return
-    from .commands.common import load_table
     from .commands.recover import recover_table
     from .journal import Journal
     from .layout import journal_dir
+    from .tables import load_table
 
     try:
         info = load_table(ctx, name)
@@ -256,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.redirect_stdout(sys.stderr):
             try:
                 from .catalog import Catalog
-                from .commands.common import Context
+                from .context import Context
                 from .fs import HadoopFS
                 from .session import build_session
 

@@ -202,7 +202,7 @@ def test_parse_status_dump():
 def test_eligibility_rules():
     """Insert-only tables cannot be created on the embedded Hive 2.3
     Metastore, so this rule is checked on catalog facts directly."""
-    from lakekeeper_spark.commands.common import check_eligible
+    from lakekeeper_spark.tables import check_eligible
     from lakekeeper_spark.errors import Refused
 
     def info(**kw):

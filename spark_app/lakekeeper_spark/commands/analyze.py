@@ -15,7 +15,9 @@ from ..journal import Journal
 from ..model import TableInfo, Unit
 from ..space import space_check
 from .cleanup import verdicts
-from .common import Context, leftovers, load_table, partition_result, plan, table_result
+from ..context import Context
+from ..results import partition_result, table_result
+from ..tables import leftovers, load_table, plan
 from .recover import _pending_runs
 from .rollback import backup_units
 

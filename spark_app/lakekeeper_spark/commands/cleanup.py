@@ -19,7 +19,9 @@ from ..errors import Refused
 from ..retention import BackupFacts, RetentionPolicy, retention_verdicts
 from ..journal import Journal
 from ..layout import journal_dir
-from .common import Context, load_table, table_result
+from ..context import Context
+from ..results import table_result
+from ..tables import load_table
 from .recover import recover_table
 from ..swap import adopt_files
 from .rollback import backup_units

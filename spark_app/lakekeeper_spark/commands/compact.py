@@ -23,7 +23,9 @@ from ..rewrite import write_staging
 from ..space import space_check
 from ..swap import adopt_late_files, check_unchanged, swap_in
 from ..verify import verify_staging
-from .common import Context, leftovers, load_table, partition_result, plan, table_result
+from ..context import Context, run_unit_jobs
+from ..results import partition_result, table_result
+from ..tables import leftovers, load_table, plan
 from .recover import recover_table
 
 log = logging.getLogger(__name__)
@@ -85,7 +87,7 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     # The units start writing while the backup table is made; none swaps before it exists.
     backup = BackupInProgress(make_backup)
     slots = unit_slots(ctx, len(todo))
-    done = _run_units(ctx, [(lambda i=i, u=u: _compact_unit(ctx, info, p, journal, i, u, codec, columns, backup,
+    done = run_unit_jobs(ctx, [(lambda i=i, u=u: _compact_unit(ctx, info, p, journal, i, u, codec, columns, backup,
                                                             slots))
                             for i, u in enumerate(todo)])
     error = backup.settle()
@@ -143,33 +145,6 @@ def update_statistics(ctx: Context, info: TableInfo, units: list[tuple[Any, dict
         except Exception as exc:  # noqa: BLE001 - the data is in place; only the figures are stale
             log.warning("%s %s: statistics not updated: %s", info.full_name, r.get("spec"), java_message(exc))
             r["statistics_error"] = java_message(exc)
-
-
-def _run_units(ctx: Context, jobs: list[Any]) -> list[dict[str, Any]]:
-    """Run units on a bounded pool of threads: each submits its own Spark
-    jobs, so many small partitions keep the executors busy. At most
-    ``parallelism`` units run at once in the whole application (tables run
-    concurrently share the budget); each running unit has its own FAIR pool
-    (``lakekeeper-<slot>``), so the scheduler shares the cores between them
-    instead of serving one job's tasks first. Results keep the plan's order."""
-    slots = ctx.job_slots()
-    sc = ctx.spark.sparkContext
-
-    def run(job: Any) -> dict[str, Any]:
-        slot = slots.get()
-        try:
-            sc.setLocalProperty("spark.scheduler.pool", f"lakekeeper-{slot}")
-            return job()
-        finally:
-            slots.put(slot)
-
-    workers = max(1, min(ctx.settings.parallelism, len(jobs)))
-    if workers == 1:
-        return [run(job) for job in jobs]
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lakekeeper-unit") as pool:
-        return list(pool.map(run, jobs))
 
 
 def unit_slots(ctx: Context, units: int) -> int:

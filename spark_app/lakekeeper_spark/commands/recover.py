@@ -31,7 +31,9 @@ from ..journal import Journal
 from ..model import TableInfo
 from ..layout import journal_dir
 from ..swap import adopt_files, remove_empty_dir
-from .common import Context, load_table, table_result
+from ..context import Context
+from ..results import table_result
+from ..tables import load_table
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,9 @@ from ..journal import Journal
 from ..model import TableInfo
 from ..layout import journal_dir, parse_hidden_name, split_path, trash_path
 from ..swap import adopt_files, finish_trash, remove_empty_dir, swap_back
-from .common import Context, load_table, table_result
+from ..context import Context
+from ..results import table_result
+from ..tables import load_table
 from .recover import recover_table
 
 log = logging.getLogger(__name__)

@@ -108,7 +108,7 @@ def unit_state(live, originals, extra_shas):
 
 def check_table(spark, ctx, fs, full, exp, extras, late, templates, prefix):
     from lakekeeper_spark.backup import find_backups
-    from lakekeeper_spark.commands.common import load_table
+    from lakekeeper_spark.tables import load_table
     from lakekeeper_spark.commands.recover import recover_table
     from lakekeeper_spark.commands.rollback import backup_units
     from lakekeeper_spark.journal import Journal
@@ -351,7 +351,7 @@ def main():
     extras = json.load(open(extras_path)) if os.path.exists(extras_path) else {}
     t0 = time.time()
     from lakekeeper_spark.catalog import Catalog
-    from lakekeeper_spark.commands.common import Context
+    from lakekeeper_spark.context import Context
     from lakekeeper_spark.config import build_settings
     from lakekeeper_spark.fs import HadoopFS
     from lakekeeper_spark.layout import new_run_id
