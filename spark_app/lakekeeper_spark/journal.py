@@ -106,6 +106,10 @@ class Journal:
         """The last record written for a unit by this process (or resumed)."""
         return dict(self._units.get(idx, {}))
 
+    def table_record(self) -> dict[str, Any]:
+        """The run's table record as last written by this process (or resumed)."""
+        return dict(self._table)
+
     def fault(self, step: str, idx: int | None = None) -> None:
         """The ``:after`` hook of a step (called right after its rename)."""
         fault_point(step, "after", self.table_name, idx)

@@ -13,20 +13,20 @@ from typing import Any
 
 from ..backup import BackupInProgress, create_backup, repoint
 from ..columns import RewriteColumns, resolve_columns
+from ..context import Context, run_unit_jobs
 from ..errors import LakekeeperError, Refused, UsageError, java_message, root_cause
 from ..faults import tamper_staging
 from ..formats import detect_codec, payload_fraction
 from ..journal import Journal
 from ..model import Decision, TableInfo, TablePlan, Unit
 from ..names import sql_path_literal
+from ..recovery import recover_table, settle_unit, update_statistics
+from ..results import partition_result, table_result
 from ..rewrite import write_staging
 from ..space import space_check
 from ..swap import adopt_late_files, check_unchanged, swap_in
-from ..verify import verify_staging
-from ..context import Context, run_unit_jobs
-from ..results import partition_result, table_result
 from ..tables import leftovers, load_table, plan
-from .recover import recover_table
+from ..verify import verify_staging
 
 log = logging.getLogger(__name__)
 
@@ -127,24 +127,6 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
         code=code,
         **base,
     )
-
-
-def update_statistics(ctx: Context, info: TableInfo, units: list[tuple[Any, dict[str, Any]]]) -> None:
-    """Refresh numFiles/totalSize/numRows of each changed partition (or of
-    the table) in the Metastore, so planners and replicated targets see the
-    new figures; each unit's result gets what the Metastore holds after
-    (``statistics``) or why it could not be written (``statistics_error``).
-    Never undoes the data change. The row count is the verified one, or -1
-    (unknown) when files written by others were carried along."""
-    for u, r in units:
-        rows = r.get("rows_after") if not r.get("late_files") and not r.get("carried_over") else None
-        spec = u["partition"] if isinstance(u, dict) else u.partition
-        try:
-            r["statistics"] = ctx.catalog.set_statistics(info.db, info.name, spec if info.is_partitioned else None,
-                                                         r["files_after"], r["bytes_after"], rows)
-        except Exception as exc:  # noqa: BLE001 - the data is in place; only the figures are stale
-            log.warning("%s %s: statistics not updated: %s", info.full_name, r.get("spec"), java_message(exc))
-            r["statistics_error"] = java_message(exc)
 
 
 def unit_slots(ctx: Context, units: int) -> int:
@@ -248,8 +230,6 @@ def _undo_unit(ctx: Context, p: TablePlan, journal: Journal, idx: int, u: Unit, 
     swap had happened: compacted data live, backup at the original) or
     ``pending`` (could not settle: nothing deleted, the journal stays for
     ``recover``)."""
-    from .recover import settle_unit
-
     db, name = p.backup_table.split(".")
     entry = _journal_doc_unit(idx, u)
     try:

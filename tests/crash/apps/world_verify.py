@@ -108,11 +108,10 @@ def unit_state(live, originals, extra_shas):
 
 def check_table(spark, ctx, fs, full, exp, extras, late, templates, prefix):
     from lakekeeper_spark.backup import find_backups
-    from lakekeeper_spark.tables import load_table
-    from lakekeeper_spark.commands.recover import recover_table
-    from lakekeeper_spark.commands.rollback import backup_units
     from lakekeeper_spark.journal import Journal
     from lakekeeper_spark.layout import journal_dir
+    from lakekeeper_spark.recovery import backup_units, recover_table
+    from lakekeeper_spark.tables import load_table
 
     db, name = full.split(".")
     t = exp["spec"]
