@@ -106,13 +106,6 @@ def repoint(catalog: Catalog, table: TableInfo, plan: TablePlan, unit: Unit) -> 
     catalog.set_location(db, name, unit.old, unit.partition if table.is_partitioned else None)
 
 
-def forget_unit(catalog: Catalog, table: TableInfo, plan: TablePlan, unit: Unit) -> None:
-    """A unit that was not swapped has no place in the backup."""
-    if table.is_partitioned:
-        db, name = plan.backup_table.split(".")
-        catalog.drop_partition(db, name, unit.partition or {})
-
-
 def set_pinned(catalog: Catalog, b: BackupRef, pinned: bool) -> None:
     """Pin (or unpin) a backup: cleanup never deletes a pinned backup."""
     catalog.set_properties(b.db, b.name, {PROP_PINNED: "true" if pinned else "false"})

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import re
-import uuid
 from typing import Any, Iterable
 
 from .errors import LakekeeperError, java_message
@@ -108,22 +107,6 @@ class HadoopFS:
 
     def exists(self, uri: str) -> bool:
         return bool(self.fs(uri).exists(self.path(uri)))
-
-    def is_dir(self, uri: str) -> bool:
-        fs = self.fs(uri)
-        p = self.path(uri)
-        return bool(fs.exists(p) and fs.getFileStatus(p).isDirectory())
-
-    def status(self, uri: str) -> dict[str, Any]:
-        st = self.fs(uri).getFileStatus(self.path(uri))
-        return {
-            "is_dir": bool(st.isDirectory()),
-            "length": int(st.getLen()),
-            "mtime": int(st.getModificationTime()),
-            "owner": str(st.getOwner()),
-            "group": str(st.getGroup()),
-            "permission": int(st.getPermission().toShort()) & 0o7777,
-        }
 
     # ------------------------------------------------------------ listing
     def list_dir(self, uri: str) -> Listing:
@@ -233,11 +216,6 @@ class HadoopFS:
         if not fs.exists(p):
             return []
         return [(str(st.getPath().getName()), bool(st.isDirectory())) for st in fs.listStatus(p)]
-
-    def data_files(self, uri: str) -> list[str]:
-        """Full URIs of the visible files of a directory."""
-        base = uri.rstrip("/")
-        return [f"{base}/{f.name}" for f in self.list_dir(uri).files]
 
     # ------------------------------------------------------------ mutations
     def mkdirs(self, uri: str) -> None:
@@ -364,24 +342,6 @@ class HadoopFS:
             return bytes(self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream)).decode("utf-8")
         finally:
             stream.close()
-
-    def replace_text(self, uri: str, text: str) -> None:
-        """Replace a small file so that a reader finds the old or the new
-        content, never a torn one: write ``uri.new``, drop ``uri``, rename.
-        ``read_replaced`` falls back to ``uri.new`` if a crash hit between."""
-        tmp = f"{uri}.new.{uuid.uuid4().hex[:8]}"
-        self.write_text(tmp, text)
-        self.delete(uri, recursive=False)
-        self.rename(tmp, uri)
-
-    def read_replaced(self, uri: str) -> str | None:
-        if self.exists(uri):
-            return self.read_text(uri)
-        parent, _sep, name = uri.rpartition("/")
-        pending = sorted(n for n, is_dir in self.list_names(parent) if n.startswith(name + ".new.") and not is_dir)
-        if pending:
-            return self.read_text(f"{parent}/{pending[-1]}")
-        return None
 
     # ------------------------------------------------------------ space
     def content_summary(self, uri: str) -> dict[str, int]:
