@@ -18,9 +18,9 @@ from typing import Any, Callable
 from . import __version__
 from .config import MODES, build_settings, load_config_file, parse_properties
 from .errors import LakekeeperError, UsageError, innermost_cause, java_message, root_cause
+from .faults import parking_enabled, run_parking
 from .layout import backup_table_pattern, new_run_id
 from .names import parse_table_list, parse_table_name, validate_ident
-from .faults import parking_enabled, run_parking
 
 log = logging.getLogger("lakekeeper")
 
@@ -201,9 +201,9 @@ def _recover_after_error(ctx: Any, command: str, name: str, res: dict[str, Any])
     otherwise), so a failure leaves the table as it was."""
     if command not in ("compact", "rollback") or ctx.settings.dry_run:
         return
-    from .commands.recover import recover_table
     from .journal import Journal
     from .layout import journal_dir
+    from .recovery import recover_table
     from .tables import load_table
 
     try:
