@@ -17,8 +17,8 @@ from typing import Callable
 
 from .catalog import Catalog
 from .errors import LakekeeperError
+from .layout import backup_table_pattern, run_id_time
 from .model import TableInfo, TablePlan, Unit
-from .planner import backup_table_pattern, run_id_time
 
 log = logging.getLogger(__name__)
 
@@ -104,13 +104,6 @@ class BackupInProgress:
 def repoint(catalog: Catalog, table: TableInfo, plan: TablePlan, unit: Unit) -> None:
     db, name = plan.backup_table.split(".")
     catalog.set_location(db, name, unit.old, unit.partition if table.is_partitioned else None)
-
-
-def forget_unit(catalog: Catalog, table: TableInfo, plan: TablePlan, unit: Unit) -> None:
-    """A unit that was not swapped has no place in the backup."""
-    if table.is_partitioned:
-        db, name = plan.backup_table.split(".")
-        catalog.drop_partition(db, name, unit.partition or {})
 
 
 def set_pinned(catalog: Catalog, b: BackupRef, pinned: bool) -> None:

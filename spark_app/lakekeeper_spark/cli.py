@@ -11,18 +11,16 @@ import argparse
 import contextlib
 import json
 import logging
-import os
-import re
 import sys
 import time
 from typing import Any, Callable
 
 from . import __version__
 from .config import MODES, build_settings, load_config_file, parse_properties
-from .errors import LakekeeperError, UsageError
+from .errors import LakekeeperError, UsageError, innermost_cause, java_message, root_cause
+from .faults import parking_enabled, run_parking
+from .layout import backup_table_pattern, new_run_id
 from .names import parse_table_list, parse_table_name, validate_ident
-from .journal import parking_enabled
-from .planner import new_run_id
 
 log = logging.getLogger("lakekeeper")
 
@@ -149,10 +147,11 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
 def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None) -> list[dict[str, Any]]:
     from .commands.analyze import analyze_table
     from .commands.cleanup import cleanup_table
-    from .commands.common import error_result, table_result
-    from .commands.compact import compact_table, root_cause
+    from .commands.compact import compact_table
     from .commands.recover import recover_command
     from .commands.rollback import rollback_table
+    from .context import bounded_map
+    from .results import error_result, table_result
 
     handlers: dict[str, Callable[[Any, str], dict[str, Any]]] = {
         "analyze": analyze_table,
@@ -165,7 +164,7 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None)
     if database_mode:
         if not ctx.catalog.database_exists(database):
             return [table_result(database, "failed", f"database {database} does not exist", code="not_found")]
-        backup_name = re.compile("^" + re.escape(ctx.settings.backup_prefix.lower()) + r"_.+_\d{8}_\d{6}_[0-9a-f]{6}$")
+        backup_name = backup_table_pattern(ctx.settings.backup_prefix)
         tables = [f"{database}.{t}" for t in ctx.catalog.list_tables(database) if not backup_name.match(t)]
 
     def run_one(name: str) -> dict[str, Any]:
@@ -188,18 +187,12 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None)
         return res
 
     if parking_enabled():
-        return _run_parking(ctx, tables, run_one)
-    workers = max(1, min(ctx.settings.parallelism, len(tables)))
-    if workers == 1:
-        return [run_one(name) for name in tables]
+        return run_parking(ctx, tables, run_one)
     # Tables of one run share the application: up to `parallelism` of them
     # are worked on at once, and their units draw from the same budget of
-    # `parallelism` concurrent Spark jobs (commands.compact._run_units), so
-    # a table with few units does not leave executors idle.
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lakekeeper-table") as pool:
-        return list(pool.map(run_one, tables))
+    # `parallelism` concurrent Spark jobs (context.run_unit_jobs), so a
+    # table with few units does not leave executors idle.
+    return bounded_map(run_one, tables, ctx.settings.parallelism, "lakekeeper-table")
 
 
 def _recover_after_error(ctx: Any, command: str, name: str, res: dict[str, Any]) -> None:
@@ -208,11 +201,10 @@ def _recover_after_error(ctx: Any, command: str, name: str, res: dict[str, Any])
     otherwise), so a failure leaves the table as it was."""
     if command not in ("compact", "rollback") or ctx.settings.dry_run:
         return
-    from .commands.common import load_table
-    from .commands.recover import recover_table
-    from .fs import _java_message
     from .journal import Journal
-    from .planner import journal_dir
+    from .layout import journal_dir
+    from .recovery import recover_table
+    from .tables import load_table
 
     try:
         info = load_table(ctx, name)
@@ -221,63 +213,9 @@ def _recover_after_error(ctx: Any, command: str, name: str, res: dict[str, Any])
         res["recovered_after_error"] = recover_table(ctx, info)
     except Exception as exc:  # noqa: BLE001 - the next run's automatic recovery will try again
         log.exception("%s: recovery after the error failed", name)
-        res["recovery_after_error_failed"] = _java_message(exc)
+        res["recovery_after_error_failed"] = java_message(exc)
 
 
-def _run_parking(ctx: Any, tables: list[str], run_one: Callable[[str], dict[str, Any]]) -> list[dict[str, Any]]:
-    """Fault-injection mode (``LAKEKEEPER_FAULT_AT=<step>@<db.table>``, tests
-    only): each table runs in its own thread (up to PARKING_TABLES at a time,
-    its units one at a time); a table that reaches its fault point parks
-    there. When every table is finished or parked, the process is killed:
-    one process leaves many tables interrupted at chosen steps, each exactly
-    as a crash at that step would (tables are independent)."""
-    import dataclasses
-    import threading
-
-    from .journal import HOOKS, hard_kill
-
-    if getattr(ctx.settings, "parallelism", 1) != 1:  # units one at a time: deterministic parking
-        ctx.settings = dataclasses.replace(ctx.settings, parallelism=1)
-    # One unit job per table: a parked table keeps its slot until the kill,
-    # so the budget must cover every table (PARKING_TABLES bounds the threads).
-    slots = ctx.job_slots()
-    for i in range(1, max(PARKING_TABLES, len(tables))):
-        slots.put(i)
-    boxes: dict[str, dict[str, Any]] = {}
-    done: dict[str, threading.Event] = {}
-    pending, active, parked = list(tables), [], []
-
-    def work(name: str) -> None:
-        try:
-            boxes[name]["res"] = run_one(name)
-        finally:
-            done[name].set()
-
-    while pending or active:
-        while pending and len(active) < PARKING_TABLES:
-            name = pending.pop(0)
-            boxes[name], done[name] = {}, threading.Event()
-            threading.Thread(target=work, args=(name,), name=f"lakekeeper-{name}", daemon=True).start()
-            active.append(name)
-        time.sleep(0.05)
-        for name in list(active):
-            if done[name].is_set():
-                active.remove(name)
-            elif HOOKS.parked_event(name).is_set():
-                active.remove(name)
-                parked.append(name)
-    finished = [boxes[n]["res"] for n in tables if "res" in boxes.get(n, {})]
-    if parked:
-        log.warning("test hook: %d table(s) parked (%s); killing the process", len(parked), ", ".join(parked))
-        partial = os.environ.get("LAKEKEEPER_FAULT_RESULTS")
-        if partial:  # the results of the tables that finished before the kill
-            with open(partial, "w", encoding="utf-8") as fh:
-                json.dump(finished, fh, default=str)
-        hard_kill()
-    return finished
-
-
-PARKING_TABLES = 4
 
 
 def _summary(command: str, results: list[dict[str, Any]]) -> str:
@@ -313,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.redirect_stdout(sys.stderr):
             try:
                 from .catalog import Catalog
-                from .commands.common import Context
+                from .context import Context
                 from .fs import HadoopFS
                 from .session import build_session
 
@@ -355,17 +293,13 @@ def main(argv: list[str] | None = None) -> int:
 def _metastore_reason(exc: Exception, spark: Any = None) -> str:
     """Where the Metastore was looked for, and the innermost cause of the
     failure (e.g. ``java.net.ConnectException: Connection refused``)."""
-    from .fs import _java_message
-
     where = ""
     try:
         uris = spark._jsc.hadoopConfiguration().get("hive.metastore.uris") if spark is not None else None
         where = f"{uris}: " if uris else "embedded Derby: "
     except Exception:  # noqa: BLE001
         pass
-    from .commands.compact import innermost_cause
-
-    text = " ".join((innermost_cause(exc) or _java_message(exc)).split())
+    text = " ".join((innermost_cause(exc) or java_message(exc)).split())
     return (where + text)[:400]
 
 

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import logging
 import re
-import uuid
 from typing import Any, Iterable
 
-from .errors import LakekeeperError
+from .errors import LakekeeperError, java_message
 from .model import FileEntry, Listing
-from .planner import is_hidden
+from .layout import is_hidden
 
 log = logging.getLogger(__name__)
 
@@ -108,22 +107,6 @@ class HadoopFS:
 
     def exists(self, uri: str) -> bool:
         return bool(self.fs(uri).exists(self.path(uri)))
-
-    def is_dir(self, uri: str) -> bool:
-        fs = self.fs(uri)
-        p = self.path(uri)
-        return bool(fs.exists(p) and fs.getFileStatus(p).isDirectory())
-
-    def status(self, uri: str) -> dict[str, Any]:
-        st = self.fs(uri).getFileStatus(self.path(uri))
-        return {
-            "is_dir": bool(st.isDirectory()),
-            "length": int(st.getLen()),
-            "mtime": int(st.getModificationTime()),
-            "owner": str(st.getOwner()),
-            "group": str(st.getGroup()),
-            "permission": int(st.getPermission().toShort()) & 0o7777,
-        }
 
     # ------------------------------------------------------------ listing
     def list_dir(self, uri: str) -> Listing:
@@ -234,11 +217,6 @@ class HadoopFS:
             return []
         return [(str(st.getPath().getName()), bool(st.isDirectory())) for st in fs.listStatus(p)]
 
-    def data_files(self, uri: str) -> list[str]:
-        """Full URIs of the visible files of a directory."""
-        base = uri.rstrip("/")
-        return [f"{base}/{f.name}" for f in self.list_dir(uri).files]
-
     # ------------------------------------------------------------ mutations
     def mkdirs(self, uri: str) -> None:
         if not self.fs(uri).mkdirs(self.path(uri)):
@@ -267,7 +245,7 @@ class HadoopFS:
         try:
             ok = fs.rename(s, d)
         except Exception as exc:  # noqa: BLE001 - Py4JJavaError carries the Java exception
-            raise LakekeeperError("fs_error", f"rename {src} -> {dst} failed: {_java_message(exc)}") from exc
+            raise LakekeeperError("fs_error", f"rename {src} -> {dst} failed: {java_message(exc)}") from exc
         if not ok or fs.exists(s) or not fs.exists(d):
             raise LakekeeperError(
                 "fs_error", f"rename {src} -> {dst} did not complete (returned {bool(ok)})"
@@ -296,13 +274,13 @@ class HadoopFS:
             try:
                 fs.setPermission(path, ref.getPermission())
             except Exception as exc:  # noqa: BLE001
-                warnings.append(f"setPermission {path.toString()}: {_java_message(exc)}")
+                warnings.append(f"setPermission {path.toString()}: {java_message(exc)}")
             cur = fs.getFileStatus(path)
             if str(cur.getOwner()) != str(ref.getOwner()) or str(cur.getGroup()) != str(ref.getGroup()):
                 try:
                     fs.setOwner(path, ref.getOwner(), ref.getGroup())
                 except Exception as exc:  # noqa: BLE001
-                    warnings.append(f"setOwner {path.toString()}: {_java_message(exc)}")
+                    warnings.append(f"setOwner {path.toString()}: {java_message(exc)}")
         return warnings
 
     def copy_file(self, src: str, dst: str) -> dict[str, Any]:
@@ -365,24 +343,6 @@ class HadoopFS:
         finally:
             stream.close()
 
-    def replace_text(self, uri: str, text: str) -> None:
-        """Replace a small file so that a reader finds the old or the new
-        content, never a torn one: write ``uri.new``, drop ``uri``, rename.
-        ``read_replaced`` falls back to ``uri.new`` if a crash hit between."""
-        tmp = f"{uri}.new.{uuid.uuid4().hex[:8]}"
-        self.write_text(tmp, text)
-        self.delete(uri, recursive=False)
-        self.rename(tmp, uri)
-
-    def read_replaced(self, uri: str) -> str | None:
-        if self.exists(uri):
-            return self.read_text(uri)
-        parent, _sep, name = uri.rpartition("/")
-        pending = sorted(n for n, is_dir in self.list_names(parent) if n.startswith(name + ".new.") and not is_dir)
-        if pending:
-            return self.read_text(f"{parent}/{pending[-1]}")
-        return None
-
     # ------------------------------------------------------------ space
     def content_summary(self, uri: str) -> dict[str, int]:
         cs = self.fs(uri).getContentSummary(self.path(uri))
@@ -442,21 +402,12 @@ class HadoopFS:
                 fs.setAcl(d, entries)
         except Exception as exc:  # noqa: BLE001 - ACLs disabled on the NameNode
             if "AclException" not in str(exc) and "disabled" not in str(exc):
-                warnings.append(f"ACL of {src}: {_java_message(exc)}")
+                warnings.append(f"ACL of {src}: {java_message(exc)}")
         q = self.quota_usage(src)
         if q["quota"] >= 0 or q["space_quota"] >= 0:
             try:
                 fs.setQuota(d, q["quota"], q["space_quota"])
             except Exception as exc:  # noqa: BLE001 - needs superuser
-                warnings.append(f"quota of {src} not copied to {dst}: {_java_message(exc)}")
+                warnings.append(f"quota of {src} not copied to {dst}: {java_message(exc)}")
         return warnings
 
-
-def _java_message(exc: Exception) -> str:
-    java = getattr(exc, "java_exception", None)
-    if java is not None:
-        try:
-            return f"{java.getClass().getName()}: {java.getMessage()}"
-        except Exception:  # noqa: BLE001
-            pass
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

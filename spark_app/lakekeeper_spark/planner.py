@@ -1,4 +1,4 @@
-"""What to compact, into how many files, and where the hidden directories go.
+"""What to compact and into how many files.
 
 Pure functions only: the commands feed them listings from the filesystem
 adapter and catalog facts, and act on the plan they return.
@@ -8,26 +8,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 import statistics
-from datetime import datetime, timezone
 
 from .config import Settings
+from .layout import backup_table_name, journal_dir, old_path, staging_path
 from .model import Decision, FileEntry, FileStats, Listing, TableInfo, TablePlan, Unit
-
-# Every directory Lakekeeper creates next to data starts with "." so that
-# Hive, Spark partition discovery and MSCK REPAIR TABLE never see it.
-STAGING_TAG = "lk_staging"
-OLD_TAG = "lk_old"
-TRASH_TAG = "lk_trash"
-JOURNAL_DIR_NAME = ".lakekeeper"
-
-_RUN_ID = re.compile(r"^\d{8}T\d{6}-[0-9a-f]{6}$")
-
-
-def is_hidden(name: str) -> bool:
-    """Names Hadoop's input formats and Spark skip: ``_SUCCESS``, ``.crc``..."""
-    return name.startswith("_") or name.startswith(".")
 
 
 def human_bytes(n: float) -> str:
@@ -349,95 +334,6 @@ def smart_rule(listing: Listing, settings: Settings, fmt: str | None = None) -> 
     if minor.action == "compact":
         return minor
     return Decision("skip", f"smart: {major.reason}; {minor.reason}", len(listing.files), "smart")
-
-
-# ---------------------------------------------------------------- run ids, names
-
-
-def new_run_id(now: datetime | None = None, token: str | None = None) -> str:
-    import secrets
-
-    now = now or datetime.now(timezone.utc)
-    return now.strftime("%Y%m%dT%H%M%S") + "-" + (token or secrets.token_hex(3))
-
-
-def is_run_id(value: str) -> bool:
-    return bool(_RUN_ID.match(value))
-
-
-def run_id_time(run_id: str) -> datetime:
-    return datetime.strptime(run_id.split("-")[0], "%Y%m%dT%H%M%S").replace(tzinfo=timezone.utc)
-
-
-def backup_table_name(prefix: str, table: str, run_id: str) -> str:
-    """``__bkp_events_20240301_020000`` as in the reference (UTC), plus the
-    run token so two runs in the same second cannot collide."""
-    stamp = run_id_time(run_id).strftime("%Y%m%d_%H%M%S")
-    token = run_id.split("-")[1]
-    name = f"{prefix}_{table}_{stamp}_{token}"
-    if len(name) > 128:
-        keep = 128 - len(prefix) - len(stamp) - len(token) - 3
-        name = f"{prefix}_{table[:keep]}_{stamp}_{token}"
-    return name.lower()
-
-
-def backup_table_pattern(prefix: str, table: str) -> re.Pattern[str]:
-    return re.compile(
-        "^" + re.escape(f"{prefix}_{table}_".lower()) + r"(\d{8})_(\d{6})_([0-9a-f]{6})$"
-    )
-
-
-# ---------------------------------------------------------------- paths
-
-
-def split_path(path: str) -> tuple[str, str]:
-    """``hdfs://nn/a/b`` -> (``hdfs://nn/a``, ``b``)."""
-    path = path.rstrip("/")
-    parent, _sep, name = path.rpartition("/")
-    if not name or not parent:
-        raise ValueError(f"cannot split path {path!r}")
-    return parent, name
-
-
-def sibling(path: str, name: str) -> str:
-    return split_path(path)[0] + "/" + name
-
-
-def staging_path(location: str, run_id: str) -> str:
-    return sibling(location, f".{split_path(location)[1]}.{STAGING_TAG}_{run_id}")
-
-
-def old_path(location: str, run_id: str) -> str:
-    return sibling(location, f".{split_path(location)[1]}.{OLD_TAG}_{run_id}")
-
-
-def trash_path(location: str, run_id: str) -> str:
-    return sibling(location, f".{split_path(location)[1]}.{TRASH_TAG}_{run_id}")
-
-
-_HIDDEN_OURS = re.compile(r"^\.(?P<live>.+)\.(?P<tag>lk_staging|lk_old|lk_trash)_(?P<run>\d{8}T\d{6}-[0-9a-f]{6})$")
-
-
-def parse_hidden_name(name: str) -> tuple[str, str, str] | None:
-    """``.month=01.lk_old_<run>`` -> (``month=01``, ``lk_old``, run_id)."""
-    m = _HIDDEN_OURS.match(name)
-    if not m:
-        return None
-    return m.group("live"), m.group("tag"), m.group("run")
-
-
-def journal_dir(table: TableInfo) -> str:
-    """Where the table's journal lives: a hidden directory that no swap moves.
-
-    Partitioned tables keep it inside the table root (only partition
-    directories are renamed); a non-partitioned table's own directory is
-    renamed, so its journal sits next to it.
-    """
-    assert table.location
-    if table.is_partitioned:
-        return table.location.rstrip("/") + "/" + JOURNAL_DIR_NAME
-    parent, name = split_path(table.location)
-    return f"{parent}/.{name}{JOURNAL_DIR_NAME}"
 
 
 # ---------------------------------------------------------------- plan

@@ -85,3 +85,17 @@ def retention_verdicts(backups: list[BackupFacts], policy: RetentionPolicy, now:
                 why.append(f"older than {policy.older_than_seconds}s")
             out.append(Verdict(b, True, ", ".join(why), age))
     return out
+
+
+def policy_of(settings: Any) -> RetentionPolicy:
+    """The retention policies of the run's settings."""
+    return RetentionPolicy(keep_last=settings.keep_last, older_than_seconds=settings.older_than_seconds,
+                           grace_seconds=settings.grace_seconds or 0)
+
+
+def backup_verdicts(backups: list[Any], settings: Any, now: float) -> list[tuple[Any, Verdict]]:
+    """(backup, verdict) of a table's backups (``backup.BackupRef``) under
+    the run's retention settings, oldest first."""
+    by_name = {b.full_name: b for b in backups}
+    facts = [BackupFacts(b.full_name, b.run_id, b.created_at, b.pinned) for b in backups]
+    return [(by_name[v.backup.name], v) for v in retention_verdicts(facts, policy_of(settings), now)]

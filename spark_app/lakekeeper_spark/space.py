@@ -16,7 +16,8 @@ from typing import Any
 
 from .fs import HadoopFS
 from .model import Unit
-from .planner import human_bytes, split_path
+from .layout import split_path
+from .planner import human_bytes
 
 
 @dataclasses.dataclass

@@ -30,7 +30,8 @@ from typing import Any
 
 from .errors import LakekeeperError
 from .fs import HadoopFS
-from .journal import Journal, fault_point
+from .faults import fault_point
+from .journal import Journal
 from .model import Listing, Unit
 
 log = logging.getLogger(__name__)

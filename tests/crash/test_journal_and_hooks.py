@@ -15,6 +15,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "spark_app"))
 
+from lakekeeper_spark import faults as F  # noqa: E402
 from lakekeeper_spark import journal as J  # noqa: E402
 from lakekeeper_spark.config import Settings  # noqa: E402
 from lakekeeper_spark.model import Decision, FileEntry, FileStats, Listing, TablePlan, Unit  # noqa: E402
@@ -158,23 +159,23 @@ def test_a_new_run_lists_its_directory_once_a_resumed_run_sweeps_each_record_onc
     ("x@y;#3;=raise", []),
 ])
 def test_hook_specs(text, expect):
-    got = [(s.step, s.phase, s.table, s.unit, s.action) for s in J.parse_hook_specs(text)]
+    got = [(s.step, s.phase, s.table, s.unit, s.action) for s in F.parse_hook_specs(text)]
     assert got == expect
 
 
 def test_hooks_match_table_and_unit_and_raise(monkeypatch):
     monkeypatch.setenv("LAKEKEEPER_FAULT_AT", "moving_in:after@db.t#1=raise")
-    J.HOOKS.fired.clear()
-    J.fault_point("moving_in", "after", "db.u", 1)  # other table
-    J.fault_point("moving_in", "after", "db.t", 0)  # other unit
-    J.fault_point("moving_in", "before", "db.t", 1)  # before, not after
-    with pytest.raises(J.InjectedFault):
-        J.fault_point("moving_in", "after", "db.t", 1)
-    J.fault_point("moving_in", "after", "db.t", 1)  # fires once
-    assert not J.parking_enabled()
+    F.HOOKS.fired.clear()
+    F.fault_point("moving_in", "after", "db.u", 1)  # other table
+    F.fault_point("moving_in", "after", "db.t", 0)  # other unit
+    F.fault_point("moving_in", "before", "db.t", 1)  # before, not after
+    with pytest.raises(F.InjectedFault):
+        F.fault_point("moving_in", "after", "db.t", 1)
+    F.fault_point("moving_in", "after", "db.t", 1)  # fires once
+    assert not F.parking_enabled()
     monkeypatch.setenv("LAKEKEEPER_FAULT_AT", "done@db.t")
-    assert J.parking_enabled()
-    J.HOOKS.fired.clear()
+    assert F.parking_enabled()
+    F.HOOKS.fired.clear()
 
 
 def test_pause_hook_waits_for_resume(monkeypatch, tmp_path):
@@ -182,10 +183,10 @@ def test_pause_hook_waits_for_resume(monkeypatch, tmp_path):
     monkeypatch.setenv("LAKEKEEPER_PAUSE_DIR", str(tmp_path))
     (tmp_path / "db.t.verifying.resume").write_text("go")
     t0 = time.time()
-    J.fault_point("verifying", "before", "db.t", 0)
+    F.fault_point("verifying", "before", "db.t", 0)
     assert (tmp_path / "db.t.verifying.paused").exists() and time.time() - t0 < 5
     monkeypatch.setenv("LAKEKEEPER_PAUSE_TIMEOUT", "0.2")
-    J.fault_point("moving_in", "before", "db.t", 0)  # no spec: no pause
+    F.fault_point("moving_in", "before", "db.t", 0)  # no spec: no pause
     assert not (tmp_path / "db.t.moving_in.paused").exists()
 
 

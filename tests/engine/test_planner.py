@@ -9,7 +9,7 @@ from lakekeeper_spark.errors import UsageError
 from lakekeeper_spark.fs import parse_status_dump
 from lakekeeper_spark.model import FileEntry, Listing, TableInfo
 from lakekeeper_spark.names import parse_table_list, parse_table_name, sql_path_literal, sql_string_literal
-from lakekeeper_spark import planner
+from lakekeeper_spark import layout, planner
 
 MB = 1024 * 1024
 
@@ -135,18 +135,22 @@ def test_stats_median_and_average():
 
 def test_hidden_paths_and_names():
     run = "20261122T010203-abcdef"
-    assert planner.is_run_id(run) and not planner.is_run_id("2026-11-22")
+    assert layout.is_run_id(run) and not layout.is_run_id("2026-11-22")
     loc = "hdfs://nn:8020/wh/db/ev/year=2024/month=01"
-    assert planner.staging_path(loc, run) == f"hdfs://nn:8020/wh/db/ev/year=2024/.month=01.lk_staging_{run}"
-    assert planner.old_path(loc, run) == f"hdfs://nn:8020/wh/db/ev/year=2024/.month=01.lk_old_{run}"
-    assert planner.parse_hidden_name(f".month=01.lk_old_{run}") == ("month=01", "lk_old", run)
-    assert planner.parse_hidden_name("month=01") is None
-    for p in (planner.staging_path(loc, run), planner.old_path(loc, run), planner.trash_path(loc, run)):
-        assert planner.is_hidden(p.rsplit("/", 1)[1])
-    assert planner.backup_table_name("__bkp", "events", run) == "__bkp_events_20261122_010203_abcdef"
-    assert planner.backup_table_pattern("__bkp", "events").match("__bkp_events_20261122_010203_abcdef")
-    assert not planner.backup_table_pattern("__bkp", "events").match("__bkp_events_x_20261122_010203_abcdef")
-    assert len(planner.backup_table_name("__bkp", "t" * 200, run)) <= 128
+    assert layout.staging_path(loc, run) == f"hdfs://nn:8020/wh/db/ev/year=2024/.month=01.lk_staging_{run}"
+    assert layout.old_path(loc, run) == f"hdfs://nn:8020/wh/db/ev/year=2024/.month=01.lk_old_{run}"
+    assert layout.parse_hidden_name(f".month=01.lk_old_{run}") == ("month=01", "lk_old", run)
+    assert layout.parse_hidden_name("month=01") is None
+    for p in (layout.staging_path(loc, run), layout.old_path(loc, run), layout.trash_path(loc, run)):
+        assert layout.is_hidden(p.rsplit("/", 1)[1])
+    assert layout.backup_table_name("__bkp", "events", run) == "__bkp_events_20261122_010203_abcdef"
+    assert layout.backup_table_pattern("__bkp", "events").match("__bkp_events_20261122_010203_abcdef")
+    assert not layout.backup_table_pattern("__bkp", "events").match("__bkp_events_x_20261122_010203_abcdef")
+    assert len(layout.backup_table_name("__bkp", "t" * 200, run)) <= 128
+    # without a table: the backup of any table (a database run passes over them)
+    assert layout.backup_table_pattern("__bkp").match("__bkp_events_x_20261122_010203_abcdef")
+    assert not layout.backup_table_pattern("__bkp").match("events")
+    assert not layout.backup_table_pattern("__bkp").match("__bkp_events_20261122_010203")
 
 
 def _info(partitioned: bool) -> TableInfo:
@@ -155,8 +159,8 @@ def _info(partitioned: bool) -> TableInfo:
 
 
 def test_journal_dir_never_moves_with_a_swap():
-    assert planner.journal_dir(_info(True)) == "file:/wh/db/ev/.lakekeeper"
-    assert planner.journal_dir(_info(False)) == "file:/wh/db/.ev.lakekeeper"
+    assert layout.journal_dir(_info(True)) == "file:/wh/db/ev/.lakekeeper"
+    assert layout.journal_dir(_info(False)) == "file:/wh/db/.ev.lakekeeper"
 
 
 def test_plan_is_printable_data():
@@ -198,7 +202,7 @@ def test_parse_status_dump():
 def test_eligibility_rules():
     """Insert-only tables cannot be created on the embedded Hive 2.3
     Metastore, so this rule is checked on catalog facts directly."""
-    from lakekeeper_spark.commands.common import check_eligible
+    from lakekeeper_spark.tables import check_eligible
     from lakekeeper_spark.errors import Refused
 
     def info(**kw):

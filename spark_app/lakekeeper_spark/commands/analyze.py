@@ -10,14 +10,15 @@ from typing import Any
 
 from .. import sizes
 from ..backup import find_backups
-from ..fs import _java_message
+from ..context import Context
+from ..errors import java_message
 from ..journal import Journal
 from ..model import TableInfo, Unit
+from ..recovery import backup_units, pending_runs
+from ..results import partition_result, table_result
+from ..retention import backup_verdicts
 from ..space import space_check
-from .cleanup import verdicts
-from .common import Context, leftovers, load_table, partition_result, plan, table_result
-from .recover import _pending_runs
-from .rollback import backup_units
+from ..tables import leftovers, load_table, plan
 
 
 def unit_histograms(u: Unit, compact: bool) -> tuple[list[int], list[int]]:
@@ -32,7 +33,8 @@ def backup_facts(ctx: Context, info: TableInfo) -> list[dict[str, Any]]:
     """Every backup of the table: age, pinned, size of its original
     directories (bytes, files), and the retention verdict."""
     out = []
-    for b, v in verdicts(ctx, find_backups(ctx.catalog, info.db, info.name, ctx.settings.backup_prefix), time.time()):
+    backups = find_backups(ctx.catalog, info.db, info.name, ctx.settings.backup_prefix)
+    for b, v in backup_verdicts(backups, ctx.settings, time.time()):
         entry = v.to_dict()
         entry["created_at"] = int(b.created_at)
         try:
@@ -43,7 +45,7 @@ def backup_facts(ctx: Context, info: TableInfo) -> list[dict[str, Any]]:
                          files=sum(x["file_count"] for x in summaries), missing=len(units) - len(present),
                          directories=present)
         except Exception as exc:  # noqa: BLE001 - one odd backup must not hide the others
-            entry.update(units=None, bytes=None, files=None, error=_java_message(exc))
+            entry.update(units=None, bytes=None, files=None, error=java_message(exc))
         out.append(entry)
     return out
 
@@ -84,7 +86,7 @@ def analyze_table(ctx: Context, full_name: str) -> dict[str, Any]:
         backups_pending_cleanup=sum(1 for b in backups if b["verdict"] == "delete"),
         backup_bytes_pending_cleanup=sum(b["bytes"] or 0 for b in backups if b["verdict"] == "delete"),
         space=space_check(ctx.fs, todo),
-        pending_recovery=_pending_runs(ctx, info),
+        pending_recovery=pending_runs(ctx, info),
         leftovers=leftovers(ctx, p, set(Journal.run_ids(ctx.fs, p.journal_dir))),
         mode=ctx.settings.mode,
         **({"where": ctx.settings.where} if ctx.settings.where else {}),

@@ -3,49 +3,26 @@ under the retention policies (``retention.py``: pinned, grace period,
 ``--keep-last``, ``--older-than``; all backups when none is given).
 Irreversible. With ``--pin RUN_ID`` / ``--unpin RUN_ID`` it only pins or
 unpins that backup. Only directories that are provably Lakekeeper
-originals next to a live directory are deleted (see rollback.backup_units),
+originals next to a live directory are deleted (see recovery.backup_units),
 and only the files the compaction planned: anything else found there is
 moved into the live directory first (``moved_to_live``).
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import Any
 
 from ..backup import BackupRef, find_backups, set_pinned
+from ..context import Context
 from ..errors import Refused
-from ..retention import BackupFacts, RetentionPolicy, retention_verdicts
 from ..journal import Journal
-from ..planner import journal_dir
-from .common import Context, load_table, table_result
-from .recover import recover_table
+from ..layout import journal_dir
+from ..recovery import backup_record, backup_units, recover_table
+from ..results import table_result
+from ..retention import backup_verdicts
 from ..swap import adopt_files
-from .rollback import backup_units
-
-
-def planned_files(ctx: Context, info, b) -> dict[str, set[str]]:
-    """Location -> names of the original files the backup's compaction
-    planned (from its journal); locations without a record are absent."""
-    doc, _units = Journal.load(ctx.fs, b.journal_dir or journal_dir(info), b.run_id)
-    return {ctx.fs.qualify(u["location"]): {f[0] for f in u.get("files") or []}
-            for u in doc.get("units", []) if u.get("files")}
-
-
-log = logging.getLogger(__name__)
-
-
-def policy_of(settings: Any) -> RetentionPolicy:
-    return RetentionPolicy(keep_last=settings.keep_last, older_than_seconds=settings.older_than_seconds,
-                           grace_seconds=settings.grace_seconds or 0)
-
-
-def verdicts(ctx: Context, backups: list[BackupRef], now: float) -> list[tuple[BackupRef, Any]]:
-    """(backup, verdict) under the run's retention policies, oldest first."""
-    by_name = {b.full_name: b for b in backups}
-    facts = [BackupFacts(b.full_name, b.run_id, b.created_at, b.pinned) for b in backups]
-    return [(by_name[v.backup.name], v) for v in retention_verdicts(facts, policy_of(ctx.settings), now)]
+from ..tables import load_table
 
 
 def pin_table(ctx: Context, full_name: str, backups: list[BackupRef], run: str, pinned: bool) -> dict[str, Any]:
@@ -81,7 +58,7 @@ def cleanup_table(ctx: Context, full_name: str) -> dict[str, Any]:
         return res
     now = time.time()
     chosen, kept = [], []
-    for b, v in verdicts(ctx, backups, now):
+    for b, v in backup_verdicts(backups, ctx.settings, now):
         if v.delete:
             chosen.append((b, v))
         else:
@@ -97,7 +74,7 @@ def cleanup_table(ctx: Context, full_name: str) -> dict[str, Any]:
         entry = {"backup_table": b.full_name, "run_id": b.run_id, "bytes": size, "units": len(units),
                  "age_seconds": v.age_seconds, "pinned": False, "verdict": "delete", "reason": v.reason}
         if not ctx.settings.dry_run:
-            planned = planned_files(ctx, info, b)
+            planned = backup_record(ctx, info, b).planned
             for u in units:
                 names = planned.get(u["location"])
                 if names is not None and ctx.fs.exists(u["old"]):

@@ -8,24 +8,25 @@ untouched and its staging removed; other units go on.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from typing import Any
 
 from ..backup import BackupInProgress, create_backup, repoint
 from ..columns import RewriteColumns, resolve_columns
-from ..errors import LakekeeperError, Refused, UsageError
+from ..context import Context, run_unit_jobs
+from ..errors import LakekeeperError, Refused, UsageError, java_message, root_cause
+from ..faults import tamper_staging
 from ..formats import detect_codec, payload_fraction
-from ..fs import _java_message
 from ..journal import Journal
 from ..model import Decision, TableInfo, TablePlan, Unit
 from ..names import sql_path_literal
+from ..recovery import recover_table, settle_unit, update_statistics
+from ..results import partition_result, table_result
 from ..rewrite import write_staging
 from ..space import space_check
 from ..swap import adopt_late_files, check_unchanged, swap_in
+from ..tables import leftovers, load_table, plan
 from ..verify import verify_staging
-from .common import Context, leftovers, load_table, partition_result, plan, table_result
-from .recover import recover_table
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +87,7 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     # The units start writing while the backup table is made; none swaps before it exists.
     backup = BackupInProgress(make_backup)
     slots = unit_slots(ctx, len(todo))
-    done = _run_units(ctx, [(lambda i=i, u=u: _compact_unit(ctx, info, p, journal, i, u, codec, columns, backup,
+    done = run_unit_jobs(ctx, [(lambda i=i, u=u: _compact_unit(ctx, info, p, journal, i, u, codec, columns, backup,
                                                             slots))
                             for i, u in enumerate(todo)])
     error = backup.settle()
@@ -128,51 +129,6 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     )
 
 
-def update_statistics(ctx: Context, info: TableInfo, units: list[tuple[Any, dict[str, Any]]]) -> None:
-    """Refresh numFiles/totalSize/numRows of each changed partition (or of
-    the table) in the Metastore, so planners and replicated targets see the
-    new figures; each unit's result gets what the Metastore holds after
-    (``statistics``) or why it could not be written (``statistics_error``).
-    Never undoes the data change. The row count is the verified one, or -1
-    (unknown) when files written by others were carried along."""
-    for u, r in units:
-        rows = r.get("rows_after") if not r.get("late_files") and not r.get("carried_over") else None
-        spec = u["partition"] if isinstance(u, dict) else u.partition
-        try:
-            r["statistics"] = ctx.catalog.set_statistics(info.db, info.name, spec if info.is_partitioned else None,
-                                                         r["files_after"], r["bytes_after"], rows)
-        except Exception as exc:  # noqa: BLE001 - the data is in place; only the figures are stale
-            log.warning("%s %s: statistics not updated: %s", info.full_name, r.get("spec"), _java_message(exc))
-            r["statistics_error"] = _java_message(exc)
-
-
-def _run_units(ctx: Context, jobs: list[Any]) -> list[dict[str, Any]]:
-    """Run units on a bounded pool of threads: each submits its own Spark
-    jobs, so many small partitions keep the executors busy. At most
-    ``parallelism`` units run at once in the whole application (tables run
-    concurrently share the budget); each running unit has its own FAIR pool
-    (``lakekeeper-<slot>``), so the scheduler shares the cores between them
-    instead of serving one job's tasks first. Results keep the plan's order."""
-    slots = ctx.job_slots()
-    sc = ctx.spark.sparkContext
-
-    def run(job: Any) -> dict[str, Any]:
-        slot = slots.get()
-        try:
-            sc.setLocalProperty("spark.scheduler.pool", f"lakekeeper-{slot}")
-            return job()
-        finally:
-            slots.put(slot)
-
-    workers = max(1, min(ctx.settings.parallelism, len(jobs)))
-    if workers == 1:
-        return [run(job) for job in jobs]
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lakekeeper-unit") as pool:
-        return list(pool.map(run, jobs))
-
-
 def unit_slots(ctx: Context, units: int) -> int:
     """Task slots each unit of a table can count on: the application's
     cores (``defaultParallelism``) shared by the units that run at once."""
@@ -195,8 +151,7 @@ def _compact_unit(
         rows_before = written.rows_source
         extra = _dedupe_result(written) if columns.dedupe else {}
         copied = copy_kept_files(fs, u)
-        if os.environ.get("LAKEKEEPER_FAULT_AT") == "tamper_staging":  # test hook: a bad copy
-            fs.duplicate_file(f"{u.staging}/{fs.list_dir(u.staging).files[0].name}", f"{u.staging}/part-dup")
+        tamper_staging(fs, u.staging)  # test hook: a bad copy
         journal.unit_step(idx, "verifying")
         staged, rows_after = verify_staging(ctx.spark, fs, info, u, written.rows_expected, codec, columns.keys,
                                             copied)
@@ -275,8 +230,6 @@ def _undo_unit(ctx: Context, p: TablePlan, journal: Journal, idx: int, u: Unit, 
     swap had happened: compacted data live, backup at the original) or
     ``pending`` (could not settle: nothing deleted, the journal stays for
     ``recover``)."""
-    from .recover import settle_unit
-
     db, name = p.backup_table.split(".")
     entry = _journal_doc_unit(idx, u)
     try:
@@ -284,43 +237,13 @@ def _undo_unit(ctx: Context, p: TablePlan, journal: Journal, idx: int, u: Unit, 
         action, swapped = settle_unit(ctx, journal, entry, journal.record(idx), backup, code=code, reason=message)
     except Exception as exc:  # noqa: BLE001
         log.exception("could not settle %s after the failure", u.location)
-        return (f"ATTENTION: not settled ({_java_message(exc)}); live {u.location}, original {u.old}, "
+        return (f"ATTENTION: not settled ({java_message(exc)}); live {u.location}, original {u.old}, "
                 f"staging {u.staging} kept as they are; run recover", "pending")
     if swapped:
         return f"compacted data live at {u.location}, original kept at {u.old} for the backup", "compacted"
     if action and action["action"] == "restored_original":
         return f"original data moved back to {u.location}", "original"
     return f"original data untouched at {u.location}", "original"
-
-
-def root_cause(exc: Exception) -> str:
-    """The top and the innermost message of a (Java) exception chain, one
-    line each: Spark wraps e.g. "... is not a Parquet file" or a
-    DSQuotaExceededException in generic read/write errors."""
-    top = _java_message(exc).splitlines()[0] if _java_message(exc) else type(exc).__name__
-    deepest = innermost_cause(exc)
-    if not deepest or deepest in top:
-        return top
-    return f"{top} (cause: {deepest})"
-
-
-def innermost_cause(exc: Exception) -> str | None:
-    """The last ``Caused by:`` of the Java stack trace (or of the cause
-    chain), first line only; None for a plain Python exception."""
-    deepest = None
-    cur = getattr(exc, "java_exception", None)
-    try:
-        while cur is not None:
-            msg = cur.getMessage()
-            deepest = f"{cur.getClass().getName()}: {str(msg).splitlines()[0] if msg else ''}".rstrip(": ")
-            cur = cur.getCause()
-    except Exception:  # noqa: BLE001 - py4j could not follow the chain: the trace text below
-        pass
-    caused = [ln.strip()[len("Caused by:"):].strip() for ln in str(exc).splitlines()
-              if ln.strip().startswith("Caused by:")]
-    if caused:
-        deepest = caused[-1]
-    return deepest
 
 
 def apply_quiet_period(p: TablePlan, quiet_seconds: int | None, now: float | None = None) -> None:

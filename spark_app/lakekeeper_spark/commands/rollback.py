@@ -14,78 +14,16 @@ originals then would bring back rows that were meant to be replaced.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
-from ..backup import BackupRef, find_backups
+from ..backup import find_backups
+from ..context import Context
 from ..errors import LakekeeperError
 from ..journal import Journal
-from ..model import TableInfo
-from ..planner import journal_dir, parse_hidden_name, split_path, trash_path
-from ..swap import adopt_files, finish_trash, remove_empty_dir, swap_back
-from .common import Context, load_table, table_result
-from .recover import recover_table
-
-log = logging.getLogger(__name__)
-
-
-def backup_units(ctx: Context, info: TableInfo, b: BackupRef) -> list[dict[str, Any]]:
-    """(spec, live location, original location) of every unit a backup holds,
-    each checked to be a Lakekeeper original next to its live directory."""
-    fs, cat = ctx.fs, ctx.catalog
-    bkp = cat.get_table(b.db, b.name)
-    out = []
-    if not info.is_partitioned:
-        out.append({"spec": "", "partition": None, "location": info.location,
-                    "old": fs.qualify(bkp.location or "")})
-    else:
-        live = {p.spec_str: p for p in cat.list_partitions(info)}
-        for bp in cat.list_partitions(bkp):
-            old = fs.qualify(bp.location)
-            lp = live.get(bp.spec_str)
-            if lp is not None:
-                loc = fs.qualify(lp.location)
-            else:
-                parsed = parse_hidden_name(split_path(old)[1])
-                loc = split_path(old)[0] + "/" + parsed[0] if parsed else ""
-            out.append({"spec": bp.spec_str, "partition": bp.spec, "location": loc, "old": old,
-                        "partition_missing": lp is None})
-    for u in out:
-        parent_l, name_l = split_path(u["location"])
-        parent_o, name_o = split_path(u["old"])
-        parsed = parse_hidden_name(name_o)
-        if parent_l != parent_o or not parsed or parsed[0] != name_l or parsed[1] != "lk_old" or parsed[2] != b.run_id:
-            raise LakekeeperError(
-                "backup_mismatch",
-                f"backup {b.full_name} points at {u['old']}, which is not the Lakekeeper original of "
-                f"{u['location']} for run {b.run_id}; not touching it",
-            )
-    return out
-
-
-def compacted_files(ctx: Context, info: TableInfo, b: BackupRef) -> dict[str, list[str]]:
-    """Location -> names of the files the backup's compaction wrote there
-    (from its journal); locations without that record are absent."""
-    jdir = b.journal_dir or journal_dir(info)
-    doc, units = Journal.load(ctx.fs, jdir, b.run_id)
-    out = {}
-    for u in doc.get("units", []):
-        names = units.get(u["index"], {}).get("compacted")
-        if names is not None:
-            out[ctx.fs.qualify(u["location"])] = list(names)
-    return out
-
-
-def compacted_rows(ctx: Context, info: TableInfo, b: BackupRef) -> dict[str, int]:
-    """Location -> the row count the backup's compaction verified (the
-    originals hold exactly these rows)."""
-    doc, units = Journal.load(ctx.fs, b.journal_dir or journal_dir(info), b.run_id)
-    out = {}
-    for u in doc.get("units", []):
-        rows = units.get(u["index"], {}).get("rows")
-        if rows is not None:
-            out[ctx.fs.qualify(u["location"])] = int(rows)
-    return out
+from ..layout import journal_dir, trash_path
+from ..recovery import backup_record, backup_units, finish_rollback, recover_table, update_statistics
+from ..results import table_result
+from ..tables import load_table
 
 
 def rollback_table(ctx: Context, full_name: str) -> dict[str, Any]:
@@ -100,10 +38,9 @@ def rollback_table(ctx: Context, full_name: str) -> dict[str, Any]:
     missing = [u["old"] for u in units if not ctx.fs.exists(u["old"])]
     if missing:
         raise LakekeeperError("backup_incomplete", f"original data of {b.full_name} is missing: {missing[:3]}")
-    written = compacted_files(ctx, info, b)
-    verified_rows = compacted_rows(ctx, info, b)
+    record = backup_record(ctx, info, b)
     for u in units:
-        u["compacted"] = written.get(u["location"])
+        u["compacted"] = record.compacted.get(u["location"])
         if u["compacted"] is None:
             continue
         live = {f.name for f in ctx.fs.list_dir(u["location"]).files}
@@ -121,7 +58,7 @@ def rollback_table(ctx: Context, full_name: str) -> dict[str, Any]:
             "spec": u["spec"], "location": u["location"],
             "files_before": len(now.files), "files_after": len(orig.files),
             "bytes_before": now.total_bytes, "bytes_after": orig.total_bytes,
-            "rows_before": verified_rows.get(u["location"]), "rows_after": verified_rows.get(u["location"]),
+            "rows_before": record.rows.get(u["location"]), "rows_after": record.rows.get(u["location"]),
             "status": "planned" if ctx.settings.dry_run else "rolled_back",
             "reason": f"restore {u['old']}",
         })
@@ -140,7 +77,7 @@ def rollback_table(ctx: Context, full_name: str) -> dict[str, Any]:
     }
     journal.start(doc)
     journal.table_step("rolling_back")
-    done = finish_rollback(ctx, info, journal, journal._table, {})  # pylint: disable=protected-access
+    done = finish_rollback(ctx, info, journal, journal.table_record(), {})
     ctx.catalog.refresh(info.db, info.name)
     by_spec = {a["spec"]: a for a in done}
     for part in parts:
@@ -149,51 +86,7 @@ def rollback_table(ctx: Context, full_name: str) -> dict[str, Any]:
             part["carried_over"] = carried
             part["reason"] += f"; kept {len(carried)} file(s) written after the compaction"
             part["files_after"] += len(carried)
-    from .compact import update_statistics
-
     update_statistics(ctx, info, list(zip(units, parts)))
     return table_result(full_name, "rolled_back", f"restored {len(units)} unit(s) from {b.full_name}",
                         changed=True, backup_table=b.full_name, run_id=ctx.run_id, partitions=parts,
                         recovered=recovered)
-
-
-def finish_rollback(ctx: Context, info: TableInfo, journal: Journal, doc: dict[str, Any],
-                    units: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Drive every unit of a rollback journal to 'restored', whatever step it
-    was interrupted at, then drop the backup and the journals."""
-    fs, cat = ctx.fs, ctx.catalog
-    actions = []
-    for u in doc["units"]:
-        idx, L, O, T = u["index"], u["location"], u["old"], u["trash"]
-        step = units.get(idx, {}).get("step", "planned")
-        if step == "rolled_back":
-            continue
-        compacted = u.get("compacted")
-        has_l, has_o, has_t = fs.exists(L), fs.exists(O), fs.exists(T)
-        journal.unit_step(idx, "rolling_back", location=L, old=O, trash=T)
-        if has_o and has_l and has_t:
-            # the compacted data was moved aside and a writer re-created L
-            adopt_files(fs, L, T, set(), what="re-created live directory")
-            if not remove_empty_dir(fs, L):
-                raise LakekeeperError("rollback_failed", f"{L} was re-created during the rollback and is not empty")
-            has_l = False
-        if has_o and has_l:
-            kept = swap_back(fs, L, O, T, compacted, journal, idx)
-        elif has_o:
-            fs.rename(O, L)
-            kept = finish_trash(fs, L, T, compacted)
-        elif has_l:
-            kept = finish_trash(fs, L, T, compacted)  # original already back in place
-        else:
-            raise LakekeeperError("rollback_failed", f"cannot restore {L}: original {O} and live data both missing")
-        if u.get("partition_missing") and u.get("partition"):
-            cat.add_partitions(info.db, info.name, [(u["partition"], L)])
-        journal.unit_step(idx, "rolled_back", **kept)
-        actions.append({"spec": u["spec"], "action": "rolled_back", "was_at": step, **kept})
-    bdb, bname = doc["backup_table"].split(".")
-    cat.drop_table(bdb, bname)
-    Journal(fs, doc.get("backup_journal_dir") or journal.dir, doc["backup_run_id"]).remove()
-    journal.table_step("rolled_back")
-    journal.remove()
-    actions.append({"spec": None, "action": "finished_run", "was_at": doc.get("step")})
-    return actions

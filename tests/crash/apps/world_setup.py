@@ -388,10 +388,10 @@ def main():
     timings["session"] = round(time.time() - t0, 1)
     from lakekeeper_spark.catalog import Catalog
     from lakekeeper_spark.cli import _run_tables
-    from lakekeeper_spark.commands.common import Context
+    from lakekeeper_spark.context import Context
     from lakekeeper_spark.config import build_settings
     from lakekeeper_spark.fs import HadoopFS
-    from lakekeeper_spark.planner import new_run_id
+    from lakekeeper_spark.layout import new_run_id
 
     global POOL  # pylint: disable=global-statement
     from concurrent.futures import ThreadPoolExecutor

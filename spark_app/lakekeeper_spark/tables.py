@@ -1,43 +1,15 @@
 """What every command does first: load a table from the catalog, decide if
-we may touch it, and list its units."""
+we may touch it, and list and plan its units."""
 
 from __future__ import annotations
 
-import dataclasses
-import logging
-import queue
-import threading
 from typing import Any
 
-from ..catalog import Catalog
-from ..config import Settings
-from ..errors import LakekeeperError, Refused, UsageError
-from ..fs import HadoopFS
-from ..model import Listing, TableInfo, TablePlan
-from ..planner import parse_hidden_name, plan_table, split_path
-
-log = logging.getLogger(__name__)
-
-
-@dataclasses.dataclass
-class Context:
-    spark: Any
-    fs: HadoopFS
-    catalog: Catalog
-    settings: Settings
-    run_id: str
-    _slots: Any = dataclasses.field(default=None, repr=False)
-    _slots_lock: Any = dataclasses.field(default_factory=threading.Lock, repr=False)
-
-    def job_slots(self) -> "queue.Queue[int]":
-        """The run's budget of concurrent unit jobs: ``parallelism`` slot
-        numbers, shared by every table of the run."""
-        with self._slots_lock:
-            if self._slots is None:
-                self._slots = queue.Queue()
-                for i in range(max(1, self.settings.parallelism)):
-                    self._slots.put(i)
-            return self._slots
+from .context import Context
+from .errors import Refused, UsageError
+from .layout import parse_hidden_name, split_path
+from .model import Listing, TableInfo, TablePlan
+from .planner import plan_table
 
 
 def check_eligible(info: TableInfo) -> None:
@@ -76,7 +48,7 @@ def where_selection(ctx: Context, info: TableInfo, parts: list[Any]) -> list[Any
     """The partitions the ``where`` filter selects (evaluated in Python on
     the Metastore's partition values; nothing of it reaches SQL). A filter
     that does not fit the table refuses the table."""
-    from ..partition_filter import select_partitions
+    from .partition_filter import select_partitions
 
     try:
         keep = select_partitions(ctx.settings.where, info.full_name, [c for c, _t in info.partition_columns],
@@ -122,46 +94,3 @@ def leftovers(ctx: Context, p: TablePlan, known_runs: set[str]) -> list[dict[str
                 found.append({"path": f"{parent}/{name}", "kind": tag, "run_id": run,
                               "reason": "not recorded in any journal of this table; left untouched"})
     return found
-
-
-def partition_result(unit: Any, status: str, reason: str, **extra: Any) -> dict[str, Any]:
-    d = {
-        "spec": unit.spec,
-        "location": unit.location,
-        "files_before": unit.stats.files,
-        "files_after": unit.stats.files,
-        "bytes_before": unit.stats.bytes,
-        "bytes_after": unit.stats.bytes,
-        "rows_before": None,
-        "rows_after": None,
-        "target_files": unit.decision.target_files,
-        "avg_file_bytes": round(unit.stats.avg_bytes, 1),
-        "median_file_bytes": round(unit.stats.median_bytes, 1),
-        "status": status,
-        "reason": reason,
-        "rule": unit.decision.rule,
-    }
-    if unit.decision.rewrite is not None:  # minor mode: fragments rewritten, the other files copied
-        d["files_rewritten"] = len(unit.rewrite_files)
-        d["files_copied"] = len(unit.kept_files)
-    d.update(extra)
-    return d
-
-
-def table_result(table: str, status: str, reason: str, changed: bool = False, **extra: Any) -> dict[str, Any]:
-    d = {
-        "table": table,
-        "status": status,
-        "reason": reason,
-        "changed": changed,
-        "would_change": changed,
-        "partitions": [],
-        "backup_table": None,
-        "run_id": None,
-    }
-    d.update(extra)
-    return d
-
-
-def error_result(table: str, exc: LakekeeperError, run_id: str) -> dict[str, Any]:
-    return table_result(table, exc.status, exc.message, code=exc.code, run_id=run_id)

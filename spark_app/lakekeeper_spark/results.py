@@ -1,0 +1,51 @@
+"""The JSON result of a table and of each of its units (partitions), as
+docs/engine-contract.md describes them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import LakekeeperError
+
+
+def partition_result(unit: Any, status: str, reason: str, **extra: Any) -> dict[str, Any]:
+    d = {
+        "spec": unit.spec,
+        "location": unit.location,
+        "files_before": unit.stats.files,
+        "files_after": unit.stats.files,
+        "bytes_before": unit.stats.bytes,
+        "bytes_after": unit.stats.bytes,
+        "rows_before": None,
+        "rows_after": None,
+        "target_files": unit.decision.target_files,
+        "avg_file_bytes": round(unit.stats.avg_bytes, 1),
+        "median_file_bytes": round(unit.stats.median_bytes, 1),
+        "status": status,
+        "reason": reason,
+        "rule": unit.decision.rule,
+    }
+    if unit.decision.rewrite is not None:  # minor mode: fragments rewritten, the other files copied
+        d["files_rewritten"] = len(unit.rewrite_files)
+        d["files_copied"] = len(unit.kept_files)
+    d.update(extra)
+    return d
+
+
+def table_result(table: str, status: str, reason: str, changed: bool = False, **extra: Any) -> dict[str, Any]:
+    d = {
+        "table": table,
+        "status": status,
+        "reason": reason,
+        "changed": changed,
+        "would_change": changed,
+        "partitions": [],
+        "backup_table": None,
+        "run_id": None,
+    }
+    d.update(extra)
+    return d
+
+
+def error_result(table: str, exc: LakekeeperError, run_id: str) -> dict[str, Any]:
+    return table_result(table, exc.status, exc.message, code=exc.code, run_id=run_id)
