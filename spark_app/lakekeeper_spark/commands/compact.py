@@ -194,6 +194,8 @@ def _compact_unit(
         written = write_staging(ctx.spark, fs, info, u, ctx.settings, codec, columns, slots)
         rows_before = written.rows_source
         extra = _dedupe_result(written) if columns.dedupe else {}
+        if written.notes:  # what this Spark could not do for the unit (done the plain way instead)
+            extra["notes"] = list(written.notes)
         copied = copy_kept_files(fs, u)
         if os.environ.get("LAKEKEEPER_FAULT_AT") == "tamper_staging":  # test hook: a bad copy
             fs.duplicate_file(f"{u.staging}/{fs.list_dir(u.staging).files[0].name}", f"{u.staging}/part-dup")
