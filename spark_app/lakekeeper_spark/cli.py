@@ -338,6 +338,7 @@ def main(argv: list[str] | None = None) -> int:
                 code = 3
                 raise _Done() from exc
             results = _run_tables(ctx, args.command, tables, args.database)
+            _stop_quietly(spark)
         failed = any(r["status"] in ("failed", "refused") for r in results)
         doc.update(
             tables=results,
@@ -356,6 +357,16 @@ def main(argv: list[str] | None = None) -> int:
     real_stdout.write(text + "\n")
     real_stdout.flush()
     return code
+
+
+def _stop_quietly(spark: Any) -> None:
+    """Stop Spark before the document is printed, so that its shutdown
+    logging (which Spark 3.3's default log4j2 configuration sends to stdout
+    under spark-submit) comes before the document, not after it."""
+    try:
+        spark.stop()
+    except Exception:  # noqa: BLE001 - the results are complete; a failing stop changes nothing
+        log.warning("stopping Spark failed", exc_info=True)
 
 
 def _reserve_stdout() -> Any:

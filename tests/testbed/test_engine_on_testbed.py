@@ -89,7 +89,12 @@ def test_cli_under_spark_submit_on_the_standalone_cluster(testbed, tmp_path):
         # the document is still the last thing printed, from a line "{".
         lines = p.stdout.rstrip().splitlines()
         start = max(i for i, line in enumerate(lines) if line == "{")
-        assert json.loads("\n".join(lines[start:])) == doc
+        try:
+            printed = json.loads("\n".join(lines[start:]))
+        except ValueError as exc:
+            raise AssertionError(f"stdout does not end with the JSON document ({exc}):\n"
+                                 + "\n".join(lines[start:])[-3000:]) from exc
+        assert printed == doc
         return doc
 
     reader = tmp_path / "read.py"
