@@ -107,6 +107,10 @@ def test_cli_under_spark_submit_on_the_standalone_cluster(testbed, tmp_path):
 
     expected = {"n": 10000, "s": sum(range(10000)), "d": 10000, "parts": ["dt=2024-01-01", "dt=2024-01-02"]}
     doc = engine("compact")
+    import pyspark  # the cluster's Spark (this test's, on each Spark lane) is what the result reports
+
+    assert doc["runtime"]["spark"] == pyspark.__version__, doc["runtime"]
+    assert doc["runtime"]["python"] == ".".join(map(str, sys.version_info[:3])), doc["runtime"]
     # units are concurrent jobs in FAIR pools under spark-submit too
     assert "master spark://" in outputs[-1] and "scheduler mode FAIR" in outputs[-1], outputs[-1][-3000:]
     (t,) = doc["tables"]
