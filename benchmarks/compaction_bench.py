@@ -25,6 +25,11 @@ One run of this script:
    the load average; ``--scale N`` also times ``analyze`` of a table with N
    partitions (created once, 500 partitions per ALTER TABLE).
 
+``--spark-lanes spark-3.3,spark-3.5`` adds a row per table for each older
+Spark line (the virtualenvs of ``scripts/spark-lanes``, ``.lanes/<name>``):
+the floor and ours run again with that lane's Python and pyspark, one right
+after the other, so each Spark line has its own ours / floor ratio.
+
 Everything runs with ``--master local[2]`` and ``SPARK_LOCAL_IP=127.0.0.1``,
 one Spark process at a time. Raw results go to ``<work>/results.json``.
 """
@@ -187,19 +192,32 @@ def visible_files(path: str) -> int:
     return n
 
 
+def lane_python(name: str) -> str:
+    """The Python of an older-Spark lane (``scripts/spark-lanes``), or ours for ``main``."""
+    if name == "main":
+        return PY
+    py = os.path.join(os.environ.get("LAKEKEEPER_LANES_DIR", os.path.join(ROOT, ".lanes")), name, "bin", "python")
+    if not os.path.exists(py):
+        sys.exit(f"no virtualenv for lane {name} at {py}: run scripts/spark-lanes {name} first")
+    return py
+
+
 def run_contender(args, work: str, state: str, meta: dict, contender: str, table: str, run: int,
-                  lk_exe: str) -> dict:
+                  lk_exe: str, lane: str = "main") -> dict:
+    py = lane_python(lane)
     tabs = list(TABLES) if table == "all" else [table]
     db = "lkb_ref" if contender == "lakekeeper" else "lkb_ours"
     for t in tabs:
         reset(work, db, t)
-    tag = f"r{run}-{table}-{contender}"
+    tag = f"r{run}-{table}-{contender}" + ("" if lane == "main" else f"-{lane}")
     events = os.path.join(work, "events", tag)
     shutil.rmtree(events, ignore_errors=True)
     os.makedirs(events)
     log = os.path.join(work, "logs", tag + ".log")
     os.makedirs(os.path.dirname(log), exist_ok=True)
     env = base_env()
+    if lane != "main":
+        env["PYSPARK_PYTHON"] = py
     confs = event_conf(events)
     names = ",".join(f"{db}.{t}" for t in tabs)
     block = str(args.block_size)
@@ -212,7 +230,7 @@ def run_contender(args, work: str, state: str, meta: dict, contender: str, table
             src += ([os.path.join(d, f"part={p:02d}") for p in range(meta["parted"]["small_partitions"])]
                     if t == "parted" else [d])
         fmt, codec = TABLES[tabs[0]]["format"], TABLES[tabs[0]]["codec"]
-        cmd = [PY, os.path.join(HERE, "bench_apps.py"), "floor", "--state-dir", state, "--master", args.master,
+        cmd = [py, os.path.join(HERE, "bench_apps.py"), "floor", "--state-dir", state, "--master", args.master,
                "--fmt", fmt, "--codec", codec, "--out", out] + [x for s in src for x in ("--input", s)]
         cmd += [x for k, v in confs.items() for x in ("--conf", f"{k}={v}")]
         secs, rc, stdout = sh(cmd, env=env, log=log)
@@ -220,7 +238,7 @@ def run_contender(args, work: str, state: str, meta: dict, contender: str, table
         files_after = visible_files(out) if ok else None
         shutil.rmtree(out, ignore_errors=True)
     elif contender == "ours":
-        cmd = [PY, os.path.join(ROOT, "spark_app", "run_lakekeeper.py"), "compact",
+        cmd = [py, os.path.join(ROOT, "spark_app", "run_lakekeeper.py"), "compact",
                "--tables" if table == "all" else "--table", names, "--state-dir", state, "--master", args.master,
                "--block-size", block, "--parallelism", str(args.parallelism)]
         cmd += [x for k, v in confs.items() for x in ("--conf", f"{k}={v}")]
@@ -256,7 +274,8 @@ def run_contender(args, work: str, state: str, meta: dict, contender: str, table
         files_after = sum(visible_files(data_dir(work, db, t)) for t in tabs)
     records, nbytes = records_read(events)
     rows = sum(meta[t].get("rows_to_compact", meta[t]["rows"]) for t in tabs)
-    return {"contender": contender, "table": table, "run": run, "seconds": round(secs, 2), "ok": ok,
+    return {"contender": contender, "table": table if lane == "main" else f"{table}@{lane}", "lane": lane,
+            "run": run, "seconds": round(secs, 2), "ok": ok,
             "scans": round(records / rows, 2) if rows else None, "bytes_read": nbytes,
             "files_after": files_after, "load": round(os.getloadavg()[0], 2), "log": log}
 
@@ -367,10 +386,13 @@ def paired_ratio(results: list[dict], table: str, num: str, den: str) -> tuple[f
 
 def report(results: list[dict], contenders: list[str], tables: list[str]) -> str:
     lines = []
-    head = (f"{'table':8} {'floor s':>8} {'ours s':>8} {'lk s':>8} {'ours/floor':>10} {'lk/ours':>8} "
+    head = (f"{'table':16} {'floor s':>8} {'ours s':>8} {'lk s':>8} {'ours/floor':>10} {'lk/ours':>8} "
             f"{'scans f/o/lk':>15} {'files o/lk':>11} {'ok':>3}   per run: ours/floor; lk/ours")
     lines += [head, "-" * len(head)]
-    for t in tables:
+    rows = []
+    for t in tables:  # each table, then its rows on older Spark lines (table@lane)
+        rows += [t] + sorted({r["table"] for r in results if r["table"].startswith(t + "@")})
+    for t in rows:
         med, scans, files, ok = {}, {}, {}, True
         for c in contenders:
             rs = [r for r in results if r["table"] == t and r["contender"] == c]
@@ -387,7 +409,7 @@ def report(results: list[dict], contenders: list[str], tables: list[str]) -> str
         sc = "/".join(fmt(scans.get(c)) for c in ("floor", "ours", "lakekeeper"))
         fl = "/".join("-" if files.get(c) is None else str(int(files[c])) for c in ("ours", "lakekeeper"))
         per_run = f"{' '.join(map(str, runs_f)) or '-'}; {' '.join(map(str, runs_l)) or '-'}"
-        lines.append(f"{t:8} {fmt(med.get('floor')):>8} {fmt(med.get('ours')):>8} {fmt(med.get('lakekeeper')):>8} "
+        lines.append(f"{t:16} {fmt(med.get('floor')):>8} {fmt(med.get('ours')):>8} {fmt(med.get('lakekeeper')):>8} "
                      f"{'-' if ratio_f is None else f'{ratio_f:.2f}':>10} {'-' if ratio_l is None else f'{ratio_l:.2f}':>8} "
                      f"{sc:>15} {fl:>11} {'yes' if ok else 'NO':>3}   {per_run}")
     return "\n".join(lines)
@@ -408,6 +430,8 @@ def main() -> int:
     p.add_argument("--testbed", action="store_true",
                    help="--scale on the test bed (HDFS, Metastore service, Spark standalone) under spark-submit")
     p.add_argument("--regenerate", action="store_true")
+    p.add_argument("--spark-lanes", default="",
+                   help="comma-separated older-Spark lanes (scripts/spark-lanes): floor and ours again on each")
     args = p.parse_args()
     work = os.path.abspath(args.work)
     os.makedirs(work, exist_ok=True)
@@ -427,8 +451,16 @@ def main() -> int:
                     continue
                 r = run_contender(args, work, state, meta, c, t, run, lk_exe)
                 results.append(r)
-                print(f"run {run} {t:7} {c:10} {r['seconds']:7.1f}s scans {r['scans']} files {r['files_after']} "
-                      f"{'ok' if r['ok'] else 'FAILED (' + r['log'] + ')'} load {r['load']}", flush=True)
+                print(f"run {run} {r['table']:7} {c:10} {r['seconds']:7.1f}s scans {r['scans']} "
+                      f"files {r['files_after']} {'ok' if r['ok'] else 'FAILED (' + r['log'] + ')'} "
+                      f"load {r['load']}", flush=True)
+            for lane in [x for x in args.spark_lanes.split(",") if x]:
+                for c in [c for c in contenders if c in ("floor", "ours") and not (c == "floor" and t == "all")]:
+                    r = run_contender(args, work, state, meta, c, t, run, lk_exe, lane=lane)
+                    results.append(r)
+                    print(f"run {run} {r['table']:7} {c:10} {r['seconds']:7.1f}s scans {r['scans']} "
+                          f"files {r['files_after']} {'ok' if r['ok'] else 'FAILED (' + r['log'] + ')'} "
+                          f"load {r['load']}", flush=True)
     load_end = os.getloadavg()
     out = {"results": results, "block_size_mb": args.block_size, "master": args.master,
            "load_start": load_start, "load_end": load_end}

@@ -11,6 +11,9 @@ import json
 import logging
 from typing import Any
 
+from .compat import collections as scala_collections
+from .compat.catalog_internals import CatalogInternals
+from .compat.hive_client import HiveClient
 from .errors import LakekeeperError
 from .model import PartitionInfo, TableInfo
 from .names import qualified, quote_ident, sql_path_literal, sql_string_literal, validate_ident
@@ -86,25 +89,26 @@ def _spark_type(field: dict[str, Any]) -> str:
 
 
 class Catalog:
+    """Spark and Hive internals are reached through ``compat`` only."""
+
     def __init__(self, spark: Any):
         self.spark = spark
-        self._jvm = spark._jvm
-        self._conv = self._jvm.scala.jdk.javaapi.CollectionConverters
+        conv = scala_collections.for_spark(spark)
+        self._conv = conv
+        self._internals = CatalogInternals(spark, conv)
+        self._hive = HiveClient(spark, conv)
 
     # ------------------------------------------------------------ helpers
     def _session_catalog(self) -> Any:
-        return self.spark._jsparkSession.sessionState().catalog()
+        return self._internals.session_catalog()
 
     def _ident(self, db: str, table: str) -> Any:
-        return self._jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(table, self._jvm.scala.Some(db))
+        return self._internals.ident(db, table)
 
     def _map(self, scala_map: Any) -> dict[str, str]:
-        jmap = self._conv.asJava(scala_map)
-        return {str(k): str(jmap.get(k)) for k in jmap.keySet().toArray()}
+        return self._conv.to_dict(scala_map)
 
-    @staticmethod
-    def _opt(opt: Any) -> Any:
-        return opt.get() if opt.isDefined() else None
+    _opt = staticmethod(CatalogInternals.opt)
 
     def sql(self, statement: str) -> Any:
         log.debug("SQL: %s", statement)
@@ -134,7 +138,7 @@ class Catalog:
         storage = ct.storage()
         loc = self._opt(storage.locationUri())
         schema = json.loads(ct.schema().json())
-        part_names = [str(x) for x in self._conv.asJava(ct.partitionColumnNames())]
+        part_names = [str(x) for x in self._conv.to_list(ct.partitionColumnNames())]
         fields = {f["name"]: f for f in schema["fields"]}
         bucket = self._opt(ct.bucketSpec())
         info = TableInfo(
@@ -163,8 +167,7 @@ class Catalog:
         gateway round trip for all of them: the JVM renders the partition
         list as text (``Seq.mkString``), parsed here; a partition whose
         values make that text ambiguous is read field by field instead."""
-        cat = self._session_catalog()
-        seq = cat.listPartitions(self._ident(info.db, info.name), self._jvm.scala.Option.empty())
+        seq = self._internals.partitions(info.db, info.name)
         cols = [c for c, _type in info.partition_columns]
         chunks = str(seq.mkString(_PART_SEP)).split(_PART_SEP) if int(seq.size()) else []
         parts: Any = None
@@ -173,7 +176,7 @@ class Catalog:
             parsed = parse_partition_text(chunk, cols)
             if parsed is None:  # slow path for this one: ~6 gateway calls
                 if parts is None:
-                    parts = self._conv.asJava(seq)
+                    parts = self._conv.java_list(seq)
                 parsed = self._partition_fields(parts.get(i), cols)
             out.append(PartitionInfo(spec=parsed[0], location=parsed[1]))
         out.sort(key=lambda p: p.spec_str)
@@ -223,21 +226,14 @@ class Catalog:
             return
         sql_path_literal(location)  # the same paths as the statement accepts
         raw = self._raw_partition(db, table, spec)
-        st = raw.storage()
-        uri = self._jvm.org.apache.spark.sql.catalyst.catalog.CatalogUtils.stringToURI(location)
-        # every field as it is but the location (the field list differs between Spark versions)
-        fields = [st.productElement(i) for i in range(int(st.productArity()))]
-        storage = st.copy(self._jvm.scala.Some(uri), *fields[1:])
+        storage = self._internals.storage_with_location(raw.storage(), location)
         self._alter_partition(db, table, raw, storage=storage)
-        self._session_catalog().refreshTable(self._ident(db, table))
+        self._internals.refresh_table(db, table)
 
     def _alter_partition(self, db: str, table: str, raw: Any, storage: Any = None, params: Any = None) -> None:
         """Write back a partition read by ``_raw_partition`` with a new
         storage descriptor and/or parameters (one Metastore call)."""
-        new = raw.copy(raw.spec(), raw.storage() if storage is None else storage,
-                       raw.parameters() if params is None else params, raw.createTime(), raw.lastAccessTime(),
-                       raw.stats())
-        self._client().alterPartitions(validate_ident(db), validate_ident(table), self._conv.asScala([new]).toSeq())
+        self._hive.alter_partition(validate_ident(db), validate_ident(table), raw, storage=storage, params=params)
 
     def set_properties(self, db: str, table: str, props: dict[str, str]) -> None:
         prop_sql = ", ".join(f"{sql_string_literal(k)}={sql_string_literal(v)}" for k, v in sorted(props.items()))
@@ -252,15 +248,8 @@ class Catalog:
     _SPARK_SIZE = "spark.sql.statistics.totalSize"
     _SPARK_ROWS = "spark.sql.statistics.numRows"
 
-    def _client(self) -> Any:
-        return self.spark._jsparkSession.sharedState().externalCatalog().unwrapped().client()
-
     def _raw_partition(self, db: str, table: str, spec: dict[str, str]) -> Any:
-        jmap = self._jvm.java.util.LinkedHashMap()
-        for k, v in spec.items():
-            jmap.put(k.lower(), v)
-        smap = self._jvm.org.apache.spark.api.python.PythonUtils.toScalaMap(jmap)
-        return self._client().getPartition(validate_ident(db), validate_ident(table), smap)
+        return self._hive.get_partition(validate_ident(db), validate_ident(table), spec)
 
     def statistics(self, db: str, table: str, spec: dict[str, str] | None = None) -> dict[str, str]:
         """The statistics parameters of a table or partition as the Metastore
@@ -268,7 +257,7 @@ class Catalog:
         if spec:
             params = self._map(self._raw_partition(db, table, spec).parameters())
         else:
-            raw = self._client().getTable(validate_ident(db), validate_ident(table))
+            raw = self._hive.get_table(validate_ident(db), validate_ident(table))
             params = self._map(raw.ignoredProperties())
             params.update(self._map(raw.properties()))
         keys = set(self.STAT_KEYS) | {self._SPARK_SIZE, self._SPARK_ROWS}
@@ -306,8 +295,7 @@ class Catalog:
         if any(k.startswith("spark.sql.") for k in values):
             # Spark's statistics hold BigInts py4j cannot build: drop them, so
             # Spark reads the fresh Hive figures instead of stale ones.
-            ext = self.spark._jsparkSession.sharedState().externalCatalog()
-            ext.alterTableStats(validate_ident(db), validate_ident(table), self._jvm.scala.Option.empty())
+            self._internals.drop_spark_statistics(validate_ident(db), validate_ident(table))
         return self.statistics(db, table)
 
     def drop_table(self, db: str, table: str) -> None:

@@ -228,7 +228,7 @@ def _summary(command: str, results: list[dict[str, Any]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    real_stdout = sys.stdout
+    real_stdout = _reserve_stdout()
     # force: under spark-submit the root logger already has a handler that
     # writes to stdout, which would corrupt the JSON document.
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, force=True,
@@ -255,7 +255,13 @@ def main(argv: list[str] | None = None) -> int:
                 from .fs import HadoopFS
                 from .session import build_session
 
+                from .compat import runtime, unsupported_reason
+
                 spark = build_session(args.master, args.state_dir, args.extra_conf, log_level=settings.log_level)
+                doc["runtime"] = runtime(spark).to_dict()
+                unsupported = unsupported_reason(runtime(spark))
+                if unsupported:
+                    raise UsageError(unsupported)
                 ctx = Context(spark=spark, fs=HadoopFS(spark), catalog=Catalog(spark), settings=settings, run_id=run_id)
             except Exception as exc:  # noqa: BLE001
                 log.exception("the engine could not start")
@@ -270,6 +276,7 @@ def main(argv: list[str] | None = None) -> int:
                 code = 3
                 raise _Done() from exc
             results = _run_tables(ctx, args.command, tables, args.database)
+            _stop_quietly(spark)
         failed = any(r["status"] in ("failed", "refused") for r in results)
         doc.update(
             tables=results,
@@ -288,6 +295,31 @@ def main(argv: list[str] | None = None) -> int:
     real_stdout.write(text + "\n")
     real_stdout.flush()
     return code
+
+
+def _stop_quietly(spark: Any) -> None:
+    """Stop Spark before the document is printed, so that its shutdown
+    logging (which Spark 3.3's default log4j2 configuration sends to stdout
+    under spark-submit) comes before the document, not after it."""
+    try:
+        spark.stop()
+    except Exception:  # noqa: BLE001 - the results are complete; a failing stop changes nothing
+        log.warning("stopping Spark failed", exc_info=True)
+
+
+def _reserve_stdout() -> Any:
+    """The JSON document's channel. Everything else that writes to file
+    descriptor 1 - the JVM that plain-python mode starts as a child (Spark
+    3.3's default log4j2 configuration logs to stdout), native code - is sent
+    to stderr at the descriptor level; the document goes to a duplicate of
+    the original stdout."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:  # no real descriptors (e.g. an embedding host): keep the Python object
+        return sys.stdout
+    return os.fdopen(saved, "w", encoding="utf-8", closefd=True)
 
 
 def _metastore_reason(exc: Exception, spark: Any = None) -> str:

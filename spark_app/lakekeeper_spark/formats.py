@@ -123,40 +123,6 @@ def data_file_footer(spark: Any, fmt: str, uri: str) -> dict[str, Any]:
     return {"rows": f["rows"], "codec": _codec_name(fmt, f), "spark_schema": f["spark_schema"]}
 
 
-def join_data_files(spark: Any, fmt: str, inputs: list[str], output: str) -> None:
-    """Write ``output`` as the concatenation of ``inputs`` (Parquet or ORC
-    files of one write: same schema, codec and writer) without decoding a
-    row: their ORC stripes or Parquet row groups are copied as they are,
-    with their statistics and indexes, behind one new footer (ORC
-    ``OrcFile.mergeFiles``, Hive's ``CONCATENATE``; Parquet
-    ``ParquetRewriter``, which also keeps the writer's key-value metadata,
-    e.g. the Spark schema). Raises ``LakekeeperError`` when an input could
-    not be joined; the caller's verification then checks the rows."""
-    jvm = spark._jvm
-    conf = spark._jsc.hadoopConfiguration()
-    paths = jvm.java.util.ArrayList()
-    for uri in inputs:
-        paths.add(_jpath(spark, uri))
-    if fmt == "orc":
-        orc = jvm.org.apache.orc.OrcFile
-        joined = orc.mergeFiles(_jpath(spark, output), orc.writerOptions(conf), paths)
-        if int(joined.size()) != len(inputs):  # mergeFiles skips files it finds incompatible
-            done = {str(joined.get(i).toString()) for i in range(joined.size())}
-            left = [u for u in inputs if str(_jpath(spark, u).toString()) not in done]
-            raise LakekeeperError("write_failed", f"joining the written pieces into {output}: ORC could not "
-                                                  f"append {', '.join(left) or 'some pieces'} (incompatible files)")
-        return
-    if fmt == "parquet":
-        rewrite = jvm.org.apache.parquet.hadoop.rewrite
-        rewriter = rewrite.ParquetRewriter(rewrite.RewriteOptions.Builder(conf, paths, _jpath(spark, output)).build())
-        try:
-            rewriter.processBlocks()
-        finally:
-            rewriter.close()
-        return
-    raise ValueError(f"cannot join {fmt} files")
-
-
 def avro_header(spark: Any, uri: str) -> dict[str, Any]:
     jvm = spark._jvm
     p = _jpath(spark, uri)

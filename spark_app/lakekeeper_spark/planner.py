@@ -105,7 +105,7 @@ class WriteLayout:
     """How a unit's output is written: ``files`` output files, each written
     as ``pieces`` pieces by as many parallel read tasks (read splits of
     ``split_bytes``), joined afterwards without decoding (ORC stripes,
-    Parquet row groups: ``formats.join_data_files``)."""
+    Parquet row groups: ``compat.file_joins.join_files``)."""
 
     files: int
     pieces: int

@@ -32,7 +32,8 @@ from typing import Any
 from .columns import RewriteColumns
 from .config import Settings
 from .errors import LakekeeperError
-from .formats import join_data_files, spark_codec_name
+from .compat.file_joins import join_files, join_support
+from .formats import spark_codec_name
 from .model import TableInfo, Unit
 from .names import qualified, quote_column, sql_path_literal, sql_string_literal
 from .planner import WriteLayout, group_pieces, target_file_count, write_layout
@@ -48,6 +49,8 @@ class WriteResult:
     # dedupe only: distinct keys of the input, and how many of them end in a delete
     keys_source: int | None = None
     deletes: int | None = None
+    # what this Spark could not do for the unit and did the plain way instead
+    notes: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def rows_expected(self) -> int:
@@ -174,9 +177,16 @@ def _write_native(spark: Any, fs: Any, table: TableInfo, unit: Unit, settings: S
     # and deduplicated files are written whole: joined pieces would not be
     # one sorted run, and dedupe's files come from its own shuffle.
     pieces_ok = not columns.sort_by and not columns.dedupe
-    layout = write_layout([f.size for f in unit.rewrite_files], settings.target_file_bytes,
-                          float(codec.get("payload_fraction") or 1.0), slots if pieces_ok else 1,
+    sizes = [f.size for f in unit.rewrite_files]
+    payload = float(codec.get("payload_fraction") or 1.0)
+    layout = write_layout(sizes, settings.target_file_bytes, payload, slots if pieces_ok else 1,
                           settings.min_piece_bytes)
+    notes = []
+    if layout.pieces > 1:
+        joinable, why = join_support(spark, fmt)
+        if not joinable:  # this Spark cannot join pieces: whole files, one task each
+            layout = write_layout(sizes, settings.target_file_bytes, payload, 1, settings.min_piece_bytes)
+            notes.append(f"not written in pieces: {why}")
     s.conf.set("spark.sql.files.maxPartitionBytes", str(layout.split_bytes))
     s.conf.set("spark.sql.files.openCostInBytes", "1")
     s.conf.set("spark.sql.files.minPartitionNum", "1")
@@ -219,8 +229,9 @@ def _write_native(spark: Any, fs: Any, table: TableInfo, unit: Unit, settings: S
     got = obs.get
     rows = int(got["rows"])
     if not columns.dedupe:
-        return WriteResult(rows_source=rows)
-    result = WriteResult(rows_source=rows, keys_source=int(got["keys"] or 0), deletes=int(got["deletes"] or 0))
+        return WriteResult(rows_source=rows, notes=notes)
+    result = WriteResult(rows_source=rows, keys_source=int(got["keys"] or 0), deletes=int(got["deletes"] or 0),
+                         notes=notes)
     ties = int(got["ties"] or 0)
     if ties:
         raise LakekeeperError(
@@ -240,7 +251,7 @@ def join_pieces(spark: Any, fs: Any, fmt: str, staging: str, layout: WriteLayout
     """Join the pieces a write left in ``staging`` into ``layout.files``
     files of about equal size (``planner.group_pieces``), each by copying
     the pieces' stripes or row groups behind one footer
-    (``formats.join_data_files``). A joined file is written under a hidden
+    (``compat.file_joins.join_files``). A joined file is written under a hidden
     name, its pieces deleted, then it is renamed to its first piece's name;
     a failure anywhere leaves only the staging directory to discard, and
     verification counts the rows of what is there."""
@@ -253,7 +264,7 @@ def join_pieces(spark: Any, fs: Any, fmt: str, staging: str, layout: WriteLayout
             continue
         inputs = [f"{base}/{pieces[i].name}" for i in group]
         hidden = f"{base}/.{first}.joining"
-        join_data_files(spark, fmt, inputs, hidden)
+        join_files(spark, fmt, inputs, hidden)
         for uri in inputs:
             fs.delete(uri, recursive=False)
         fs.rename(hidden, f"{base}/{first}")

@@ -16,6 +16,8 @@ apps/world_verify.py for what is checked per table:
 """
 from __future__ import annotations
 
+import os
+
 import pytest
 
 import world as W
@@ -124,3 +126,27 @@ def test_cleanup_recovers_first_and_never_deletes_foreign_files(file_world):
         f = w.facts[full]
         assert f["units"][""]["state"] == "compacted" and not f["backups"], f
         assert not f["problems"], f["problems"]
+
+
+@pytest.mark.spark_lane
+@pytest.mark.skipif(not os.environ.get("LAKEKEEPER_SPARK_LANE"),
+                    reason="older-Spark lanes only: on the main lane the file world covers this shape")
+def test_older_spark_lane_crash_matrix_one_shape(lane_world, request):
+    """The older-Spark lanes (scripts/spark-lanes): a partitioned table killed
+    at every compaction and every rollback step, then `recover`. On the main
+    lane the file world above covers this shape with the others."""
+    w = lane_world
+    for name in ("kill_compact", "kill_rollback"):
+        st = w.stages[name]
+        assert st["killed"] and not st["left_processes"], f"{name}: exit {st['rc']}\n{W.stderr_tail(st)}"
+    assert w.stages["recover"]["rc"] == 0, W.stderr_tail(w.stages["recover"])
+    rows = W.crash_rows(w, ("crash", "rollback"))
+    _report(request, w, rows, f"lane: {W.LANE_KIND} table killed at every step, then `recover`",
+            "crash-matrix-lane.json")
+    assert len(rows) == len(W.COMPACT_STEPS) + len(W.ROLLBACK_STEPS)
+    for r in rows:
+        if r["step"] == "table:finished":
+            assert r["recovery_status"] == "skipped", r
+        else:
+            assert r["recovery_status"] == "recovered" and r["actions"], r
+    assert not _failures(rows), _failures(rows)

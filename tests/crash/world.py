@@ -571,6 +571,46 @@ def build_hdfs_world(work: Path, testbed) -> World:
     return w
 
 
+LANE_KIND = "part"
+
+
+def build_lane_world(work: Path) -> World:
+    """The older-Spark lanes' crash matrix (scripts/spark-lanes): one table
+    shape (a partitioned table, interrupted at its first unit) killed at every
+    compaction step and every rollback step, recovered by ``recover``, checked
+    by the same invariants as the full file world."""
+    work.mkdir(parents=True, exist_ok=True)
+    state = work / "state"
+    env = dict(os.environ)
+    env.update(SPARK_LOCAL_IP="127.0.0.1", JAVA_TOOL_OPTIONS=QUICK_JAVA, PYTHONUNBUFFERED="1")
+    env.pop("LAKEKEEPER_FAULT_AT", None)
+    env.pop("LAKEKEEPER_PAUSE_AT", None)
+    w = World(work, f"file://{work}", "file", env,
+              ["--state-dir", str(state), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
+               "--conf", "spark.sql.shuffle.partitions=2"],
+              {"state_dir": str(state), "master": "local[2]"})
+    kind = LANE_KIND
+    crash, specs = [], []
+    for step in COMPACT_STEPS:
+        t = w.add("lm", f"{kind}_{code(step)}", kind, step=step, group="crash", recover_by="recover",
+                  expect=expected_units(kind, step))
+        crash.append(t)
+        specs.append(hook(step, t, CRASH_UNIT[kind]))
+    rb, rb_specs = [], []
+    for step in ROLLBACK_STEPS:
+        t = w.add("lr", f"{kind}_{code(step)}", kind, step=step, group="rollback", recover_by="recover",
+                  precompact=True, append=[{"unit": APPEND_UNIT[kind], "template": 0}],
+                  expect={u: "back" for u in COMPACTED[kind]})
+        rb.append(t)
+        rb_specs.append(hook(step, t, ROLLBACK_UNIT[kind]))
+    w.setup()
+    w.engine("kill_compact", "compact", crash, env={"LAKEKEEPER_FAULT_AT": ";".join(specs)})
+    w.engine("kill_rollback", "rollback", rb, env={"LAKEKEEPER_FAULT_AT": ";".join(rb_specs)})
+    w.engine("recover", "recover", crash + rb)
+    w.verify()
+    return w
+
+
 # ---------------------------------------------------------------- reporting
 
 

@@ -38,3 +38,8 @@ def file_world(request, tmp_path_factory) -> W.World:
 @pytest.fixture(scope="session")
 def hdfs_world(request, tmp_path_factory, testbed) -> W.World:
     return _get("hdfs", lambda: W.build_hdfs_world(tmp_path_factory.mktemp("crash-hdfs"), testbed), request)
+
+
+@pytest.fixture(scope="session")
+def lane_world(request, tmp_path_factory) -> W.World:
+    return _get("lane", lambda: W.build_lane_world(tmp_path_factory.mktemp("crash-lane")), request)

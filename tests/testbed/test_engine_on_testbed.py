@@ -89,7 +89,12 @@ def test_cli_under_spark_submit_on_the_standalone_cluster(testbed, tmp_path):
         # the document is still the last thing printed, from a line "{".
         lines = p.stdout.rstrip().splitlines()
         start = max(i for i, line in enumerate(lines) if line == "{")
-        assert json.loads("\n".join(lines[start:])) == doc
+        try:
+            printed = json.loads("\n".join(lines[start:]))
+        except ValueError as exc:
+            raise AssertionError(f"stdout does not end with the JSON document ({exc}):\n"
+                                 + "\n".join(lines[start:])[-3000:]) from exc
+        assert printed == doc
         return doc
 
     reader = tmp_path / "read.py"
@@ -102,6 +107,10 @@ def test_cli_under_spark_submit_on_the_standalone_cluster(testbed, tmp_path):
 
     expected = {"n": 10000, "s": sum(range(10000)), "d": 10000, "parts": ["dt=2024-01-01", "dt=2024-01-02"]}
     doc = engine("compact")
+    import pyspark  # the cluster's Spark (this test's, on each Spark lane) is what the result reports
+
+    assert doc["runtime"]["spark"] == pyspark.__version__, doc["runtime"]
+    assert doc["runtime"]["python"] == ".".join(map(str, sys.version_info[:3])), doc["runtime"]
     # units are concurrent jobs in FAIR pools under spark-submit too
     assert "master spark://" in outputs[-1] and "scheduler mode FAIR" in outputs[-1], outputs[-1][-3000:]
     (t,) = doc["tables"]

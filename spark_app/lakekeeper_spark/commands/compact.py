@@ -150,6 +150,8 @@ def _compact_unit(
         written = write_staging(ctx.spark, fs, info, u, ctx.settings, codec, columns, slots)
         rows_before = written.rows_source
         extra = _dedupe_result(written) if columns.dedupe else {}
+        if written.notes:  # what this Spark could not do for the unit (done the plain way instead)
+            extra["notes"] = list(written.notes)
         copied = copy_kept_files(fs, u)
         tamper_staging(fs, u.staging)  # test hook: a bad copy
         journal.unit_step(idx, "verifying")

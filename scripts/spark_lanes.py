@@ -1,0 +1,161 @@
+"""The older-Spark lanes.
+
+The collection submits ``spark_app`` with the cluster's own ``spark-submit``,
+so the application meets Spark 3.3 to 4.x. The main test run uses the
+pinned pyspark (4.x); each lane here installs another pyspark (and Python)
+into its own virtualenv and runs, with that Spark, the tests in LANE_TESTS:
+
+- ``tests/engine``: the whole engine suite in-process (every command, every
+  format and codec, partitions outside the root, database runs with
+  refused tables, dedupe, modes, pieces, statistics, retention), plus the
+  planner's pure tests on the lane's Python;
+- the crash matrix for one table shape (``test_crash_matrix.py``: a
+  partitioned table killed at every compaction and rollback step, then
+  ``recover``), real processes;
+- the application under ``spark-submit`` on the test bed (HDFS, the Hive
+  Metastore service, Spark standalone), with that Spark's own
+  ``spark-submit``, master and worker.
+
+Lanes, their Python and their pins are ``# lane`` lines of requirements.txt
+(the one place versions are pinned). A venv is reused while its pins are
+unchanged (a stamp), so a second run costs no install.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LANE_TESTS = [
+    "tests/engine",
+    "tests/crash/test_crash_matrix.py::test_older_spark_lane_crash_matrix_one_shape",
+    "tests/testbed/test_engine_on_testbed.py::test_cli_under_spark_submit_on_the_standalone_cluster",
+]
+_LANE = re.compile(r"^#\s*lane\s+(?P<name>[\w.-]+)\s+(?P<rest>.+)$")
+
+
+def lanes() -> list[dict]:
+    out = []
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        m = _LANE.match(line.strip())
+        if not m:
+            continue
+        words = m.group("rest").split()
+        lane = {"name": m.group("name"), "default": "default" in words, "python": None, "pins": []}
+        for w in words:
+            if w.startswith("python="):
+                lane["python"] = w.split("=", 1)[1]
+            elif w != "default":
+                lane["pins"].append(w)
+        if not lane["python"] or not any(p.startswith("pyspark==") for p in lane["pins"]):
+            raise SystemExit(f"spark-lanes: lane {lane['name']} needs python=X.Y and pyspark==V: {line}")
+        out.append(lane)
+    return out
+
+
+def find_python(version: str) -> str | None:
+    """A working interpreter of ``version`` (X.Y): pyenv's, else on PATH
+    (a pyenv shim on PATH may point at no installed version: each
+    candidate is run once)."""
+    root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+    candidates = sorted(glob.glob(os.path.join(root, "versions", f"{version}.*", "bin", f"python{version}")))
+    candidates += [c for c in (shutil.which(f"python{version}"),) if c]
+    for cand in candidates:
+        try:
+            out = subprocess.run([cand, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                                 capture_output=True, text=True, timeout=30, check=False)
+        except OSError:
+            continue
+        if out.returncode == 0 and out.stdout.strip() == version:
+            return cand
+    return None
+
+
+def ensure_venv(lane: dict, base: Path) -> tuple[Path, str]:
+    """The lane's virtualenv (created or refreshed); returns (python, note)."""
+    note = ""
+    interp = find_python(lane["python"])
+    if interp is None:
+        interp = sys.executable
+        note = (f"python {lane['python']} not found (PATH, pyenv); "
+                f"ran on {sys.version_info[0]}.{sys.version_info[1]}")
+        print(f"spark-lanes: WARNING {lane['name']}: {note}", flush=True)
+    venv = base / lane["name"]
+    py = venv / "bin" / "python"
+    want = hashlib.sha256((interp + "\n" + "\n".join(lane["pins"])).encode()).hexdigest()
+    stamp = venv / ".lane.sha256"
+    if py.exists() and stamp.exists() and stamp.read_text().strip() == want:
+        return py, note
+    if venv.exists():
+        shutil.rmtree(venv)
+    t0 = time.monotonic()
+    subprocess.run([interp, "-m", "venv", str(venv)], check=True)
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", *lane["pins"]], check=True)
+    stamp.write_text(want + "\n")
+    print(f"spark-lanes: {lane['name']}: installed {' '.join(lane['pins'])} on {interp} "
+          f"in {time.monotonic() - t0:.0f} s", flush=True)
+    return py, note
+
+
+def run_lane(lane: dict, base: Path, extra: list[str]) -> tuple[int, str]:
+    py, note = ensure_venv(lane, base)
+    env = dict(os.environ)
+    env.update(LAKEKEEPER_SPARK_LANE=lane["name"], PYSPARK_PYTHON=str(py), PYSPARK_DRIVER_PYTHON=str(py),
+               SPARK_LOCAL_IP="127.0.0.1", PATH=f"{py.parent}{os.pathsep}{env.get('PATH', '')}")
+    for var in ("SPARK_HOME", "PYTHONPATH", "VIRTUAL_ENV"):
+        env.pop(var, None)
+    versions = subprocess.run([str(py), "-c", "import sys, pyspark; print(pyspark.__version__, sys.version.split()[0])"],
+                              capture_output=True, text=True, check=True, env=env).stdout.split()
+    print(f"== spark lane {lane['name']}: pyspark {versions[0]} on Python {versions[1]}", flush=True)
+    t0 = time.monotonic()
+    cmd = [str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--timeout=1800", "-o", "addopts=-ra",
+           *(extra or LANE_TESTS)]
+    rc = subprocess.run(cmd, cwd=str(ROOT), env=env, check=False).returncode
+    summary = (f"lane {lane['name']}: pyspark {versions[0]}, Python {versions[1]}: "
+               f"{'passed' if rc == 0 else f'FAILED (exit {rc})'} in {time.monotonic() - t0:.0f} s"
+               + (f" ({note})" if note else ""))
+    return rc, summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="scripts/spark-lanes", description=__doc__.splitlines()[0])
+    ap.add_argument("lanes", nargs="*", help="lane names (default: the lanes marked default)")
+    ap.add_argument("--list", action="store_true", help="print the lanes and their tests")
+    ap.add_argument("--pytest", nargs=argparse.REMAINDER, default=[],
+                    help="run these pytest arguments instead of the lane's tests")
+    args = ap.parse_args(argv)
+    known = lanes()
+    if args.list:
+        for lane in known:
+            print(f"{lane['name']}{' (default)' if lane['default'] else ''}: python {lane['python']}, "
+                  f"{' '.join(lane['pins'])}")
+        print("tests:", *LANE_TESTS, sep="\n  ")
+        return 0
+    by_name = {lane["name"]: lane for lane in known}
+    unknown = [n for n in args.lanes if n not in by_name]
+    if unknown:
+        print(f"spark-lanes: unknown lane(s) {', '.join(unknown)}; known: {', '.join(by_name)}", file=sys.stderr)
+        return 2
+    chosen = [by_name[n] for n in args.lanes] if args.lanes else [lane for lane in known if lane["default"]]
+    base = Path(os.environ.get("LAKEKEEPER_LANES_DIR", ROOT / ".lanes"))
+    base.mkdir(parents=True, exist_ok=True)
+    status, summaries = 0, []
+    for lane in chosen:
+        rc, summary = run_lane(lane, base, args.pytest)
+        summaries.append(summary)
+        status = status or rc
+    print("\n".join(["== spark lanes"] + summaries), flush=True)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+"""Spark's session catalog and its case classes, as the catalog adapter
+needs them: table metadata, the partition list in one call, a storage
+descriptor with another location, dropping Spark's own table statistics.
+
+Checked on Spark 3.3, 3.4, 3.5 and 4.x: ``CatalogStorageFormat`` has 6
+fields on 3.x and 7 on 4.x (the location is the first on both), so a copy
+passes every field it read; ``CatalogTablePartition`` has 6 on every line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .collections import ScalaCollections
+
+
+class CatalogInternals:
+    def __init__(self, spark: Any, conv: ScalaCollections):
+        self._spark = spark
+        self._jvm = spark._jvm  # pylint: disable=protected-access
+        self.conv = conv
+
+    def session_catalog(self) -> Any:
+        return self._spark._jsparkSession.sessionState().catalog()  # pylint: disable=protected-access
+
+    def ident(self, db: str, table: str) -> Any:
+        return self._jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(table, self._jvm.scala.Some(db))
+
+    @staticmethod
+    def opt(option: Any) -> Any:
+        """A Scala ``Option``'s value, or None."""
+        return option.get() if option.isDefined() else None
+
+    def table_metadata(self, db: str, table: str) -> Any:
+        return self.session_catalog().getTableMetadata(self.ident(db, table))
+
+    def partitions(self, db: str, table: str) -> Any:
+        """Every partition of a table: a Scala ``Seq[CatalogTablePartition]`` (one Metastore call)."""
+        return self.session_catalog().listPartitions(self.ident(db, table), self._jvm.scala.Option.empty())
+
+    def storage_with_location(self, storage: Any, location: str) -> Any:
+        """A copy of a ``CatalogStorageFormat`` with another location, every
+        other field as it is."""
+        uri = self._jvm.org.apache.spark.sql.catalyst.catalog.CatalogUtils.stringToURI(location)
+        fields = [storage.productElement(i) for i in range(int(storage.productArity()))]
+        return storage.copy(self._jvm.scala.Some(uri), *fields[1:])
+
+    def refresh_table(self, db: str, table: str) -> None:
+        """Invalidate Spark's cached relation of a table (as DDL statements do)."""
+        self.session_catalog().refreshTable(self.ident(db, table))
+
+    def drop_spark_statistics(self, db: str, table: str) -> None:
+        """Remove Spark's own statistics of a table (``spark.sql.statistics.*``)."""
+        ext = self._spark._jsparkSession.sharedState().externalCatalog()  # pylint: disable=protected-access
+        ext.alterTableStats(db, table, self._jvm.scala.Option.empty())
