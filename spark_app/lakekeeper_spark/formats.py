@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from .errors import LakekeeperError
 from .model import TableInfo
 
 log = logging.getLogger(__name__)
