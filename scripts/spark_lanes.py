@@ -14,7 +14,10 @@ into its own virtualenv and runs, with that Spark, the tests in LANE_TESTS:
   ``recover``), real processes;
 - the application under ``spark-submit`` on the test bed (HDFS, the Hive
   Metastore service, Spark standalone), with that Spark's own
-  ``spark-submit``, master and worker.
+  ``spark-submit``, master and worker, and with the lane's Python packed by
+  the ``lakekeeper.hive.python_env`` role (venv-pack, the real
+  ``ansible-playbook``) as the driver's and the executors' Python, the way
+  a cluster runs it (``LAKEKEEPER_APP_PYTHON``).
 
 Lanes, their Python and their pins are ``# lane`` lines of requirements.txt
 (the one place versions are pinned). A venv is reused while its pins are
@@ -26,11 +29,13 @@ from __future__ import annotations
 import argparse
 import glob
 import hashlib
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
 
@@ -106,10 +111,64 @@ def ensure_venv(lane: dict, base: Path) -> tuple[Path, str]:
     return py, note
 
 
+def runtime_pins() -> list[str]:
+    """The ``--- runtime`` section of requirements.txt minus pyspark (what
+    the python_env role packs: the cluster provides Spark)."""
+    pins, inside = [], False
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        text = line.strip()
+        if text.startswith("# ---"):
+            inside = text.startswith("# --- runtime")
+        elif inside and text and not text.startswith(("#", "pyspark")):
+            pins.append(text)
+    return pins
+
+
+def packed_env(lane: dict, base: Path, lane_python: Path) -> Path:
+    """The lane's Python packed by the python_env role (run with this
+    interpreter's ansible-playbook) and unpacked as a container would
+    (``--archives <name>.tar.gz#lakekeeper_env``); returns its python."""
+    info = subprocess.run([str(lane_python), "-c", "import sys; print(sys.base_prefix); print('%d.%d' % sys.version_info[:2])"],
+                          capture_output=True, text=True, check=True).stdout.split()
+    prefix, version = info[0], info[1]
+    work = base / f"{lane['name']}-packed"
+    (work / "collections" / "ansible_collections" / "lakekeeper").mkdir(parents=True, exist_ok=True)
+    link = work / "collections" / "ansible_collections" / "lakekeeper" / "hive"
+    if not link.exists():
+        link.symlink_to(ROOT, target_is_directory=True)
+    role_vars = {"python_env_dest": str(work / "dest"), "python_env_interpreter": f"{prefix}/bin/python{version}",
+                 "python_env_python_prefix": prefix, "python_env_packages": runtime_pins()}
+    play = work / "pack.yml"
+    play.write_text(
+        "- name: Pack the lane's Python\n  hosts: localhost\n  gather_facts: false\n  tasks:\n"
+        "    - name: Build and publish the archive\n      ansible.builtin.include_role:\n"
+        "        name: lakekeeper.hive.python_env\n")
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(work / "collections"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0")
+    t0 = time.monotonic()
+    bindir = Path(sys.executable).parent
+    proc = subprocess.run([str(bindir / "ansible-playbook"), "-i", "localhost,", "-c", "local",
+                           "-e", f"ansible_python_interpreter={sys.executable}", "-e", json.dumps(role_vars), str(play)],
+                          cwd=str(work), env=env, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"spark-lanes: {lane['name']}: the python_env role failed (rc {proc.returncode}):\n"
+                         + (proc.stdout + proc.stderr)[-4000:])
+    target = work / "unpacked" / "lakekeeper_env"
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    with tarfile.open(work / "dest" / "lakekeeper_env.tar.gz") as tar:
+        tar.extractall(target)  # noqa: S202 - the archive this run just built
+    print(f"spark-lanes: {lane['name']}: packed Python {version} ({', '.join(role_vars['python_env_packages'])}) "
+          f"with the python_env role in {time.monotonic() - t0:.0f} s", flush=True)
+    return target / "bin" / "python"
+
+
 def run_lane(lane: dict, base: Path, extra: list[str]) -> tuple[int, str]:
     py, note = ensure_venv(lane, base)
+    app_python = packed_env(lane, base, py)
     env = dict(os.environ)
-    env.update(LAKEKEEPER_SPARK_LANE=lane["name"], PYSPARK_PYTHON=str(py), PYSPARK_DRIVER_PYTHON=str(py),
+    env.update(LAKEKEEPER_SPARK_LANE=lane["name"], LAKEKEEPER_APP_PYTHON=str(app_python), PYSPARK_PYTHON=str(py), PYSPARK_DRIVER_PYTHON=str(py),
                SPARK_LOCAL_IP="127.0.0.1", PATH=f"{py.parent}{os.pathsep}{env.get('PATH', '')}")
     for var in ("SPARK_HOME", "PYTHONPATH", "VIRTUAL_ENV"):
         env.pop(var, None)

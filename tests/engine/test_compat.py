@@ -18,7 +18,8 @@ def test_version_tuple(text, expect):
 
 
 def _rt(spark: str, scala: str = "2.12.18") -> Runtime:
-    return Runtime(spark=spark, scala=scala, hadoop="3.3.4", hive_client="2.3.9", parquet="1.13.1", python="3.9.18")
+    return Runtime(spark=spark, scala=scala, hadoop="3.3.4", hive_client="2.3.9", parquet="1.13.1", python="3.9.18",
+                   python_prefix="/opt/python3.9")
 
 
 @pytest.mark.parametrize("spark, ok", [("2.4.8", False), ("3.2.4", False), ("3.3.0", True), ("3.4.4", True),

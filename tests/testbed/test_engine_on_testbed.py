@@ -77,11 +77,14 @@ def test_cli_under_spark_submit_on_the_standalone_cluster(testbed, tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
 
     outputs = []
+    # On a Spark lane the application runs on the lane's Python packed by
+    # the python_env role (scripts/spark_lanes.py), as on a cluster.
+    app_python = os.environ.get("LAKEKEEPER_APP_PYTHON", sys.executable)
 
     def engine(*args: str) -> dict:
         result = tmp_path / f"{args[0]}.json"
         p = testbed.spark_submit(APP, *args, "--table", "cli.events", "--result-file", str(result),
-                                 confs={"spark.pyspark.python": sys.executable})
+                                 confs={"spark.pyspark.python": app_python})
         assert p.returncode == 0, p.stderr[-3000:]
         outputs.append(p.stdout + p.stderr)
         doc = json.loads(result.read_text())
@@ -111,6 +114,7 @@ def test_cli_under_spark_submit_on_the_standalone_cluster(testbed, tmp_path):
 
     assert doc["runtime"]["spark"] == pyspark.__version__, doc["runtime"]
     assert doc["runtime"]["python"] == ".".join(map(str, sys.version_info[:3])), doc["runtime"]
+    assert Path(doc["runtime"]["python_prefix"]).resolve() == Path(app_python).parent.parent.resolve(), doc["runtime"]
     # units are concurrent jobs in FAIR pools under spark-submit too
     assert "master spark://" in outputs[-1] and "scheduler mode FAIR" in outputs[-1], outputs[-1][-3000:]
     (t,) = doc["tables"]

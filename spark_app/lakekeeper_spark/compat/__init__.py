@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import platform
 import re
+import sys
 import threading
 from typing import Any
 
@@ -45,6 +46,7 @@ class Runtime:
     hive_client: str | None
     parquet: str | None
     python: str
+    python_prefix: str  # sys.prefix: which environment (a packed one unpacks to ./<alias>)
 
     @property
     def spark_line(self) -> tuple[int, int]:
@@ -79,6 +81,7 @@ def runtime(spark: Any) -> Runtime:
         hive_client=_optional(lambda: str(jvm.org.apache.hive.common.util.HiveVersionInfo.getVersion())),
         parquet=_optional(lambda: ".".join(map(str, version_tuple(str(jvm.org.apache.parquet.Version.FULL_VERSION))))),
         python=platform.python_version(),
+        python_prefix=sys.prefix,
     )
     with _LOCK:
         _CACHE[key] = found
