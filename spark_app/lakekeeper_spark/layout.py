@@ -53,22 +53,33 @@ def run_id_time(run_id: str) -> datetime:
     return datetime.strptime(run_id.split("-")[0], "%Y%m%dT%H%M%S").replace(tzinfo=timezone.utc)
 
 
+# The longest backup table name made (older Metastore schemas hold 128
+# characters) and the run's tail of it: ``_<yyyymmdd>_<hhmmss>_<token>``.
+BACKUP_NAME_MAX = 128
+_BACKUP_TAIL = len("_20240301_020000_abcdef")
+
+
+def _backup_head(prefix: str, table: str) -> str:
+    """``<prefix>_<table>``, the table's name cut so that the whole backup
+    name fits ``BACKUP_NAME_MAX`` (name and lookup pattern share this cut;
+    two long names with one head are told apart by the backup's
+    ``lakekeeper.backup_of`` property)."""
+    keep = BACKUP_NAME_MAX - len(prefix) - 1 - _BACKUP_TAIL
+    return f"{prefix}_{table[:keep]}".lower()
+
+
 def backup_table_name(prefix: str, table: str, run_id: str) -> str:
     """``__bkp_events_20240301_020000`` as in the reference (UTC), plus the
     run token so two runs in the same second cannot collide."""
     stamp = run_id_time(run_id).strftime("%Y%m%d_%H%M%S")
     token = run_id.split("-")[1]
-    name = f"{prefix}_{table}_{stamp}_{token}"
-    if len(name) > 128:
-        keep = 128 - len(prefix) - len(stamp) - len(token) - 3
-        name = f"{prefix}_{table[:keep]}_{stamp}_{token}"
-    return name.lower()
+    return f"{_backup_head(prefix, table)}_{stamp}_{token}".lower()
 
 
 def backup_table_pattern(prefix: str, table: str | None = None) -> re.Pattern[str]:
     """The names ``backup_table_name`` gives the backups of ``table`` (its
     groups: date, time, token); without ``table``, of any table."""
-    head = re.escape(f"{prefix}_{table}_".lower()) if table is not None else re.escape(prefix.lower()) + "_.+_"
+    head = re.escape(_backup_head(prefix, table) + "_") if table is not None else re.escape(prefix.lower()) + "_.+_"
     return re.compile("^" + head + r"(\d{8})_(\d{6})_([0-9a-f]{6})$")
 
 

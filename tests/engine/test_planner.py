@@ -147,6 +147,15 @@ def test_hidden_paths_and_names():
     assert layout.backup_table_pattern("__bkp", "events").match("__bkp_events_20261122_010203_abcdef")
     assert not layout.backup_table_pattern("__bkp", "events").match("__bkp_events_x_20261122_010203_abcdef")
     assert len(layout.backup_table_name("__bkp", "t" * 200, run)) <= 128
+    # a name cut to fit is still found by the lookup (was: never found again)
+    for n in (98, 99, 100, 200):
+        long_name = "Events_" + "t" * n
+        made = layout.backup_table_name("__bkp", long_name, run)
+        assert len(made) <= layout.BACKUP_NAME_MAX
+        assert layout.backup_table_pattern("__bkp", long_name).match(made), (n, made)
+        assert layout.backup_table_pattern("__bkp").match(made)
+    assert len(layout.backup_table_name("__bkp", "t" * 99, run)) == 128
+    assert layout.backup_table_name("__bkp", "t" * 99, run) == "__bkp_" + "t" * 99 + "_20261122_010203_abcdef"
     # without a table: the backup of any table (a database run passes over them)
     assert layout.backup_table_pattern("__bkp").match("__bkp_events_x_20261122_010203_abcdef")
     assert not layout.backup_table_pattern("__bkp").match("events")
