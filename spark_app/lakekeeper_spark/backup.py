@@ -17,12 +17,12 @@ from typing import Callable
 
 from .catalog import Catalog
 from .errors import LakekeeperError
-from .layout import backup_table_pattern, run_id_time
+from .layout import BACKUP_OF_PROPERTY, backup_table_pattern, maybe_backup_of, run_id_time
 from .model import TableInfo, TablePlan, Unit
 
 log = logging.getLogger(__name__)
 
-PROP_OF = "lakekeeper.backup_of"
+PROP_OF = BACKUP_OF_PROPERTY
 PROP_RUN = "lakekeeper.run_id"
 PROP_CREATED = "lakekeeper.created_at"
 PROP_JOURNAL = "lakekeeper.journal_dir"
@@ -113,12 +113,12 @@ def set_pinned(catalog: Catalog, b: BackupRef, pinned: bool) -> None:
 
 
 def find_backups(catalog: Catalog, db: str, table: str, prefix: str) -> list[BackupRef]:
-    """Backups of ``db.table``, oldest first."""
-    pattern = backup_table_pattern(prefix, table)
+    """Backups of ``db.table``, oldest first: those named with ``prefix``
+    and those made under an earlier prefix (recognised by their property)."""
+    pattern, other = backup_table_pattern(prefix, table), maybe_backup_of(table)
     out = []
     for name in catalog.list_tables(db):
-        m = pattern.match(name)
-        if not m:
+        if not (pattern.match(name) or other.match(name)):
             continue
         info = catalog.get_table(db, name)
         if info.properties.get(PROP_OF) != f"{db}.{table}":

@@ -53,6 +53,10 @@ def run_id_time(run_id: str) -> datetime:
     return datetime.strptime(run_id.split("-")[0], "%Y%m%dT%H%M%S").replace(tzinfo=timezone.utc)
 
 
+# The backup table's property naming the table it backs up: what makes a
+# table a backup (its name only says so under the prefix of its day).
+BACKUP_OF_PROPERTY = "lakekeeper.backup_of"
+
 # The longest backup table name made (older Metastore schemas hold 128
 # characters) and the run's tail of it: ``_<yyyymmdd>_<hhmmss>_<token>``.
 BACKUP_NAME_MAX = 128
@@ -81,6 +85,14 @@ def backup_table_pattern(prefix: str, table: str | None = None) -> re.Pattern[st
     groups: date, time, token); without ``table``, of any table."""
     head = re.escape(_backup_head(prefix, table) + "_") if table is not None else re.escape(prefix.lower()) + "_.+_"
     return re.compile("^" + head + r"(\d{8})_(\d{6})_([0-9a-f]{6})$")
+
+
+def maybe_backup_of(table: str) -> re.Pattern[str]:
+    """Names that may be a backup of ``table`` under any prefix (one made
+    before the prefix was changed): the run's tail and the start of the
+    table's name. A candidate is a backup of ``table`` only if its
+    ``BACKUP_OF_PROPERTY`` says so."""
+    return re.compile("^.+_" + re.escape(table[:16].lower()) + r".*_(\d{8})_(\d{6})_([0-9a-f]{6})$")
 
 
 # ---------------------------------------------------------------- hidden directories

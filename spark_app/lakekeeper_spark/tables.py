@@ -7,7 +7,7 @@ from typing import Any
 
 from .context import Context
 from .errors import Refused, UsageError
-from .layout import parse_hidden_name, split_path
+from .layout import BACKUP_OF_PROPERTY, parse_hidden_name, split_path
 from .model import Listing, TableInfo, TablePlan
 from .planner import plan_table
 
@@ -17,6 +17,10 @@ def check_eligible(info: TableInfo) -> None:
     full = info.full_name
     if info.table_type == "VIEW":
         raise Refused("view", f"{full} is a view; only external tables are compacted")
+    source = info.properties.get(BACKUP_OF_PROPERTY)
+    if source:  # whatever its name: the prefix may have changed since it was made
+        raise Refused("backup_table", f"{full} is the lakekeeper backup of {source}; "
+                                      f"rollback and cleanup of {source} manage it")
     props = {k.lower(): str(v).lower() for k, v in info.properties.items()}
     if props.get("transactional") == "true" or "transactional_properties" in props:
         raise Refused("transactional_table", f"{full} is transactional (ACID/insert-only); its files belong to Hive")

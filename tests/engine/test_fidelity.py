@@ -39,3 +39,34 @@ def test_long_table_name_keeps_its_backup_findable(spark, engine, files, warehou
     spark.sql(f"REFRESH TABLE {t}")
     assert same_rows(spark.table(t), rows)
     spark.sql(f"DROP TABLE {t}")
+
+
+def test_backups_are_known_by_their_property_whatever_the_prefix(spark, engine, files, warehouse):
+    """A backup made under an earlier ``backup_prefix`` is still this table's
+    backup: rollback finds it after the prefix changed, a database run
+    passes over it (never compacts a backup as a table), and a backup named
+    directly is refused."""
+    loc = f"{warehouse}/lk_pfx_prefixed"  # its own database: the database run sees only this table and its backup
+    spark.sql("CREATE DATABASE IF NOT EXISTS lk_pfx")
+    spark.sql(f"CREATE EXTERNAL TABLE lk_pfx.prefixed (id BIGINT, name STRING) STORED AS PARQUET LOCATION '{loc}'")
+    spark.range(400).selectExpr("id", "concat('name-', id) AS name").repartition(20).write.insertInto("lk_pfx.prefixed")
+    t = "lk_pfx.prefixed"
+    original = files.snapshot(loc)
+    res = engine.one("compact", t, backup_prefix="__old")
+    assert res["status"] == "compacted" and res["backup_table"].startswith("lk_pfx.__old_prefixed_"), res
+    bkp = res["backup_table"]
+
+    refused = engine.one("compact", bkp)
+    assert (refused["status"], refused["code"]) == ("refused", "backup_table"), refused
+    assert "backup of lk_pfx.prefixed" in refused["reason"]
+
+    by_table = {r["table"]: r for r in engine.run("compact", database="lk_pfx")}
+    assert sorted(by_table) == sorted([t, bkp]), by_table
+    assert by_table[bkp]["status"] == "skipped" and by_table[bkp]["code"] == "backup_table", by_table
+    assert by_table[t]["status"] == "skipped", by_table[t]  # compacted already
+
+    res = engine.one("rollback", t)  # the default prefix now
+    assert res["status"] == "rolled_back" and res["changed"], res
+    assert files.snapshot(loc) == original
+    assert bkp.split(".")[1] not in [r.tableName for r in spark.sql("SHOW TABLES IN lk_pfx").collect()]
+    spark.sql(f"DROP TABLE {t}")
