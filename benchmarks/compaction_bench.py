@@ -138,18 +138,28 @@ def table_spec(work: str, meta: dict) -> dict:
     return spec
 
 
-def create_tables(work: str, state: str, meta: dict) -> None:
+def lane_state(state: str, lane: str) -> str:
+    """Each Spark line has its own embedded Metastore over the same table
+    directories: Derby refuses a database a newer Derby (Spark 4's) made."""
+    return state if lane == "main" else f"{state}-{lane}"
+
+
+def create_tables(work: str, state: str, meta: dict, lane: str = "main") -> None:
+    state = lane_state(state, lane)
     for db in ("lkb_ours", "lkb_ref"):
         for t in TABLES:
             reset(work, db, t)
     spec_file = os.path.join(work, "tables.json")
     with open(spec_file, "w", encoding="utf-8") as fh:
         json.dump(table_spec(work, meta), fh)
-    _s, rc, _out = sh([PY, os.path.join(HERE, "bench_apps.py"), "tables", "--state-dir", state, "--spec", spec_file,
-                       "--conf", "spark.ui.showConsoleProgress=false"],
-                      env=base_env(), log=os.path.join(work, "tables.log"))
+    env = base_env()
+    if lane != "main":
+        env["PYSPARK_PYTHON"] = lane_python(lane)
+    log = os.path.join(work, "tables.log" if lane == "main" else f"tables-{lane}.log")
+    _s, rc, _out = sh([lane_python(lane), os.path.join(HERE, "bench_apps.py"), "tables", "--state-dir", state,
+                       "--spec", spec_file, "--conf", "spark.ui.showConsoleProgress=false"], env=env, log=log)
     if rc:
-        sys.exit(f"creating the tables failed, see {work}/tables.log")
+        sys.exit(f"creating the tables failed, see {log}")
 
 
 # ---------------------------------------------------------------- measuring
@@ -205,6 +215,7 @@ def lane_python(name: str) -> str:
 def run_contender(args, work: str, state: str, meta: dict, contender: str, table: str, run: int,
                   lk_exe: str, lane: str = "main") -> dict:
     py = lane_python(lane)
+    state = lane_state(state, lane)
     tabs = list(TABLES) if table == "all" else [table]
     db = "lkb_ref" if contender == "lakekeeper" else "lkb_ours"
     for t in tabs:
@@ -442,6 +453,8 @@ def main() -> int:
     lk_exe = ensure_lakekeeper(args.lakekeeper_venv) if "lakekeeper" in contenders else ""
     if tables:
         create_tables(work, state, meta)
+        for lane in [x for x in args.spark_lanes.split(",") if x]:
+            create_tables(work, state, meta, lane)
     results = []
     load_start = os.getloadavg()
     for run in range(1, args.runs + 1):
