@@ -78,7 +78,9 @@ def sql_path_literal(path: str) -> str:
 
 
 def sql_string_literal(value: str) -> str:
-    """A string literal for SQL properties (escapes quote and backslash)."""
-    if any(ord(c) < 0x20 and c not in "\t" for c in value):
-        raise UsageError(f"refusing control characters in SQL literal {value!r}")
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    """A string literal for SQL properties: quote and backslash escaped,
+    control characters as ``\\uXXXX`` escapes (Spark's parser reads them back
+    as the character: Hive's default text delimiters are ``\\001``, ``\\002``,
+    ``\\003`` and a line break). Nothing but a closed literal comes out."""
+    out = value.replace("\\", "\\\\").replace("'", "\\'")
+    return "'" + "".join(f"\\u{ord(c):04x}" if ord(c) < 0x20 or ord(c) == 0x7F else c for c in out) + "'"

@@ -177,5 +177,10 @@ def test_the_helpers_refuse_or_escape_injection_shaped_input():
     for bad in ("", "a\nb", None):
         with pytest.raises(UsageError):
             quote_column(bad)
-    with pytest.raises(UsageError):
-        sql_string_literal("line\nbreak")
+    # control characters (Hive's \001 delimiters, a line break) become \uXXXX
+    # escapes: one closed literal, no raw control character in the SQL text
+    assert sql_string_literal("line\nbreak") == "'line\\u000abreak'"
+    assert sql_string_literal("\x01'\x7f") == "'\\u0001\\'\\u007f'"
+    for c in map(chr, [*range(0x20), 0x7F]):
+        lit = sql_string_literal(f"a{c}'b")
+        assert not any(ord(x) < 0x20 or ord(x) == 0x7F for x in lit), lit
