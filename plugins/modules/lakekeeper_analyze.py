@@ -369,11 +369,19 @@ stderr_lines:
 """
 
 
-from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_module import run_module
+from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_argspec import (
+    compaction_options,
+    lakekeeper_argspec,
+    retention_options,
+)
+from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_module import Engine, run_module
 
 
 def main():
-    run_module('analyze')
+    argspec = lakekeeper_argspec()
+    argspec.update_argspec(**retention_options())
+    argspec.update_argspec(**compaction_options())
+    run_module(argspec.create_ansible_module(), Engine('lakekeeper_analyze', command='analyze', writes=False))
 
 
 if __name__ == '__main__':

@@ -275,11 +275,22 @@ diff:
 """
 
 
-from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_module import run_module
+from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_argspec import (
+    lakekeeper_argspec,
+    retention_options,
+)
+from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_module import Engine, run_module
 
 
 def main():
-    run_module('cleanup')
+    argspec = lakekeeper_argspec()
+    argspec.update_argspec(**retention_options())
+    argspec.update_argspec(
+        pin=dict(type='str'),
+        unpin=dict(type='str'),
+    )
+    argspec.update(mutually_exclusive=[('pin', 'unpin')])
+    run_module(argspec.create_ansible_module(), Engine('lakekeeper_cleanup', command='cleanup'))
 
 
 if __name__ == '__main__':

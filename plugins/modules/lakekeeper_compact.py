@@ -367,11 +367,25 @@ diff:
 """
 
 
-from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_module import run_module
+from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_argspec import (
+    compaction_options,
+    dedupe_option,
+    lakekeeper_argspec,
+)
+from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_module import Engine, run_module
 
 
 def main():
-    run_module('compact')
+    argspec = lakekeeper_argspec()
+    argspec.update_argspec(**compaction_options())
+    argspec.update_argspec(
+        sort_by=dict(type='list', elements='str'),
+        min_piece_mb=dict(type='float'),
+        quiet_period=dict(type='str'),
+        dedupe=dedupe_option(),
+        refresh_command=dict(type='list', elements='str'),
+    )
+    run_module(argspec.create_ansible_module(), Engine('lakekeeper_compact', command='compact'))
 
 
 if __name__ == '__main__':

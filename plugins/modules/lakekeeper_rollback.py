@@ -210,11 +210,15 @@ diff:
 """
 
 
-from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_module import run_module
+from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_argspec import lakekeeper_argspec
+from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_module import Engine, run_module
 
 
 def main():
-    run_module('rollback')
+    argspec = lakekeeper_argspec()
+    # the engine command: rollback or recover
+    argspec.update_argspec(mode=dict(type='str', choices=['rollback', 'recover'], default='rollback'))
+    run_module(argspec.create_ansible_module(), Engine('lakekeeper_rollback', command_option='mode'))
 
 
 if __name__ == '__main__':
