@@ -511,8 +511,6 @@ def refresh_argv(template, table, partitions=None):
     return [_PLACEHOLDER_RE.sub(lambda m: values[m.group(1)], str(arg)) for arg in template]
 
 
-
-
 def mask_argv(argv):
     """Copy of argv with secret-looking ``--conf K=V`` values replaced."""
     masked = []

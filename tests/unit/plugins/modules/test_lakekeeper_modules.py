@@ -13,14 +13,17 @@ environment, check mode, failures, the cached application.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
+import shlex
 import stat
 import sys
 import tarfile
 
 import pytest
+import yaml
 
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
@@ -29,6 +32,12 @@ from ansible_collections.lakekeeper.hive.plugins.modules import lakekeeper_analy
 from ansible_collections.lakekeeper.hive.plugins.modules import lakekeeper_cleanup
 from ansible_collections.lakekeeper.hive.plugins.modules import lakekeeper_compact
 from ansible_collections.lakekeeper.hive.plugins.modules import lakekeeper_rollback
+
+MODULES = dict(lakekeeper_analyze=lakekeeper_analyze, lakekeeper_cleanup=lakekeeper_cleanup,
+               lakekeeper_compact=lakekeeper_compact, lakekeeper_rollback=lakekeeper_rollback)
+CASES_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'test_lakekeeper_modules.yaml')
+with open(CASES_FILE) as _handle:
+    CASES = yaml.safe_load(_handle)
 
 STUB_ENGINE = r'''#!/usr/bin/env python3
 import json, os, sys
@@ -52,6 +61,8 @@ if failed:
     t.update(status='failed', reason='row count mismatch', changed=False, backup_table='db.__bkp_t_1')
 doc = {'command': command, 'run_id': 'R1', 'dry_run': dry, 'changed': changed and not failed, 'failed': failed,
        'msg': 'stub %s' % command, 'tables': [t]}
+if os.environ.get('STUB_RUNTIME'):
+    doc['runtime'] = {'spark': '4.0.1', 'scala': '2.13.16', 'python': '3.11.2'}
 if os.environ.get('STUB_ECHO'):
     with open(os.environ['STUB_ECHO'], 'w') as f:
         json.dump({'argv': argv, 'cwd': os.getcwd(), 'env': {k: os.environ.get(k) for k in (
@@ -382,3 +393,57 @@ def test_cached_application_unpacked_then_reused(tmp_path):
     res = run(lakekeeper_compact, dict(table='db.t', app_cache_dir=str(cache), _lakekeeper_app=dict(sha256=sha)),
               tmp_path)
     assert res['failed'] is True and 'missing' in res['msg']
+
+
+def _fill(value, names):
+    """``value`` with the case file's placeholders replaced."""
+    if isinstance(value, dict):
+        return dict((k, _fill(v, names)) for k, v in value.items())
+    if isinstance(value, list):
+        return [_fill(v, names) for v in value]
+    if isinstance(value, str):
+        for name, text in names.items():
+            value = value.replace('{%s}' % name, text)
+    return value
+
+
+@pytest.mark.parametrize('case', CASES, ids=[c['id'] for c in CASES])
+def test_case(case, engine, tmp_path, monkeypatch):
+    """One case of test_lakekeeper_modules.yaml: the exact argv, environment and result."""
+    echo = tmp_path / 'echo.json'
+    submit_log = tmp_path / 'submit.json'
+    monkeypatch.setenv('STUB_ECHO', str(echo))
+    for key, value in (case.get('stub_env') or {}).items():
+        monkeypatch.setenv(key, value)
+    args = copy.deepcopy(case['args'])
+    args['spark_submit'] = dict(args.get('spark_submit') or {}, script_path=engine)
+    names = dict(python=sys.executable, engine=engine, state_dir=str(tmp_path / 'state'))
+    if case.get('spark_submit'):
+        names['spark_submit'] = write_exe(tmp_path / 'spark-submit', STUB_SPARK_SUBMIT)
+        monkeypatch.setenv('STUB_SUBMIT_LOG', str(submit_log))
+        args['spark_submit_path'] = names['spark_submit']
+    res = run(MODULES[case['module']], args, tmp_path, check_mode=case.get('check_mode', False))
+    assert res['failed'] is False, res
+    cmd = shlex.split(res['cmd'])
+    # the module's private tmpdir: its result file, and the secret properties file beside it
+    result_file = cmd[cmd.index('--result-file') + 1]
+    assert os.path.basename(result_file) == 'lakekeeper-result.json'
+    assert os.path.dirname(os.path.dirname(result_file)) == str(tmp_path / 'rtmp')
+    names.update(result_file=result_file,
+                 properties_file=os.path.join(os.path.dirname(result_file), 'lakekeeper-secret.properties'))
+    expected_cmd = _fill(case['cmd'], names)
+    assert cmd == expected_cmd
+    received = json.loads(echo.read_text())
+    script_at = expected_cmd.index(engine)
+    assert received['argv'] == expected_cmd[script_at + 1:]
+    if 'engine' in case:
+        expected = _fill(case['engine'], names)
+        assert received['env'] == expected['env']
+        assert received['cwd'] == expected['cwd']
+    if case.get('spark_submit'):
+        assert json.loads(submit_log.read_text()) == _fill(case['submit'], names)
+        assert expected_cmd[1:script_at] == _fill(case['submit'], names)
+    for key, value in _fill(case.get('result') or {}, names).items():
+        assert res[key] == value, key
+    for key in case.get('absent') or []:
+        assert key not in res, key
