@@ -40,32 +40,56 @@ DEFAULT_STATE_DIR = '~/.lakekeeper/state'
 # passed with --properties-file.
 SECRET_PROPERTIES_FILE = 'lakekeeper-secret.properties'
 
-# (module option, engine flag), in the order they are emitted.
-ENGINE_OPTIONS = (
-    ('block_size_mb', '--block-size'),
-    ('compaction_ratio_threshold', '--ratio-threshold'),
-    ('target_file_size_mb', '--target-file-size'),
-    ('backup_prefix', '--backup-prefix'),
-    ('older_than', '--older-than'),
-    ('keep_last', '--keep-last'),
-    ('grace_period', '--grace-period'),
-    ('pin', '--pin'),
-    ('unpin', '--unpin'),
-    ('log_level', '--log-level'),
-    ('min_piece_mb', '--min-piece-mb'),
-    ('quiet_period', '--quiet-period'),
-    ('parallelism', '--parallelism'),
-    # compaction modes and the partition filter (analyze and compact)
-    ('mode', '--mode'),
-    ('min_input_files', '--min-input-files'),
-    ('fragment_ratio', '--fragment-ratio'),
-    ('min_target_ratio', '--min-target-ratio'),
-    ('where', '--where'),
-)
 
-# Flags whose value is joined with '=' into one argument: a filter such as
-# "-1 < hour" must never be taken for another flag by the engine's parser.
-JOINED_FLAGS = ('--where',)
+def _flag(name):
+    """``name value`` (two arguments)."""
+    return lambda value: [name, _text(value)]
+
+
+def _flag_joined(name):
+    """``name=value`` (one argument): a value such as the filter "-1 < hour" is
+    never taken for another flag by the engine's parser."""
+    return lambda value: ['%s=%s' % (name, _text(value))]
+
+
+def _conf(key):
+    """``--conf key=value``."""
+    return lambda value: ['--conf', '%s=%s' % (key, _text(value))]
+
+
+def _comma_list(name):
+    """``name a,b``."""
+    return lambda value: [name, ','.join(str(v) for v in value)]
+
+
+# (module option, engine flags of a set value), in the order they are emitted
+# (as community.general's cmd_runner_fmt); an option left unset (None) is not
+# passed, so the config file's value, else the engine's default, applies.
+ENGINE_OPTIONS = (
+    ('block_size_mb', _flag('--block-size')),
+    ('compaction_ratio_threshold', _flag('--ratio-threshold')),
+    ('target_file_size_mb', _flag('--target-file-size')),
+    ('backup_prefix', _flag('--backup-prefix')),
+    ('older_than', _flag('--older-than')),
+    ('keep_last', _flag('--keep-last')),
+    ('grace_period', _flag('--grace-period')),
+    ('pin', _flag('--pin')),
+    ('unpin', _flag('--unpin')),
+    ('log_level', _flag('--log-level')),
+    ('min_piece_mb', _flag('--min-piece-mb')),
+    ('quiet_period', _flag('--quiet-period')),
+    ('parallelism', _flag('--parallelism')),
+    # compaction modes and the partition filter (analyze and compact)
+    ('mode', _flag('--mode')),
+    ('min_input_files', _flag('--min-input-files')),
+    ('fragment_ratio', _flag('--fragment-ratio')),
+    ('min_target_ratio', _flag('--min-target-ratio')),
+    ('where', _flag_joined('--where')),
+)
+# compact's row rewrite options, after the table (rewrite_args checks them together).
+REWRITE_OPTIONS = ('sort_by', 'dedupe')
+# Every module option that becomes an engine flag.
+ENGINE_OPTION_NAMES = tuple(name for name, _fmt in ENGINE_OPTIONS) + REWRITE_OPTIONS
 
 # The dedupe option of compact: its argument spec (rewrite_args checks the
 # rules between the keys: delete_marker_value needs delete_marker, ...).
@@ -76,18 +100,6 @@ DEDUPE_SPEC = dict(
     delete_marker_value=dict(type='raw'),
 )
 DEDUPE_KEYS = tuple(DEDUPE_SPEC)
-
-
-def _flag(name):
-    return lambda value: [name, _text(value)]
-
-
-def _conf(key):
-    return lambda value: ['--conf', '%s=%s' % (key, _text(value))]
-
-
-def _joined(name):
-    return lambda value: [name, ','.join(str(v) for v in value)]
 
 
 # Every key of the reference configuration's ``spark_submit:`` section:
@@ -110,7 +122,7 @@ SPARK_SUBMIT = (
     ('driver_memory', dict(type='str'), _flag('--driver-memory'), True),
     ('script_path', dict(type='path'), None, False),
     ('extra_conf', dict(type='dict'), None, False),
-    ('extra_files', dict(type='list', elements='str'), _joined('--files'), True),
+    ('extra_files', dict(type='list', elements='str'), _comma_list('--files'), True),
 )
 SPARK_SUBMIT_KEYS = tuple(row[0] for row in SPARK_SUBMIT)
 # Keys that only mean something to spark-submit (ignored, with a warning, in
@@ -259,15 +271,10 @@ def engine_args(command, selectors, options=None, config_file=None, dry_run=Fals
         raise LakekeeperError('unknown engine command %r' % command)
     options = options or {}
     argv = [command] + list(selectors)
-    for name, flag in ENGINE_OPTIONS:
-        value = options.get(name)
-        if value is None:
-            continue
-        if flag in JOINED_FLAGS:
-            argv.append('%s=%s' % (flag, _text(value)))
-        else:
-            argv += [flag, _text(value)]
-    if options.get('sort_by') or options.get('dedupe'):
+    for name, fmt in ENGINE_OPTIONS:
+        if options.get(name) is not None:
+            argv += fmt(options[name])
+    if any(options.get(name) for name in REWRITE_OPTIONS):
         if command != 'compact':
             raise LakekeeperError('sort_by and dedupe only apply to compact')
         argv += rewrite_args(options.get('sort_by'), options.get('dedupe'))

@@ -37,7 +37,7 @@ from ansible.module_utils.basic import missing_required_lib
 from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_app import APP_ENTRY, ensure_app
 from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_argv import (
     DEFAULT_STATE_DIR,
-    ENGINE_OPTIONS,
+    ENGINE_OPTION_NAMES,
     LakekeeperError,
     build_command,
     config_spark_submit,
@@ -68,8 +68,6 @@ from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_result
 
 RESULT_FILE = 'lakekeeper-result.json'
 TAIL = 40
-# Options of the engine's compact command that are not in ENGINE_OPTIONS (rewrite_args builds their flags).
-REWRITE_OPTIONS = ('sort_by', 'dedupe')
 
 
 class Engine:
@@ -92,8 +90,7 @@ class Engine:
 
     def options(self, params):
         """The engine options the module has (those it lacks are None)."""
-        names = [name for name, _flag in ENGINE_OPTIONS] + list(REWRITE_OPTIONS)
-        return dict((name, params.get(name)) for name in names if name != self.command_option)
+        return dict((name, params.get(name)) for name in ENGINE_OPTION_NAMES if name != self.command_option)
 
 
 class Launch:
