@@ -64,6 +64,22 @@ options:
       - When not set, the config file's value or the engine's default (C(INFO)) applies.
     type: str
     choices: [DEBUG, INFO, WARNING, ERROR]
+  parallelism:
+    description:
+      - Units (partitions, or whole tables with O(tables) and O(database)) the engine works on at the same time in
+        its Spark application (C(--parallelism)); each running unit gets its own FAIR scheduler pool.
+      - When not set, the config file's value or the engine's default (4) applies.
+    type: int
+notes:
+  - The engine is the PySpark application bundled in the collection (C(spark_app/run_lakekeeper.py)); the action
+    plugin caches it on the target in O(app_cache_dir) (transferred only when its checksum changes), unless
+    O(spark_submit.script_path) points at an application already deployed there.
+  - By default the engine runs embedded on the target - C(<python> run_lakekeeper.py ... --state-dir <state_dir>
+    --master local[*]) - with a local Spark and an embedded Derby Metastore; set O(spark_submit.enabled) to run it
+    with C(spark-submit) on a cluster (YARN, Kerberos). O(spark_submit.deploy_mode=cluster) is refused.
+  - The engine needs Java 17 and pyspark on the target (or on the cluster with spark-submit).
+  - The module fails when the engine exits with a non-zero code or reports a failed or refused table, with the reason
+    per table and what was left in place in RV(msg).
 """
 
     # How the engine is launched: embedded python or spark-submit.
@@ -244,8 +260,15 @@ options:
     type: str
 """
 
+    # The attributes of every module; each module adds its support and details.
     ATTRIBUTES = r"""
 attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+  idempotent:
+    description: When run twice with the same options, the second run reports no change.
   action:
     description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
     support: full

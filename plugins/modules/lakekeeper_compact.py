@@ -42,6 +42,13 @@ options:
       - Sorted (O(sort_by)) and deduplicated (O(dedupe)) files are always written whole.
       - When not set, the config file's value or the engine's default (8) applies.
     type: float
+  quiet_period:
+    description:
+      - Skip a partition (or a non-partitioned table) whose newest file is younger than this duration, for example
+        V(30s), V(10m) or V(1h); a bare number is days (C(--quiet-period)). It keeps the compaction away from
+        partitions that writers may still be filling.
+      - When not set, the config file's value applies, else no partition is skipped on that account.
+    type: str
   sort_by:
     description:
       - Data columns to sort the rows of each written file by (C(--sort-by)), e.g. to make min/max statistics of
@@ -96,33 +103,21 @@ extends_documentation_fragment:
   - lakekeeper.hive.lakekeeper.attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details:
       - Runs the engine with C(--dry-run) (it plans and writes nothing) and reports whether a table would be
         compacted, with RV(cmd).
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
     details:
       - File counts per table and partition before and after (planned counts in check mode).
   idempotent:
-    description: When run twice with the same options, the second run reports no change.
     support: full
     details:
       - A compacted table is no longer below the threshold, so a second run reports RV(changed=false).
 notes:
-  - The engine is the PySpark application bundled in the collection (C(spark_app/run_lakekeeper.py)); the action
-    plugin caches it on the target in O(app_cache_dir) (transferred only when its checksum changes), unless
-    O(spark_submit.script_path) points at an application already deployed there.
-  - By default the engine runs embedded on the target - C(<python> run_lakekeeper.py ... --state-dir <state_dir>
-    --master local[*]) - with a local Spark and an embedded Derby Metastore; set O(spark_submit.enabled) to run it
-    with C(spark-submit) on a cluster (YARN, Kerberos). O(spark_submit.deploy_mode=cluster) is refused.
   - After a compaction the engine refreshes C(numFiles), C(totalSize) and C(numRows) of each compacted partition (or
     of the table) in the Metastore (C(statistics) of each entry of RV(tables[].partitions)).
-  - The engine needs Java 17 and pyspark on the target (or on the cluster with spark-submit).
-  - The module fails when the engine exits with a non-zero code or reports a failed or refused table, with the reason
-    per table and what was left in place in RV(msg).
 seealso:
   - module: lakekeeper.hive.lakekeeper_analyze
   - module: lakekeeper.hive.lakekeeper_rollback
@@ -286,6 +281,15 @@ tables:
       type: list
       elements: dict
       returned: when the engine inspected the table
+runtime:
+  description:
+    - The versions the engine ran with, as in its JSON result (C(spark), C(scala), C(python), ...).
+  returned: when the engine ran and reported them
+  type: dict
+  sample:
+    spark: 4.0.1
+    scala: 2.13.16
+    python: 3.11.2
 run_id:
   description: The engine's run identifier.
   returned: when the engine printed its result
@@ -367,11 +371,25 @@ diff:
 """
 
 
-from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_module import run_module
+from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_argspec import (
+    compaction_options,
+    dedupe_option,
+    lakekeeper_argspec,
+)
+from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_module import Engine, run_module
 
 
 def main():
-    run_module('compact')
+    argspec = lakekeeper_argspec()
+    argspec.update_argspec(**compaction_options())
+    argspec.update_argspec(
+        sort_by=dict(type='list', elements='str'),
+        min_piece_mb=dict(type='float'),
+        quiet_period=dict(type='str'),
+        dedupe=dedupe_option(),
+        refresh_command=dict(type='list', elements='str'),
+    )
+    run_module(argspec.create_ansible_module(), Engine('lakekeeper_compact', command='compact'))
 
 
 if __name__ == '__main__':

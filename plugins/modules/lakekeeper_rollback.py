@@ -23,17 +23,14 @@ extends_documentation_fragment:
   - lakekeeper.hive.lakekeeper.attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details:
       - Runs the engine with C(--dry-run) and reports whether a table would be restored, with RV(cmd).
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: partial
     details:
       - File counts per partition when the engine reports them.
   idempotent:
-    description: When run twice with the same options, the second run reports no change.
     support: full
     details:
       - A table without a backup is left alone and reported unchanged.
@@ -44,16 +41,6 @@ options:
     type: str
     choices: [rollback, recover]
     default: rollback
-notes:
-  - The engine is the PySpark application bundled in the collection (C(spark_app/run_lakekeeper.py)); the action
-    plugin caches it on the target in O(app_cache_dir) (transferred only when its checksum changes), unless
-    O(spark_submit.script_path) points at an application already deployed there.
-  - By default the engine runs embedded on the target - C(<python> run_lakekeeper.py ... --state-dir <state_dir>
-    --master local[*]) - with a local Spark and an embedded Derby Metastore; set O(spark_submit.enabled) to run it
-    with C(spark-submit) on a cluster (YARN, Kerberos). O(spark_submit.deploy_mode=cluster) is refused.
-  - The engine needs Java 17 and pyspark on the target (or on the cluster with spark-submit).
-  - The module fails when the engine exits with a non-zero code or reports a failed or refused table, with the reason
-    per table and what was left in place in RV(msg).
 seealso:
   - module: lakekeeper.hive.lakekeeper_analyze
   - module: lakekeeper.hive.lakekeeper_compact
@@ -143,6 +130,15 @@ tables:
       type: list
       elements: dict
       returned: when the engine inspected the table
+runtime:
+  description:
+    - The versions the engine ran with, as in its JSON result (C(spark), C(scala), C(python), ...).
+  returned: when the engine ran and reported them
+  type: dict
+  sample:
+    spark: 4.0.1
+    scala: 2.13.16
+    python: 3.11.2
 run_id:
   description: The engine's run identifier.
   returned: when the engine printed its result
@@ -210,11 +206,15 @@ diff:
 """
 
 
-from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_module import run_module
+from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_argspec import lakekeeper_argspec
+from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_module import Engine, run_module
 
 
 def main():
-    run_module('rollback')
+    argspec = lakekeeper_argspec()
+    # the engine command: rollback or recover
+    argspec.update_argspec(mode=dict(type='str', choices=['rollback', 'recover'], default='rollback'))
+    run_module(argspec.create_ansible_module(), Engine('lakekeeper_rollback', command_option='mode'))
 
 
 if __name__ == '__main__':

@@ -34,11 +34,15 @@ import tarfile
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_app import (
+    APP_ENTRY,
+    APP_MARKER,
+    DEFAULT_APP_CACHE_DIR,
+    INTERNAL_OPTION,
+    app_dirname,
+)
+
 APP_DIRNAME = 'spark_app'
-APP_ENTRY = 'run_lakekeeper.py'
-APP_MARKER = '.lakekeeper_app.sha256'
-DEFAULT_APP_CACHE_DIR = '~/.cache/lakekeeper'
-INTERNAL_OPTION = '_lakekeeper_app'
 
 _SKIP_DIRS = ('__pycache__',)
 _SKIP_SUFFIXES = ('.pyc', '.pyo')
@@ -119,7 +123,7 @@ class LakekeeperAction(ActionBase):
         sha256 = app_checksum(root, files)
         cache_dir = args.get('app_cache_dir') or DEFAULT_APP_CACHE_DIR
         shell = self._connection._shell
-        app_dir = shell.join_path(self._remote_expand_user(cache_dir), 'app-%s' % sha256[:12])
+        app_dir = shell.join_path(self._remote_expand_user(cache_dir), app_dirname(sha256))
         value = dict(sha256=sha256)
         if self._remote_file_exists(shell.join_path(app_dir, APP_MARKER)):
             return value, False

@@ -41,7 +41,7 @@ def test_build_ships_the_spark_app(built_collection):
     names = tarball_names(tarball)
     for name in ('MANIFEST.json', 'FILES.json', 'LICENSE', 'meta/runtime.yml', 'spark_app/run_lakekeeper.py',
                  'spark_app/lakekeeper_spark/__init__.py', 'plugins/action/lakekeeper_compact.py',
-                 'plugins/modules/lakekeeper_compact.py', 'plugins/module_utils/_lakekeeper_cmd.py',
+                 'plugins/modules/lakekeeper_compact.py', 'plugins/module_utils/_lakekeeper_argv.py',
                  'plugins/plugin_utils/_lakekeeper_action.py', 'plugins/doc_fragments/lakekeeper.py'):
         assert name in names, name
     for name in names:

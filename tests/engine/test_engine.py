@@ -396,7 +396,7 @@ def test_secret_properties_file_reads_the_same_in_java_and_the_engine(spark, tmp
     from lakekeeper_spark.cli import parse_args
 
     spec = importlib.util.spec_from_file_location(
-        "_lakekeeper_cmd", Path(__file__).resolve().parents[2] / "plugins" / "module_utils" / "_lakekeeper_cmd.py")
+        "_lakekeeper_argv", Path(__file__).resolve().parents[2] / "plugins" / "module_utils" / "_lakekeeper_argv.py")
     cmd = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(cmd)
     conf = {"spark.a.secret": " lead=sp:ce\\x#!\nnl\tt", "spark.b.password": "caf\u00e9 \U0001f600 ",

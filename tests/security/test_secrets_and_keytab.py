@@ -28,7 +28,7 @@ pytestmark = pytest.mark.timeout(1800)
 
 def _cmd_module():
     spec = importlib.util.spec_from_file_location(
-        "_lakekeeper_cmd", REPO / "plugins" / "module_utils" / "_lakekeeper_cmd.py")
+        "_lakekeeper_argv", REPO / "plugins" / "module_utils" / "_lakekeeper_argv.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

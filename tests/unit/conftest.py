@@ -23,7 +23,7 @@ import tempfile
 
 def _ensure_collection_importable():
     try:
-        import ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_cmd  # noqa: F401 pylint: disable=unused-import
+        import ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_argv  # noqa: F401 pylint: disable=unused-import
         return
     except ImportError:
         pass

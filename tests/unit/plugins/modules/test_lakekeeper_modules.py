@@ -13,14 +13,17 @@ environment, check mode, failures, the cached application.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
+import shlex
 import stat
 import sys
 import tarfile
 
 import pytest
+import yaml
 
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
@@ -29,6 +32,12 @@ from ansible_collections.lakekeeper.hive.plugins.modules import lakekeeper_analy
 from ansible_collections.lakekeeper.hive.plugins.modules import lakekeeper_cleanup
 from ansible_collections.lakekeeper.hive.plugins.modules import lakekeeper_compact
 from ansible_collections.lakekeeper.hive.plugins.modules import lakekeeper_rollback
+
+MODULES = dict(lakekeeper_analyze=lakekeeper_analyze, lakekeeper_cleanup=lakekeeper_cleanup,
+               lakekeeper_compact=lakekeeper_compact, lakekeeper_rollback=lakekeeper_rollback)
+CASES_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'test_lakekeeper_modules.yaml')
+with open(CASES_FILE) as _handle:
+    CASES = yaml.safe_load(_handle)
 
 STUB_ENGINE = r'''#!/usr/bin/env python3
 import json, os, sys
@@ -52,6 +61,8 @@ if failed:
     t.update(status='failed', reason='row count mismatch', changed=False, backup_table='db.__bkp_t_1')
 doc = {'command': command, 'run_id': 'R1', 'dry_run': dry, 'changed': changed and not failed, 'failed': failed,
        'msg': 'stub %s' % command, 'tables': [t]}
+if os.environ.get('STUB_RUNTIME'):
+    doc['runtime'] = {'spark': '4.0.1', 'scala': '2.13.16', 'python': '3.11.2'}
 if os.environ.get('STUB_ECHO'):
     with open(os.environ['STUB_ECHO'], 'w') as f:
         json.dump({'argv': argv, 'cwd': os.getcwd(), 'env': {k: os.environ.get(k) for k in (
@@ -125,26 +136,8 @@ def run(module, args, tmp_path, check_mode=False, diff=False):
     return info.value.args[0]
 
 
-def test_compact_embedded(engine, tmp_path):
-    res = run(lakekeeper_compact, dict(table='db.events', spark_submit=dict(script_path=engine),
-                                       block_size_mb=64, environment=dict(KRB5CCNAME='/tmp/cc')), tmp_path)
-    assert res['failed'] is False and res['changed'] is True
-    assert res['msg'] == 'stub compact'
-    assert res['run_id'] == 'R1' and res['rc'] == 0 and res['command'] == 'compact'
-    assert res['tables'][0]['status'] == 'compacted'
-    assert res['application_id'] == 'application_1_0002'
-    assert res['cmd'].startswith('%s %s compact --table db.events --block-size 64 --state-dir %s --master '
-                                 "'local[*]' --result-file " % (sys.executable, engine, tmp_path / 'state'))
-    assert 'diff' not in res and 'stdout_lines' not in res
-
-
-def test_compact_sort_by_and_dedupe_reach_the_engine(engine, tmp_path):
-    dedupe = dict(keys=['id'], order_by='ver', delete_marker='op', delete_marker_value='D')
-    res = run(lakekeeper_compact, dict(table='db.events', spark_submit=dict(script_path=engine), sort_by=['v'],
-                                       dedupe=dedupe), tmp_path)
-    assert res['failed'] is False
-    assert (' compact --table db.events --sort-by v --dedupe-keys id --dedupe-order-by ver '
-            '--dedupe-delete-marker op --dedupe-delete-value D ') in res['cmd']
+def test_compact_sort_by_and_dedupe_refused(engine, tmp_path):
+    # the flags of a valid sort_by and dedupe: case compact_sort_by_and_dedupe of test_lakekeeper_modules.yaml
     res = run(lakekeeper_compact, dict(table='db.events', spark_submit=dict(script_path=engine),
                                        dedupe=dict(keys=['id'], order_by='ver', delete_marker_value='D')), tmp_path)
     assert res['failed'] is True and 'delete_marker' in res['msg']
@@ -156,30 +149,8 @@ def test_compact_sort_by_and_dedupe_reach_the_engine(engine, tmp_path):
     assert res['failed'] is True and 'sort_by must be a column name' in res['msg']
 
 
-def test_compaction_mode_and_where_passed_to_the_engine(engine, tmp_path, monkeypatch):
-    echo = tmp_path / 'echo.json'
-    monkeypatch.setenv('STUB_ECHO', str(echo))
-    where = "dt >= '2024-09-01' AND region IN ('eu','us')"
-    for module, command in ((lakekeeper_compact, 'compact'), (lakekeeper_analyze, 'analyze')):
-        res = run(module, dict(table='db.t', mode='smart', min_input_files=20, fragment_ratio=0.25,
-                               min_target_ratio=0.5, where=where, spark_submit=dict(script_path=engine)), tmp_path)
-        assert res['failed'] is False and res['command'] == command  # mode is the compaction mode here
-        argv = json.loads(echo.read_text())['argv']
-        assert argv[:3] == [command, '--table', 'db.t']
-        i = argv.index('--mode')
-        assert argv[i:i + 8] == ['--mode', 'smart', '--min-input-files', '20', '--fragment-ratio', '0.25',
-                                 '--min-target-ratio', '0.5']
-        assert argv[i + 8] == '--where=' + where
-
-
-def test_min_piece_mb_is_a_compact_option(engine, tmp_path, monkeypatch):
-    echo = tmp_path / 'echo.json'
-    monkeypatch.setenv('STUB_ECHO', str(echo))
-    res = run(lakekeeper_compact, dict(table='db.t', min_piece_mb=4, spark_submit=dict(script_path=engine)), tmp_path)
-    assert res['failed'] is False
-    argv = json.loads(echo.read_text())['argv']
-    i = argv.index('--min-piece-mb')
-    assert argv[i + 1] == '4.0'
+def test_min_piece_mb_is_a_compact_option(engine, tmp_path):
+    # compact's flag: case compact_min_piece_mb of test_lakekeeper_modules.yaml
     res = run(lakekeeper_analyze, dict(table='db.t', min_piece_mb=4, spark_submit=dict(script_path=engine)), tmp_path)
     assert res['failed'] is True and 'min_piece_mb' in res['msg']
 
@@ -192,16 +163,6 @@ def test_min_piece_mb_is_a_compact_option(engine, tmp_path, monkeypatch):
 def test_compaction_options_only_where_they_apply(engine, tmp_path, module, args):
     res = run(module, dict(table='db.t', spark_submit=dict(script_path=engine), **args), tmp_path)
     assert res['failed'] is True
-
-
-def test_check_mode_runs_dry_and_reports_would_change(engine, tmp_path):
-    res = run(lakekeeper_compact, dict(table='db.events', spark_submit=dict(script_path=engine)), tmp_path,
-              check_mode=True, diff=True)
-    assert '--dry-run' in res['cmd'].split()
-    assert res['changed'] is True and res['dry_run'] is True
-    assert res['msg'] == '(dry run) stub compact'
-    assert res['diff'] == {'before': {'db.events': {'files': 60, 'partitions': {'': 60}}},
-                           'after': {'db.events': {'files': 1, 'partitions': {'': 1}}}}  # the planned target
 
 
 def test_second_run_unchanged(engine, tmp_path, monkeypatch):
@@ -217,21 +178,6 @@ def test_analyze_never_changes(engine, tmp_path):
     res = run(lakekeeper_analyze, dict(database='db', spark_submit=dict(script_path=engine)), tmp_path,
               check_mode=True)
     assert res['changed'] is False and res['tables'][0]['would_change'] is False
-
-
-def test_rollback_modes_and_cleanup(engine, tmp_path):
-    res = run(lakekeeper_rollback, dict(table='db.t', mode='recover', spark_submit=dict(script_path=engine)), tmp_path)
-    assert res['command'] == 'recover' and ' recover --table db.t ' in res['cmd']
-    res = run(lakekeeper_rollback, dict(table='db.t', spark_submit=dict(script_path=engine)), tmp_path)
-    assert res['command'] == 'rollback'
-    res = run(lakekeeper_cleanup, dict(tables=['db.t', 'db.u'], older_than='7d', spark_submit=dict(script_path=engine)),
-              tmp_path)
-    assert ' cleanup --tables db.t,db.u --older-than 7d ' in res['cmd']
-    res = run(lakekeeper_cleanup, dict(table='db.t', keep_last=2, grace_period='1h', pin='r1',
-                                       spark_submit=dict(script_path=engine)), tmp_path)
-    assert ' cleanup --table db.t --keep-last 2 --grace-period 1h --pin r1 ' in res['cmd']
-    res = run(lakekeeper_analyze, dict(table='db.t', keep_last=1, spark_submit=dict(script_path=engine)), tmp_path)
-    assert ' analyze --table db.t --keep-last 1 ' in res['cmd']
 
 
 def test_engine_failure(engine, tmp_path, monkeypatch):
@@ -289,36 +235,13 @@ def test_config_file_spark_submit_merged_on_the_target(engine, tmp_path, monkeyp
     props = json.loads((tmp_path / 'submit.json.properties').read_text())
     assert props == {'mode': '0o600', 'text': 'spark.ssl.keyPassword=hunter22\n'}
     assert 'keyPassword' not in res['cmd'] and 'hunter22' not in res['cmd']
-    assert ' compact --table db.events --config-file %s --result-file ' % config in res['cmd']
-    assert '--state-dir' not in res['cmd']  # not asked for in spark-submit mode
+    cmd = shlex.split(res['cmd'])
+    result_file = cmd[-1]
+    # no --state-dir: not asked for in spark-submit mode
+    assert cmd == [submit] + flags + [engine, 'compact', '--table', 'db.events', '--config-file', str(config),
+                                      '--result-file', result_file]
+    assert os.path.dirname(props_file) == os.path.dirname(result_file)
     assert res['script'] == engine
-
-
-def test_spark_submit_with_state_dir_runs_there(engine, tmp_path, monkeypatch):
-    submit = write_exe(tmp_path / 'spark-submit', STUB_SPARK_SUBMIT)
-    monkeypatch.setenv('STUB_SUBMIT_LOG', str(tmp_path / 'submit.json'))
-    monkeypatch.setenv('STUB_ECHO', str(tmp_path / 'echo.json'))
-    res = run(lakekeeper_analyze, dict(table='db.t', spark_submit_path=submit, python=None,
-                                       spark_submit=dict(enabled=True, master='local[1]', script_path=engine)),
-              tmp_path)
-    assert res['failed'] is False
-    assert ' --state-dir %s ' % (tmp_path / 'state') in res['cmd']
-    assert 'spark.pyspark.driver.python' not in res['cmd']
-    echo = json.loads((tmp_path / 'echo.json').read_text())
-    assert echo['cwd'] == str(tmp_path / 'state')
-    assert echo['env']['PYSPARK_PYTHON'] is None  # only set in the embedded mode
-
-
-def test_environment_and_state_dir(engine, tmp_path, monkeypatch):
-    monkeypatch.setenv('STUB_ECHO', str(tmp_path / 'echo.json'))
-    res = run(lakekeeper_analyze, dict(table='db.t', spark_submit=dict(script_path=engine),
-                                       spark_home='/opt/spark', hadoop_conf_dir='/etc/hadoop/conf',
-                                       environment={'KRB5CCNAME': '/tmp/cc', 'HADOOP_CONF_DIR': '/other'}), tmp_path)
-    assert res['failed'] is False
-    echo = json.loads((tmp_path / 'echo.json').read_text())
-    assert echo['env'] == {'SPARK_HOME': '/opt/spark', 'HADOOP_CONF_DIR': '/other', 'KRB5CCNAME': '/tmp/cc',
-                           'PYSPARK_PYTHON': sys.executable}
-    assert echo['cwd'] == str(tmp_path / 'state')  # derby.log and friends land in the state dir
 
 
 def test_deploy_mode_cluster_refused(engine, tmp_path):
@@ -382,3 +305,73 @@ def test_cached_application_unpacked_then_reused(tmp_path):
     res = run(lakekeeper_compact, dict(table='db.t', app_cache_dir=str(cache), _lakekeeper_app=dict(sha256=sha)),
               tmp_path)
     assert res['failed'] is True and 'missing' in res['msg']
+
+
+def _fill(value, names):
+    """``value`` with the case file's placeholders replaced."""
+    if isinstance(value, dict):
+        return dict((k, _fill(v, names)) for k, v in value.items())
+    if isinstance(value, list):
+        return [_fill(v, names) for v in value]
+    if isinstance(value, str):
+        for name, text in names.items():
+            value = value.replace('{%s}' % name, text)
+    return value
+
+
+@pytest.mark.parametrize('case', CASES, ids=[c['id'] for c in CASES])
+def test_case(case, engine, tmp_path, monkeypatch):
+    """One case of test_lakekeeper_modules.yaml: the exact argv, environment and result."""
+    echo = tmp_path / 'echo.json'
+    submit_log = tmp_path / 'submit.json'
+    monkeypatch.setenv('STUB_ECHO', str(echo))
+    for key, value in (case.get('stub_env') or {}).items():
+        monkeypatch.setenv(key, value)
+    args = copy.deepcopy(case['args'])
+    args['spark_submit'] = dict(args.get('spark_submit') or {}, script_path=engine)
+    names = dict(python=sys.executable, engine=engine, state_dir=str(tmp_path / 'state'))
+    if case.get('spark_submit'):
+        names['spark_submit'] = write_exe(tmp_path / 'spark-submit', STUB_SPARK_SUBMIT)
+        monkeypatch.setenv('STUB_SUBMIT_LOG', str(submit_log))
+        args['spark_submit_path'] = names['spark_submit']
+    res = run(MODULES[case['module']], args, tmp_path, check_mode=case.get('check_mode', False),
+              diff=case.get('diff', False))
+    assert res['failed'] is False, res
+    cmd = shlex.split(res['cmd'])
+    # the module's private tmpdir: its result file, and the secret properties file beside it
+    result_file = cmd[cmd.index('--result-file') + 1]
+    assert os.path.basename(result_file) == 'lakekeeper-result.json'
+    assert os.path.dirname(os.path.dirname(result_file)) == str(tmp_path / 'rtmp')
+    names.update(result_file=result_file,
+                 properties_file=os.path.join(os.path.dirname(result_file), 'lakekeeper-secret.properties'))
+    expected_cmd = _fill(case['cmd'], names)
+    assert cmd == expected_cmd
+    received = json.loads(echo.read_text())
+    script_at = expected_cmd.index(engine)
+    assert received['argv'] == expected_cmd[script_at + 1:]
+    if 'engine' in case:
+        expected = _fill(case['engine'], names)
+        assert received['env'] == expected['env']
+        assert received['cwd'] == expected['cwd']
+    if case.get('spark_submit'):
+        assert json.loads(submit_log.read_text()) == _fill(case['submit'], names)
+        assert expected_cmd[1:script_at] == _fill(case['submit'], names)
+    for key, value in _fill(case.get('result') or {}, names).items():
+        assert res[key] == value, key
+    for key in case.get('absent') or []:
+        assert key not in res, key
+    if 'statuses' in case:
+        assert [t['status'] for t in res['tables']] == case['statuses']
+
+
+@pytest.mark.parametrize('section, match', [
+    ('  num_executors: ten\n', "spark_submit.num_executors must be an integer, got 'ten'"),
+    ('  deploy_mode: remote\n', 'value of deploy_mode must be one of: client, cluster, got: remote'),
+    ('  extra_conf: spark.a=b\n', 'spark_submit.extra_conf must be a mapping, got str'),
+])
+def test_config_file_spark_submit_validated_with_the_module_spec(engine, tmp_path, section, match):
+    config = tmp_path / 'lakekeeper.yaml'
+    config.write_text('spark_submit:\n' + section)
+    res = run(lakekeeper_compact, dict(table='db.t', config_file=str(config), spark_submit=dict(script_path=engine)),
+              tmp_path)
+    assert res['failed'] is True and match in res['msg']

@@ -13,8 +13,8 @@ import tarfile
 
 import pytest
 
-from ansible_collections.lakekeeper.hive.plugins.module_utils import _lakekeeper_module as runner
-from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_cmd import LakekeeperError
+from ansible_collections.lakekeeper.hive.plugins.module_utils import _lakekeeper_app as runner
+from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_app import AppError
 from ansible_collections.lakekeeper.hive.plugins.plugin_utils import _lakekeeper_action as action
 
 
@@ -85,7 +85,7 @@ def test_unsafe_archive_refused(tmp_path, name):
         archive.addfile(info, io.BytesIO(b'x'))
     path = tmp_path / 'bad.tar.gz'
     path.write_bytes(buf.getvalue())
-    with pytest.raises(LakekeeperError, match='unsafe'):
+    with pytest.raises(AppError, match='unsafe'):
         runner.unpack_app(str(path), str(tmp_path / 'cache' / 'app-x'), 'x' * 64)
     assert os.listdir(str(tmp_path / 'cache')) == []
 
@@ -99,5 +99,5 @@ def test_symlink_in_archive_refused(tmp_path):
         archive.addfile(info)
     path = tmp_path / 'bad.tar.gz'
     path.write_bytes(buf.getvalue())
-    with pytest.raises(LakekeeperError, match='non-regular'):
+    with pytest.raises(AppError, match='non-regular'):
         runner.unpack_app(str(path), str(tmp_path / 'cache' / 'app-x'), 'x' * 64)

@@ -10,7 +10,8 @@ import json
 
 import pytest
 
-from ansible_collections.lakekeeper.hive.plugins.module_utils import _lakekeeper_cmd as lk
+from ansible_collections.lakekeeper.hive.plugins.module_utils import _lakekeeper_argv as lk
+from ansible_collections.lakekeeper.hive.plugins.module_utils import _lakekeeper_result as rs
 
 # The configuration of the reference design's "Scenario 2".
 REFERENCE_CONFIG = {
@@ -163,7 +164,7 @@ def test_refresh_command_per_changed_table():
         {'table': 'db.flat', 'status': 'compacted', 'changed': True, 'partitions': [{'spec': '', 'status': 'compacted'}]},
         {'table': 'db.same', 'status': 'skipped', 'changed': False, 'partitions': []},
         {'table': 'db.bad', 'status': 'failed', 'changed': False}]}
-    assert lk.refresh_targets(doc) == [('db.events', ['dt=1', 'dt=3']), ('db.flat', [])]
+    assert rs.refresh_targets(doc) == [('db.events', ['dt=1', 'dt=3']), ('db.flat', [])]
     template = ['impala-shell', '-k', '-q', 'REFRESH {database}.{table}', '{name}', '{partitions}', '{other} {}']
     assert lk.refresh_argv(template, 'db.events', ['dt=1', 'dt=3']) == [
         'impala-shell', '-k', '-q', 'REFRESH db.events', 'db.events', 'dt=1,dt=3', '{other} {}']
@@ -483,83 +484,83 @@ class TestMasking:
 
 class TestParseResult:
     def test_result_file_preferred(self):
-        doc = lk.parse_result('{"command": "other", "tables": []}', json.dumps(CONTRACT_RESULT))
+        doc = rs.parse_result('{"command": "other", "tables": []}', json.dumps(CONTRACT_RESULT))
         assert doc == CONTRACT_RESULT
 
     def test_stdout_when_no_file(self):
-        assert lk.parse_result(json.dumps(CONTRACT_RESULT), None) == CONTRACT_RESULT
+        assert rs.parse_result(json.dumps(CONTRACT_RESULT), None) == CONTRACT_RESULT
 
     def test_stdout_pretty_printed_with_stray_lines(self):
         stdout = 'WARNING: something\nmore noise {not json}\n' + json.dumps(CONTRACT_RESULT, indent=2) + '\n'
-        assert lk.parse_result(stdout, '') == CONTRACT_RESULT
+        assert rs.parse_result(stdout, '') == CONTRACT_RESULT
 
     @pytest.mark.parametrize('stdout', [None, '', 'usage: run_lakekeeper.py ...', '[1, 2]', '{"unrelated": 1}\nx'])
     def test_no_document(self, stdout):
-        assert lk.parse_result(stdout, None) is None
+        assert rs.parse_result(stdout, None) is None
 
     def test_application_id(self):
         stderr = 'INFO Client: Submitted application application_1732240000000_0042\nINFO ...'
-        assert lk.find_application_id(stderr) == 'application_1732240000000_0042'
-        assert lk.find_application_id('', None, 'no id') is None
+        assert rs.find_application_id(stderr) == 'application_1732240000000_0042'
+        assert rs.find_application_id('', None, 'no id') is None
 
     def test_tail_lines(self):
-        assert lk.tail_lines('\n'.join(str(i) for i in range(100)), 3) == ['97', '98', '99']
-        assert lk.tail_lines(None) == []
+        assert rs.tail_lines('\n'.join(str(i) for i in range(100)), 3) == ['97', '98', '99']
+        assert rs.tail_lines(None) == []
 
 
 class TestChanged:
     def test_compacted(self):
-        assert lk.did_change(CONTRACT_RESULT) is True
-        assert lk.is_failed(CONTRACT_RESULT, 0) is False
+        assert rs.did_change(CONTRACT_RESULT) is True
+        assert rs.is_failed(CONTRACT_RESULT, 0) is False
 
     def test_second_run_unchanged(self):
         doc = copy.deepcopy(CONTRACT_RESULT)
         doc['changed'] = False
         doc['tables'][0].update(status='skipped', changed=False, would_change=False)
-        assert lk.did_change(doc) is False
-        assert lk.would_change(doc) is False
+        assert rs.did_change(doc) is False
+        assert rs.would_change(doc) is False
 
     def test_dry_run_would_change(self):
         doc = dry_run_result()
-        assert lk.did_change(doc) is False
-        assert lk.would_change(doc) is True
+        assert rs.did_change(doc) is False
+        assert rs.would_change(doc) is True
 
     def test_would_change_without_the_field(self):
         doc = dry_run_result()
         del doc['tables'][0]['would_change']
-        assert lk.would_change(doc) is True
+        assert rs.would_change(doc) is True
         doc['tables'][0]['status'] = 'skipped'
-        assert lk.would_change(doc) is False
+        assert rs.would_change(doc) is False
 
     def test_failures(self):
         doc = copy.deepcopy(CONTRACT_RESULT)
-        assert lk.is_failed(doc, 1) is True
+        assert rs.is_failed(doc, 1) is True
         doc['failed'] = True
-        assert lk.is_failed(doc, 0) is True
+        assert rs.is_failed(doc, 0) is True
         doc = copy.deepcopy(CONTRACT_RESULT)
         doc['tables'][0]['status'] = 'refused'
-        assert lk.is_failed(doc, 0) is True
+        assert rs.is_failed(doc, 0) is True
 
 
 class TestDiff:
     def test_compacted(self):
-        assert lk.build_diff(CONTRACT_RESULT) == {
+        assert rs.build_diff(CONTRACT_RESULT) == {
             'before': {'db.events': {'files': 503, 'partitions': {'year=2024/month=01': 500, 'year=2024/month=02': 3}}},
             'after': {'db.events': {'files': 5, 'partitions': {'year=2024/month=01': 2, 'year=2024/month=02': 3}}},
         }
 
     def test_dry_run_uses_target_files(self):
-        diff = lk.build_diff(dry_run_result(), dry_run=True)
+        diff = rs.build_diff(dry_run_result(), dry_run=True)
         assert diff['after']['db.events']['partitions']['year=2024/month=01'] == 2
         assert diff['before']['db.events']['files'] == 503
 
     def test_dry_run_files_after_still_on_disk(self):
         doc = dry_run_result()
         doc['tables'][0]['partitions'][0]['files_after'] = 500  # what the engine reports: nothing changed
-        diff = lk.build_diff(doc, dry_run=True)
+        diff = rs.build_diff(doc, dry_run=True)
         expected = {'files': 5, 'partitions': {'year=2024/month=01': 2, 'year=2024/month=02': 3}}
         assert diff['after']['db.events'] == expected
-        assert lk.build_diff(doc)['after']['db.events']['files'] == 503  # not a dry run: as reported
+        assert rs.build_diff(doc)['after']['db.events']['files'] == 503  # not a dry run: as reported
 
     def test_non_partitioned_and_tables_without_partitions(self):
         doc = {'tables': [
@@ -567,7 +568,7 @@ class TestDiff:
              'partitions': [{'spec': '', 'files_before': 60, 'files_after': 1}]},
             {'table': 'db.gone', 'status': 'cleaned'},
         ]}
-        assert lk.build_diff(doc) == {'before': {'db.flat': {'files': 60, 'partitions': {'': 60}}},
+        assert rs.build_diff(doc) == {'before': {'db.flat': {'files': 60, 'partitions': {'': 60}}},
                                       'after': {'db.flat': {'files': 1, 'partitions': {'': 1}}}}
 
 
@@ -579,7 +580,7 @@ class TestFailureMessage:
                                 left_in_place=['hdfs://nn/warehouse/db/events__old_1'])
         doc['tables'].append({'table': 'db.users', 'status': 'refused', 'reason': 'MANAGED table'})
         doc['tables'].append({'table': 'db.fine', 'status': 'skipped', 'reason': 'nothing to do'})
-        msg = lk.failure_message('compact', doc, 1)
+        msg = rs.failure_message('compact', doc, 1)
         assert msg == (
             'lakekeeper compact failed (rc=1): 0 tables compacted, 0 skipped, 2 failed -- '
             'db.events: failed: row count mismatch (10 != 9); rolled back (left in place: backup table '
@@ -590,9 +591,9 @@ class TestFailureMessage:
     def test_could_not_start(self):
         doc = {'command': 'compact', 'failed': True, 'changed': False, 'tables': [],
                'msg': 'cannot start Spark:\n java not found'}
-        assert lk.failure_message('compact', doc, 3) == (
+        assert rs.failure_message('compact', doc, 3) == (
             'lakekeeper compact failed (rc=3): cannot start Spark: java not found')
 
     def test_no_document(self):
-        assert lk.failure_message('analyze', None, 2) == (
+        assert rs.failure_message('analyze', None, 2) == (
             'lakekeeper analyze failed (rc=2): the engine printed no JSON result')

@@ -3,40 +3,33 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""Private helpers of the lakekeeper.hive modules (not a public API).
+"""Private helpers of the lakekeeper.hive modules (not a public API): the argv.
 
-Pure functions only: they build the engine's argv (embedded ``python`` or
-``spark-submit``), merge the ``spark_submit`` settings of a lakekeeper YAML
-file with the module's, mask secrets, and turn the engine's JSON document
-(docs/engine-contract.md) into a module result. Nothing here touches the
-filesystem or runs a process, so all of it is unit-tested directly.
+Pure functions that build the engine's argv (embedded ``python`` or
+``spark-submit``) from two declarative tables (ENGINE_OPTIONS for the
+engine's flags, SPARK_SUBMIT for the ``spark_submit`` settings, their
+argument spec and their spark-submit flags), merge and validate the
+``spark_submit`` settings of a lakekeeper YAML file with the module's, and
+keep secrets off the command line. Nothing here touches the filesystem or
+runs a process, so all of it is unit-tested directly. The engine's result is
+read by _lakekeeper_result.
+
+This file imports nothing from the collection, so tests outside the
+collection tree can load it by path.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
 
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
 COMMANDS = ('analyze', 'compact', 'rollback', 'cleanup', 'recover')
+# The table selectors: exactly one of them (AnsibleModule and selector_args).
+SELECTORS = ('table', 'tables', 'database')
 MASK = '********'
-
-# Every key of the reference configuration's ``spark_submit:`` section.
-SPARK_SUBMIT_KEYS = (
-    'enabled', 'master', 'deploy_mode', 'principal', 'keytab', 'queue',
-    'archives', 'python_env', 'executor_memory', 'num_executors',
-    'executor_cores', 'driver_memory', 'script_path', 'extra_conf',
-    'extra_files',
-)
-
-# Keys that only mean something to spark-submit (ignored, with a warning, in
-# the embedded mode).
-SPARK_SUBMIT_ONLY_KEYS = (
-    'deploy_mode', 'principal', 'keytab', 'queue', 'archives', 'python_env',
-    'executor_memory', 'num_executors', 'executor_cores', 'driver_memory',
-    'extra_files',
-)
 
 DEFAULT_MASTER_SPARK_SUBMIT = 'yarn'
 DEFAULT_MASTER_EMBEDDED = 'local[*]'
@@ -47,30 +40,109 @@ DEFAULT_STATE_DIR = '~/.lakekeeper/state'
 # passed with --properties-file.
 SECRET_PROPERTIES_FILE = 'lakekeeper-secret.properties'
 
-# (module option, engine flag), in the order they are emitted.
-ENGINE_OPTIONS = (
-    ('block_size_mb', '--block-size'),
-    ('compaction_ratio_threshold', '--ratio-threshold'),
-    ('target_file_size_mb', '--target-file-size'),
-    ('backup_prefix', '--backup-prefix'),
-    ('older_than', '--older-than'),
-    ('keep_last', '--keep-last'),
-    ('grace_period', '--grace-period'),
-    ('pin', '--pin'),
-    ('unpin', '--unpin'),
-    ('log_level', '--log-level'),
-    ('min_piece_mb', '--min-piece-mb'),
-    # compaction modes and the partition filter (analyze and compact)
-    ('mode', '--mode'),
-    ('min_input_files', '--min-input-files'),
-    ('fragment_ratio', '--fragment-ratio'),
-    ('min_target_ratio', '--min-target-ratio'),
-    ('where', '--where'),
-)
 
-# Flags whose value is joined with '=' into one argument: a filter such as
-# "-1 < hour" must never be taken for another flag by the engine's parser.
-JOINED_FLAGS = ('--where',)
+def _flag(name):
+    """``name value`` (two arguments)."""
+    return lambda value: [name, _text(value)]
+
+
+def _flag_joined(name):
+    """``name=value`` (one argument): a value such as the filter "-1 < hour" is
+    never taken for another flag by the engine's parser."""
+    return lambda value: ['%s=%s' % (name, _text(value))]
+
+
+def _conf(key):
+    """``--conf key=value``."""
+    return lambda value: ['--conf', '%s=%s' % (key, _text(value))]
+
+
+def _comma_list(name):
+    """``name a,b``."""
+    return lambda value: [name, ','.join(str(v) for v in value)]
+
+
+# (module option, engine flags of a set value), in the order they are emitted
+# (as community.general's cmd_runner_fmt); an option left unset (None) is not
+# passed, so the config file's value, else the engine's default, applies.
+ENGINE_OPTIONS = (
+    ('block_size_mb', _flag('--block-size')),
+    ('compaction_ratio_threshold', _flag('--ratio-threshold')),
+    ('target_file_size_mb', _flag('--target-file-size')),
+    ('backup_prefix', _flag('--backup-prefix')),
+    ('older_than', _flag('--older-than')),
+    ('keep_last', _flag('--keep-last')),
+    ('grace_period', _flag('--grace-period')),
+    ('pin', _flag('--pin')),
+    ('unpin', _flag('--unpin')),
+    ('log_level', _flag('--log-level')),
+    ('min_piece_mb', _flag('--min-piece-mb')),
+    ('quiet_period', _flag('--quiet-period')),
+    ('parallelism', _flag('--parallelism')),
+    # compaction modes and the partition filter (analyze and compact)
+    ('mode', _flag('--mode')),
+    ('min_input_files', _flag('--min-input-files')),
+    ('fragment_ratio', _flag('--fragment-ratio')),
+    ('min_target_ratio', _flag('--min-target-ratio')),
+    ('where', _flag_joined('--where')),
+)
+# compact's row rewrite options, after the table (rewrite_args checks them together).
+REWRITE_OPTIONS = ('sort_by', 'dedupe')
+# Every module option that becomes an engine flag.
+ENGINE_OPTION_NAMES = tuple(name for name, _fmt in ENGINE_OPTIONS) + REWRITE_OPTIONS
+
+# The dedupe option of compact: its argument spec (rewrite_args checks the
+# rules between the keys: delete_marker_value needs delete_marker, ...).
+DEDUPE_SPEC = dict(
+    keys=dict(type='list', elements='str', required=True, no_log=False),
+    order_by=dict(type='str', required=True),
+    delete_marker=dict(type='str'),
+    delete_marker_value=dict(type='raw'),
+)
+DEDUPE_KEYS = tuple(DEDUPE_SPEC)
+
+
+# Every key of the reference configuration's ``spark_submit:`` section:
+# (key, argument spec, spark-submit flags of a set value or None, only used by
+# spark-submit), in the order the flags are emitted. ``extra_conf`` goes
+# where its row is: public keys as --conf, secret ones in a properties file,
+# then the driver's python (see spark_submit_flags).
+SPARK_SUBMIT = (
+    ('enabled', dict(type='bool'), None, False),
+    ('master', dict(type='str'), _flag('--master'), False),
+    ('deploy_mode', dict(type='str', choices=['client', 'cluster']), _flag('--deploy-mode'), True),
+    ('principal', dict(type='str'), _flag('--principal'), True),
+    ('keytab', dict(type='path', no_log=False), _flag('--keytab'), True),
+    ('queue', dict(type='str'), _conf('spark.yarn.queue'), True),
+    ('archives', dict(type='str'), _flag('--archives'), True),
+    ('python_env', dict(type='str'), _conf('spark.pyspark.python'), True),
+    ('executor_memory', dict(type='str'), _flag('--executor-memory'), True),
+    ('num_executors', dict(type='int'), _flag('--num-executors'), True),
+    ('executor_cores', dict(type='int'), _flag('--executor-cores'), True),
+    ('driver_memory', dict(type='str'), _flag('--driver-memory'), True),
+    ('script_path', dict(type='path'), None, False),
+    ('extra_conf', dict(type='dict'), None, False),
+    ('extra_files', dict(type='list', elements='str'), _comma_list('--files'), True),
+)
+SPARK_SUBMIT_KEYS = tuple(row[0] for row in SPARK_SUBMIT)
+# Keys that only mean something to spark-submit (ignored, with a warning, in
+# the embedded mode).
+SPARK_SUBMIT_ONLY_KEYS = tuple(row[0] for row in SPARK_SUBMIT if row[3])
+
+_CLUSTER_MODE_REFUSED = (
+    'spark_submit.deploy_mode=cluster is not supported: the driver would run inside the cluster and the module '
+    'could not read its JSON result; use deploy_mode=client')
+
+
+def spark_submit_suboptions():
+    """The argument spec of ``spark_submit`` (a fresh copy)."""
+    return dict((key, dict(spec)) for key, spec, _fmt, _only in SPARK_SUBMIT)
+
+
+def dedupe_suboptions():
+    """The argument spec of ``dedupe`` (a fresh copy)."""
+    return dict((key, dict(spec)) for key, spec in DEDUPE_SPEC.items())
+
 
 # A Spark/Hadoop property or environment variable whose value must not be
 # echoed. ``keytab`` is a path, not a secret, and does not match.
@@ -81,13 +153,8 @@ _SECRET_KEY_RE = re.compile(
 )
 
 _COLUMN_RE = re.compile(r'^[A-Za-z0-9_]{1,128}$')
-DEDUPE_KEYS = ('keys', 'order_by', 'delete_marker', 'delete_marker_value')
 _TABLE_RE = re.compile(r'^[^\s.,`]+\.[^\s.,`]+$')
 _DATABASE_RE = re.compile(r'^[^\s.,`]+$')
-_APPLICATION_ID_RE = re.compile(r'application_\d+_\d+')
-
-# Table statuses that make a run fail (exit code 1).
-FAILED_STATUSES = ('failed', 'refused')
 
 
 class LakekeeperError(Exception):
@@ -111,12 +178,12 @@ def _text(value):
 
 def selector_args(table=None, tables=None, database=None):
     """The engine's selector flags; exactly one selector must be given."""
-    given = [name for name, value in (('table', table), ('tables', tables), ('database', database))
-             if value not in (None, '', [])]
+    given = [name for name, value in zip(SELECTORS, (table, tables, database)) if value not in (None, '', [])]
     if not given:
-        raise LakekeeperError('one of table, tables or database is required')
+        raise LakekeeperError('one of %s or %s is required' % (', '.join(SELECTORS[:-1]), SELECTORS[-1]))
     if len(given) > 1:
-        raise LakekeeperError('table, tables and database are mutually exclusive (got %s)' % ', '.join(given))
+        raise LakekeeperError('%s and %s are mutually exclusive (got %s)'
+                              % (', '.join(SELECTORS[:-1]), SELECTORS[-1], ', '.join(given)))
     if table not in (None, ''):
         table = str(table).strip()
         if not _TABLE_RE.match(table):
@@ -204,15 +271,10 @@ def engine_args(command, selectors, options=None, config_file=None, dry_run=Fals
         raise LakekeeperError('unknown engine command %r' % command)
     options = options or {}
     argv = [command] + list(selectors)
-    for name, flag in ENGINE_OPTIONS:
-        value = options.get(name)
-        if value is None:
-            continue
-        if flag in JOINED_FLAGS:
-            argv.append('%s=%s' % (flag, _text(value)))
-        else:
-            argv += [flag, _text(value)]
-    if options.get('sort_by') or options.get('dedupe'):
+    for name, fmt in ENGINE_OPTIONS:
+        if options.get(name) is not None:
+            argv += fmt(options[name])
+    if any(options.get(name) for name in REWRITE_OPTIONS):
         if command != 'compact':
             raise LakekeeperError('sort_by and dedupe only apply to compact')
         argv += rewrite_args(options.get('sort_by'), options.get('dedupe'))
@@ -322,48 +384,51 @@ def merge_spark_submit(module_value=None, config_value=None):
     return merged
 
 
-def _as_bool(value, key):
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ('1', 'true', 'yes', 'on', 'y'):
-        return True
-    if text in ('0', 'false', 'no', 'off', 'n', ''):
-        return False
-    raise LakekeeperError('spark_submit.%s must be a boolean, got %r' % (key, value))
+_PYTHON_TYPES = dict(bool=bool, int=int, str=str, path=str, dict=dict, list=list)
+_TYPE_NAMES = dict(bool='a boolean', int='an integer', str='a string', path='a path', dict='a mapping',
+                   list='a list')
+
+
+def _validate_spark_submit(merged):
+    """``merged`` checked and converted by ansible-core's ArgumentSpecValidator
+    against the spark_submit suboptions (the module's option already went
+    through the same spec; the config file's section has not)."""
+    section = dict((k, v) for k, v in (merged or {}).items() if k in SPARK_SUBMIT_KEYS)
+    if isinstance(section.get('extra_files'), str):  # a YAML string: comma-separated files
+        section['extra_files'] = [f.strip() for f in section['extra_files'].split(',')]
+    spec = spark_submit_suboptions()
+    for key, value in section.items():
+        # a container must already be one (the validator would make [3] of 3 and a dict of 'a=b')
+        wanted = spec[key]['type']
+        if value is not None and wanted in ('dict', 'list') and not isinstance(value, (dict, list, tuple)):
+            raise LakekeeperError('spark_submit.%s must be %s, got %s'
+                                  % (key, _TYPE_NAMES[wanted], type(value).__name__))
+    result = ArgumentSpecValidator(spec).validate(section)
+    if result.error_messages:
+        for key, value in result.validated_parameters.items():
+            wanted = _PYTHON_TYPES.get(spec[key]['type'])
+            if value is not None and wanted and not isinstance(value, wanted):
+                raise LakekeeperError('spark_submit.%s must be %s, got %r'
+                                      % (key, _TYPE_NAMES[spec[key]['type']], value))
+        raise LakekeeperError('spark_submit: %s' % '; '.join(result.error_messages))
+    return result.validated_parameters
 
 
 def resolve_spark_submit(merged):
-    """Apply defaults and check types of merged spark_submit settings."""
-    ss = dict((k, None) for k in SPARK_SUBMIT_KEYS)
-    ss.update(merged or {})
-    ss['enabled'] = _as_bool(ss['enabled'], 'enabled') if ss['enabled'] is not None else False
+    """Validate merged spark_submit settings and apply the defaults."""
+    ss = _validate_spark_submit(merged)
+    ss['enabled'] = bool(ss['enabled'])
     if not ss['master']:
         ss['master'] = DEFAULT_MASTER_SPARK_SUBMIT if ss['enabled'] else DEFAULT_MASTER_EMBEDDED
-    ss['master'] = str(ss['master'])
-    if ss['deploy_mode'] not in (None, 'client', 'cluster'):
-        raise LakekeeperError("spark_submit.deploy_mode must be 'client' or 'cluster', got %r" % ss['deploy_mode'])
-    conf = ss['extra_conf']
-    if conf is None:
-        conf = {}
-    if not isinstance(conf, dict):
-        raise LakekeeperError('spark_submit.extra_conf must be a mapping, got %s' % type(conf).__name__)
-    ss['extra_conf'] = dict((str(k), v) for k, v in conf.items())
-    files = ss['extra_files']
-    if files is None:
-        files = []
-    elif isinstance(files, str):
-        files = [f.strip() for f in files.split(',')]
-    elif not isinstance(files, (list, tuple)):
-        raise LakekeeperError('spark_submit.extra_files must be a list, got %s' % type(files).__name__)
-    ss['extra_files'] = [str(f) for f in files if f not in (None, '')]
-    for key in ('num_executors', 'executor_cores'):
-        if ss[key] is not None:
-            try:
-                ss[key] = int(ss[key])
-            except (TypeError, ValueError):
-                raise LakekeeperError('spark_submit.%s must be an integer, got %r' % (key, ss[key]))
+    ss['extra_conf'] = dict((str(k), v) for k, v in (ss['extra_conf'] or {}).items())
+    ss['extra_files'] = [str(f) for f in (ss['extra_files'] or []) if f not in (None, '')]
     return ss
+
+
+def refuse_cluster_mode(ss):
+    """The driver must run on the target: deploy_mode=cluster is refused."""
+    if ss.get('enabled') and ss.get('deploy_mode') == 'cluster':
+        raise LakekeeperError(_CLUSTER_MODE_REFUSED)
 
 
 def ignored_embedded_keys(ss):
@@ -374,42 +439,26 @@ def ignored_embedded_keys(ss):
 
 
 def spark_submit_flags(ss, driver_python=None, properties_file=None):
-    """spark-submit flags in the reference order (before the script).
+    """spark-submit flags in the reference order (before the script), from
+    the SPARK_SUBMIT table.
 
     Secret extra_conf values are not flags: they go to ``properties_file``
     (see properties_text), which the caller writes.
     """
-    argv = ['--master', ss['master']]
-    if ss.get('deploy_mode'):
-        argv += ['--deploy-mode', ss['deploy_mode']]
-    if ss.get('principal'):
-        argv += ['--principal', str(ss['principal'])]
-    if ss.get('keytab'):
-        argv += ['--keytab', str(ss['keytab'])]
-    if ss.get('queue'):
-        argv += ['--conf', 'spark.yarn.queue=%s' % ss['queue']]
-    if ss.get('archives'):
-        argv += ['--archives', str(ss['archives'])]
-    if ss.get('python_env'):
-        argv += ['--conf', 'spark.pyspark.python=%s' % ss['python_env']]
-    if ss.get('executor_memory'):
-        argv += ['--executor-memory', str(ss['executor_memory'])]
-    if ss.get('num_executors') is not None:
-        argv += ['--num-executors', str(ss['num_executors'])]
-    if ss.get('executor_cores') is not None:
-        argv += ['--executor-cores', str(ss['executor_cores'])]
-    if ss.get('driver_memory'):
-        argv += ['--driver-memory', str(ss['driver_memory'])]
-    public, secret = split_conf(ss.get('extra_conf'))
-    for key, value in public.items():
-        argv += ['--conf', '%s=%s' % (key, _text(value))]
-    if secret:
-        # --load-spark-defaults (Spark 4): spark-defaults.conf is still read
-        argv += ['--properties-file', properties_file, '--load-spark-defaults']
-    if driver_python:
-        argv += ['--conf', 'spark.pyspark.driver.python=%s' % driver_python]
-    if ss.get('extra_files'):
-        argv += ['--files', ','.join(ss['extra_files'])]
+    argv = []
+    for key, _spec, fmt, _only in SPARK_SUBMIT:
+        value = ss.get(key)
+        if key == 'extra_conf':
+            public, secret = split_conf(value)
+            for name, item in public.items():
+                argv += ['--conf', '%s=%s' % (name, _text(item))]
+            if secret:
+                # --load-spark-defaults (Spark 4): spark-defaults.conf is still read
+                argv += ['--properties-file', properties_file, '--load-spark-defaults']
+            if driver_python:
+                argv += ['--conf', 'spark.pyspark.driver.python=%s' % driver_python]
+        elif fmt and value not in (None, '', []):
+            argv += fmt(value)
     return argv
 
 
@@ -440,10 +489,7 @@ def build_command(command, selectors, ss, script, options=None, config_file=None
     if ss['enabled']:
         if not spark_submit:
             raise LakekeeperError('spark-submit binary not given')
-        if ss.get('deploy_mode') == 'cluster':
-            raise LakekeeperError(
-                'spark_submit.deploy_mode=cluster is not supported: the driver would run inside the '
-                'cluster and its JSON result could not be read back by the module; use deploy_mode=client')
+        refuse_cluster_mode(ss)
         head = [spark_submit] + spark_submit_flags(ss, driver_python=python, properties_file=properties_file) + [script]
         tail = engine_args(command, selectors, options, config_file=config_file, dry_run=dry_run,
                            state_dir=state_dir, result_file=result_file)
@@ -458,18 +504,6 @@ def build_command(command, selectors, ss, script, options=None, config_file=None
 
 
 _PLACEHOLDER_RE = re.compile(r'\{(database|table|name|partitions)\}')
-
-
-def refresh_targets(doc):
-    """The tables a post-compaction command runs for: those the run changed,
-    with the partitions it compacted."""
-    out = []
-    for table in doc.get('tables') or []:
-        if not isinstance(table, dict) or not table.get('changed') or table.get('status') != 'compacted':
-            continue
-        specs = [p.get('spec') for p in _partitions(table) if p.get('status') == 'compacted' and p.get('spec')]
-        out.append((table_name(table), specs))
-    return out
 
 
 def refresh_argv(template, table, partitions=None):
@@ -514,168 +548,3 @@ def secret_values(ss=None, environment=None):
 def join_cmd(argv):
     """One shell-quoted line (for humans; the module never runs a shell)."""
     return ' '.join(shlex.quote(str(a)) for a in argv)
-
-
-# --------------------------------------------------------------------------
-# the engine's result
-# --------------------------------------------------------------------------
-
-def parse_result(stdout=None, result_file_text=None):
-    """The engine's JSON document, from the result file or else stdout.
-
-    Returns None when neither holds a JSON object.
-    """
-    for text in (result_file_text, stdout):
-        doc = _find_json_object(text)
-        if doc is not None:
-            return doc
-    return None
-
-
-def _find_json_object(text):
-    if not text or not text.strip():
-        return None
-    text = text.strip()
-    try:
-        doc = json.loads(text)
-        if isinstance(doc, dict):
-            return doc
-    except ValueError:
-        pass
-    # Stray lines around the document: take the last object that parses and
-    # starts at the beginning of a line.
-    decoder = json.JSONDecoder()
-    found = None
-    starts = [0] if text.startswith('{') else []
-    starts += [m.start() + 1 for m in re.finditer(r'\n\{', text)]
-    for start in starts:
-        try:
-            doc, _end = decoder.raw_decode(text, start)
-        except ValueError:
-            continue
-        if isinstance(doc, dict) and ('tables' in doc or 'command' in doc):
-            found = doc
-    return found
-
-
-def find_application_id(*texts):
-    """The first YARN application id printed by spark-submit, or None."""
-    for text in texts:
-        if text:
-            match = _APPLICATION_ID_RE.search(text)
-            if match:
-                return match.group(0)
-    return None
-
-
-def tail_lines(text, count=40):
-    lines = (text or '').splitlines()
-    return lines[-count:]
-
-
-def table_name(table):
-    return str(table.get('table') or table.get('name') or '?')
-
-
-def would_change(doc):
-    """Whether a (dry) run reports that something would change."""
-    tables = doc.get('tables') or []
-    if any(t.get('would_change') for t in tables if isinstance(t, dict)):
-        return True
-    if doc.get('would_change'):
-        return True
-    # An engine that omits would_change: a planned table would change.
-    return any(t.get('status') == 'planned' for t in tables if isinstance(t, dict) and 'would_change' not in t)
-
-
-def did_change(doc):
-    tables = doc.get('tables') or []
-    return bool(doc.get('changed')) or any(t.get('changed') for t in tables if isinstance(t, dict))
-
-
-def is_failed(doc, rc):
-    if rc not in (0, None):
-        return True
-    if doc.get('failed'):
-        return True
-    return any(t.get('status') in FAILED_STATUSES for t in (doc.get('tables') or []) if isinstance(t, dict))
-
-
-def _partitions(table):
-    parts = table.get('partitions') or []
-    return [p for p in parts if isinstance(p, dict)]
-
-
-def _count(part, key):
-    value = part.get(key)
-    if isinstance(value, bool) or not isinstance(value, int):
-        return None
-    return value
-
-
-def build_diff(doc, dry_run=False):
-    """Before/after file counts per table (and per partition).
-
-    In a dry run a planned partition's ``after`` is its ``target_files`` (the
-    engine's ``files_after`` then still counts what is on disk).
-    """
-    before = {}
-    after = {}
-    for table in doc.get('tables') or []:
-        if not isinstance(table, dict):
-            continue
-        name = table_name(table)
-        b_parts = {}
-        a_parts = {}
-        for part in _partitions(table):
-            spec = str(part.get('spec') or '')
-            fb = _count(part, 'files_before')
-            fa = _count(part, 'files_after')
-            if dry_run and part.get('status') == 'planned' and _count(part, 'target_files') is not None:
-                # A dry run reports what is on disk (nothing changed); the diff shows the plan.
-                fa = _count(part, 'target_files')
-            if fa is None:
-                fa = fb
-            if fb is None:
-                fb = fa
-            if fb is None:
-                continue
-            b_parts[spec] = fb
-            a_parts[spec] = fa
-        if not b_parts:
-            continue
-        before[name] = {'files': sum(b_parts.values()), 'partitions': b_parts}
-        after[name] = {'files': sum(a_parts.values()), 'partitions': a_parts}
-    return {'before': before, 'after': after}
-
-
-def failure_message(command, doc, rc):
-    """One line: what failed, why, and what was left in place."""
-    head = 'lakekeeper %s failed (rc=%s)' % (command, rc)
-    if doc is None:
-        return head + ': the engine printed no JSON result'
-    details = []
-    for table in doc.get('tables') or []:
-        if not isinstance(table, dict) or table.get('status') not in FAILED_STATUSES:
-            continue
-        item = '%s: %s' % (table_name(table), table.get('status'))
-        if table.get('reason'):
-            item += ': %s' % table['reason']
-        kept = []
-        if table.get('backup_table'):
-            kept.append('backup table %s' % table['backup_table'])
-        for key in ('left_in_place', 'leftovers', 'kept'):
-            value = table.get(key)
-            if isinstance(value, (list, tuple)):
-                kept += [str(v) for v in value]
-            elif value:
-                kept.append(str(value))
-        if kept:
-            item += ' (left in place: %s)' % ', '.join(kept)
-        details.append(item)
-    msg = head
-    if doc.get('msg'):
-        msg += ': %s' % doc['msg']
-    if details:
-        msg += ' -- ' + '; '.join(details)
-    return ' '.join(msg.split())

@@ -1,0 +1,195 @@
+# -*- coding: utf-8 -*-
+# Copyright: Lakekeeper for Ansible contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Private helpers of the lakekeeper.hive modules (not a public API): the result.
+
+Pure functions that read the engine's JSON document (docs/engine-contract.md)
+from its result file or stdout and turn it into the module's result: changed,
+failed, the failure message, the diff, the tables a refresh command runs for.
+The argv side is _lakekeeper_argv.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+_APPLICATION_ID_RE = re.compile(r'application_\d+_\d+')
+
+# Table statuses that make a run fail (exit code 1).
+FAILED_STATUSES = ('failed', 'refused')
+
+
+def parse_result(stdout=None, result_file_text=None):
+    """The engine's JSON document, from the result file or else stdout.
+
+    Returns None when neither holds a JSON object.
+    """
+    for text in (result_file_text, stdout):
+        doc = _find_json_object(text)
+        if doc is not None:
+            return doc
+    return None
+
+
+def _find_json_object(text):
+    if not text or not text.strip():
+        return None
+    text = text.strip()
+    try:
+        doc = json.loads(text)
+        if isinstance(doc, dict):
+            return doc
+    except ValueError:
+        pass
+    # Stray lines around the document: take the last object that parses and
+    # starts at the beginning of a line.
+    decoder = json.JSONDecoder()
+    found = None
+    starts = [0] if text.startswith('{') else []
+    starts += [m.start() + 1 for m in re.finditer(r'\n\{', text)]
+    for start in starts:
+        try:
+            doc, _end = decoder.raw_decode(text, start)
+        except ValueError:
+            continue
+        if isinstance(doc, dict) and ('tables' in doc or 'command' in doc):
+            found = doc
+    return found
+
+
+def find_application_id(*texts):
+    """The first YARN application id printed by spark-submit, or None."""
+    for text in texts:
+        if text:
+            match = _APPLICATION_ID_RE.search(text)
+            if match:
+                return match.group(0)
+    return None
+
+
+def tail_lines(text, count=40):
+    lines = (text or '').splitlines()
+    return lines[-count:]
+
+
+def table_name(table):
+    return str(table.get('table') or table.get('name') or '?')
+
+
+def would_change(doc):
+    """Whether a (dry) run reports that something would change."""
+    tables = doc.get('tables') or []
+    if any(t.get('would_change') for t in tables if isinstance(t, dict)):
+        return True
+    if doc.get('would_change'):
+        return True
+    # An engine that omits would_change: a planned table would change.
+    return any(t.get('status') == 'planned' for t in tables if isinstance(t, dict) and 'would_change' not in t)
+
+
+def did_change(doc):
+    tables = doc.get('tables') or []
+    return bool(doc.get('changed')) or any(t.get('changed') for t in tables if isinstance(t, dict))
+
+
+def is_failed(doc, rc):
+    if rc not in (0, None):
+        return True
+    if doc.get('failed'):
+        return True
+    return any(t.get('status') in FAILED_STATUSES for t in (doc.get('tables') or []) if isinstance(t, dict))
+
+
+def _partitions(table):
+    parts = table.get('partitions') or []
+    return [p for p in parts if isinstance(p, dict)]
+
+
+def _count(part, key):
+    value = part.get(key)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value
+
+
+def build_diff(doc, dry_run=False):
+    """Before/after file counts per table (and per partition).
+
+    In a dry run a planned partition's ``after`` is its ``target_files`` (the
+    engine's ``files_after`` then still counts what is on disk).
+    """
+    before = {}
+    after = {}
+    for table in doc.get('tables') or []:
+        if not isinstance(table, dict):
+            continue
+        name = table_name(table)
+        b_parts = {}
+        a_parts = {}
+        for part in _partitions(table):
+            spec = str(part.get('spec') or '')
+            fb = _count(part, 'files_before')
+            fa = _count(part, 'files_after')
+            if dry_run and part.get('status') == 'planned' and _count(part, 'target_files') is not None:
+                # A dry run reports what is on disk (nothing changed); the diff shows the plan.
+                fa = _count(part, 'target_files')
+            if fa is None:
+                fa = fb
+            if fb is None:
+                fb = fa
+            if fb is None:
+                continue
+            b_parts[spec] = fb
+            a_parts[spec] = fa
+        if not b_parts:
+            continue
+        before[name] = {'files': sum(b_parts.values()), 'partitions': b_parts}
+        after[name] = {'files': sum(a_parts.values()), 'partitions': a_parts}
+    return {'before': before, 'after': after}
+
+
+def failure_message(command, doc, rc):
+    """One line: what failed, why, and what was left in place."""
+    head = 'lakekeeper %s failed (rc=%s)' % (command, rc)
+    if doc is None:
+        return head + ': the engine printed no JSON result'
+    details = []
+    for table in doc.get('tables') or []:
+        if not isinstance(table, dict) or table.get('status') not in FAILED_STATUSES:
+            continue
+        item = '%s: %s' % (table_name(table), table.get('status'))
+        if table.get('reason'):
+            item += ': %s' % table['reason']
+        kept = []
+        if table.get('backup_table'):
+            kept.append('backup table %s' % table['backup_table'])
+        for key in ('left_in_place', 'leftovers', 'kept'):
+            value = table.get(key)
+            if isinstance(value, (list, tuple)):
+                kept += [str(v) for v in value]
+            elif value:
+                kept.append(str(value))
+        if kept:
+            item += ' (left in place: %s)' % ', '.join(kept)
+        details.append(item)
+    msg = head
+    if doc.get('msg'):
+        msg += ': %s' % doc['msg']
+    if details:
+        msg += ' -- ' + '; '.join(details)
+    return ' '.join(msg.split())
+
+
+def refresh_targets(doc):
+    """The tables a post-compaction command runs for: those the run changed,
+    with the partitions it compacted."""
+    out = []
+    for table in doc.get('tables') or []:
+        if not isinstance(table, dict) or not table.get('changed') or table.get('status') != 'compacted':
+            continue
+        specs = [p.get('spec') for p in _partitions(table) if p.get('status') == 'compacted' and p.get('spec')]
+        out.append((table_name(table), specs))
+    return out
