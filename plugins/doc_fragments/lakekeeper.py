@@ -78,6 +78,12 @@ notes:
     --master local[*]) - with a local Spark and an embedded Derby Metastore; set O(spark_submit.enabled) to run it
     with C(spark-submit) on a cluster (YARN, Kerberos). O(spark_submit.deploy_mode=cluster) is refused.
   - The engine needs Java 17 and pyspark on the target (or on the cluster with spark-submit).
+  - Supported Spark on the cluster (the engine meets whatever C(spark-submit) is installed there) - Spark 3.3, 3.4 and
+    3.5 (Scala 2.12) and 4.x (Scala 2.13), with the Hive Metastore client Spark ships (2.3.9 on 3.x, 2.3.10 on 4.x);
+    the application's Python (the packed environment's or the cluster's) 3.9 or newer. Tested on every CI run -
+    pyspark 4.3.0 (the whole suite), 3.5.8 and 3.3.4 on Python 3.9 (the engine suite, the crash matrix for one
+    table shape, and C(spark-submit) with the packed environment); 3.4.4 on demand. An older Spark is refused
+    before anything is touched. RV(runtime) reports the versions a run used.
   - The module fails when the engine exits with a non-zero code or reports a failed or refused table, with the reason
     per table and what was left in place in RV(msg).
 """

@@ -19,11 +19,11 @@ import shutil
 import tarfile
 import tempfile
 
-APP_ENTRY = 'run_lakekeeper.py'
-APP_MARKER = '.lakekeeper_app.sha256'
-DEFAULT_APP_CACHE_DIR = '~/.cache/lakekeeper'
+APP_ENTRY = "run_lakekeeper.py"
+APP_MARKER = ".lakekeeper_app.sha256"
+DEFAULT_APP_CACHE_DIR = "~/.cache/lakekeeper"
 # The module option through which the action plugin passes the application.
-INTERNAL_OPTION = '_lakekeeper_app'
+INTERNAL_OPTION = "_lakekeeper_app"
 
 
 class AppError(Exception):
@@ -32,22 +32,22 @@ class AppError(Exception):
 
 def app_dirname(sha256):
     """The cache directory name of the application with this checksum."""
-    return 'app-%s' % sha256[:12]
+    return "app-%s" % sha256[:12]
 
 
 def _read_text(path):
-    with open(path, 'rb') as handle:
-        return handle.read().decode('utf-8', errors='replace')
+    with open(path, "rb") as handle:
+        return handle.read().decode("utf-8", errors="replace")
 
 
 def _safe_members(archive):
     for member in archive.getmembers():
         name = member.name
-        parts = name.replace('\\', '/').split('/')
-        if name.startswith('/') or '..' in parts:
-            raise AppError('refusing unsafe path %r in the application archive' % name)
+        parts = name.replace("\\", "/").split("/")
+        if name.startswith("/") or ".." in parts:
+            raise AppError("refusing unsafe path %r in the application archive" % name)
         if not (member.isfile() or member.isdir()):
-            raise AppError('refusing non-regular entry %r in the application archive' % name)
+            raise AppError("refusing non-regular entry %r in the application archive" % name)
         yield member
 
 
@@ -61,16 +61,16 @@ def unpack_app(archive_path, app_dir, sha256):
     cache_dir = os.path.dirname(app_dir)
     if not os.path.isdir(cache_dir):
         os.makedirs(cache_dir, 0o700)
-    staging = tempfile.mkdtemp(prefix='.%s.' % os.path.basename(app_dir), dir=cache_dir)
+    staging = tempfile.mkdtemp(prefix=".%s." % os.path.basename(app_dir), dir=cache_dir)
     try:
-        with tarfile.open(archive_path, 'r:gz') as archive:
+        with tarfile.open(archive_path, "r:gz") as archive:
             for member in _safe_members(archive):
-                if hasattr(tarfile, 'data_filter'):
-                    archive.extract(member, staging, filter='data')
+                if hasattr(tarfile, "data_filter"):
+                    archive.extract(member, staging, filter="data")
                 else:
                     archive.extract(member, staging)
-        with open(os.path.join(staging, APP_MARKER), 'w') as handle:
-            handle.write(sha256 + '\n')
+        with open(os.path.join(staging, APP_MARKER), "w") as handle:
+            handle.write(sha256 + "\n")
         os.chmod(staging, 0o755)
         try:
             os.rename(staging, app_dir)
@@ -85,21 +85,21 @@ def unpack_app(archive_path, app_dir, sha256):
 def ensure_app(module):
     """The directory of the bundled application on the target, or None."""
     info = module.params.get(INTERNAL_OPTION) or {}
-    sha256 = info.get('sha256')
+    sha256 = info.get("sha256")
     if not sha256:
         return None
-    cache_dir = os.path.abspath(os.path.expanduser(module.params['app_cache_dir'] or DEFAULT_APP_CACHE_DIR))
+    cache_dir = os.path.abspath(os.path.expanduser(module.params["app_cache_dir"] or DEFAULT_APP_CACHE_DIR))
     app_dir = os.path.join(cache_dir, app_dirname(sha256))
     marker = os.path.join(app_dir, APP_MARKER)
-    archive = info.get('archive')
+    archive = info.get("archive")
     if archive and not os.path.isfile(marker):
         try:
             unpack_app(archive, app_dir, sha256)
         except (OSError, tarfile.TarError, AppError) as exc:
-            module.fail_json(msg='could not unpack the Spark application into %s: %s' % (app_dir, exc))
+            module.fail_json(msg="could not unpack the Spark application into %s: %s" % (app_dir, exc))
     if not os.path.isfile(marker):
-        module.fail_json(msg='the cached Spark application %s is missing; run the task again' % app_dir)
+        module.fail_json(msg="the cached Spark application %s is missing; run the task again" % app_dir)
     if _read_text(marker).strip() != sha256:
-        module.fail_json(msg='the cached Spark application %s does not match checksum %s; delete that directory '
-                             'and run the task again' % (app_dir, sha256))
+        module.fail_json(msg="the cached Spark application %s does not match checksum %s; delete that directory "
+                             "and run the task again" % (app_dir, sha256))
     return app_dir

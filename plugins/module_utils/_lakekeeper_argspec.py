@@ -35,7 +35,7 @@ class _Module(AnsibleModule):
 
     def _log_invocation(self):
         params = self.params or {}
-        for value in secret_values(params.get('spark_submit'), params.get('environment')):
+        for value in secret_values(params.get("spark_submit"), params.get("environment")):
             self.no_log_values.add(value)
         super()._log_invocation()
 
@@ -66,25 +66,25 @@ def lakekeeper_argspec():
     """The options of every module (doc fragments lakekeeper and lakekeeper.spark)."""
     return ArgumentSpec(
         argument_spec=dict(
-            table=dict(type='str'),
-            tables=dict(type='list', elements='str'),
-            database=dict(type='str'),
-            config_file=dict(type='path'),
-            block_size_mb=dict(type='int'),
-            compaction_ratio_threshold=dict(type='float'),
-            target_file_size_mb=dict(type='int'),
-            backup_prefix=dict(type='str'),
-            log_level=dict(type='str', choices=['DEBUG', 'INFO', 'WARNING', 'ERROR']),
-            parallelism=dict(type='int'),
-            spark_submit=dict(type='dict', options=spark_submit_suboptions()),
-            spark_submit_path=dict(type='path'),
-            spark_home=dict(type='path'),
-            hadoop_conf_dir=dict(type='path'),
-            environment=dict(type='dict'),
-            python=dict(type='str'),
-            state_dir=dict(type='path'),
-            app_cache_dir=dict(type='path', default=DEFAULT_APP_CACHE_DIR),
-            **{INTERNAL_OPTION: dict(type='dict')}
+            table=dict(type="str"),
+            tables=dict(type="list", elements="str"),
+            database=dict(type="str"),
+            config_file=dict(type="path"),
+            block_size_mb=dict(type="int"),
+            compaction_ratio_threshold=dict(type="float"),
+            target_file_size_mb=dict(type="int"),
+            backup_prefix=dict(type="str"),
+            log_level=dict(type="str", choices=["DEBUG", "INFO", "WARNING", "ERROR"]),
+            parallelism=dict(type="int"),
+            spark_submit=dict(type="dict", options=spark_submit_suboptions()),
+            spark_submit_path=dict(type="path"),
+            spark_home=dict(type="path"),
+            hadoop_conf_dir=dict(type="path"),
+            environment=dict(type="dict"),
+            python=dict(type="str"),
+            state_dir=dict(type="path"),
+            app_cache_dir=dict(type="path", default=DEFAULT_APP_CACHE_DIR),
+            **{INTERNAL_OPTION: dict(type="dict")}
         ),
         mutually_exclusive=[SELECTORS],
         required_one_of=[SELECTORS],
@@ -94,23 +94,23 @@ def lakekeeper_argspec():
 def retention_options():
     """Backup retention (cleanup, and analyze for its verdicts; doc fragment lakekeeper.retention)."""
     return dict(
-        older_than=dict(type='str'),
-        keep_last=dict(type='int'),
-        grace_period=dict(type='str'),
+        older_than=dict(type="str"),
+        keep_last=dict(type="int"),
+        grace_period=dict(type="str"),
     )
 
 
 def compaction_options():
     """Compaction modes and the partition filter (analyze and compact; doc fragment lakekeeper.compaction)."""
     return dict(
-        mode=dict(type='str', choices=['ratio', 'minor', 'major', 'smart']),
-        min_input_files=dict(type='int'),
-        fragment_ratio=dict(type='float'),
-        min_target_ratio=dict(type='float'),
-        where=dict(type='str'),
+        mode=dict(type="str", choices=["ratio", "minor", "major", "smart"]),
+        min_input_files=dict(type="int"),
+        fragment_ratio=dict(type="float"),
+        min_target_ratio=dict(type="float"),
+        where=dict(type="str"),
     )
 
 
 def dedupe_option():
     """compact's ``dedupe`` (its rules are checked by _lakekeeper_argv.rewrite_args)."""
-    return dict(type='dict', options=dedupe_suboptions())
+    return dict(type="dict", options=dedupe_suboptions())

@@ -26,19 +26,19 @@ import shlex
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-COMMANDS = ('analyze', 'compact', 'rollback', 'cleanup', 'recover')
+COMMANDS = ("analyze", "compact", "rollback", "cleanup", "recover")
 # The table selectors: exactly one of them (AnsibleModule and selector_args).
-SELECTORS = ('table', 'tables', 'database')
-MASK = '********'
+SELECTORS = ("table", "tables", "database")
+MASK = "********"
 
-DEFAULT_MASTER_SPARK_SUBMIT = 'yarn'
-DEFAULT_MASTER_EMBEDDED = 'local[*]'
-DEFAULT_STATE_DIR = '~/.lakekeeper/state'
+DEFAULT_MASTER_SPARK_SUBMIT = "yarn"
+DEFAULT_MASTER_EMBEDDED = "local[*]"
+DEFAULT_STATE_DIR = "~/.lakekeeper/state"
 # Secret-looking extra_conf values never go on a command line (any local user
 # can read /proc/<pid>/cmdline): they are written to this properties file
 # (mode 0600, next to the result file in the module's private tmpdir) and
 # passed with --properties-file.
-SECRET_PROPERTIES_FILE = 'lakekeeper-secret.properties'
+SECRET_PROPERTIES_FILE = "lakekeeper-secret.properties"
 
 
 def _flag(name):
@@ -49,55 +49,55 @@ def _flag(name):
 def _flag_joined(name):
     """``name=value`` (one argument): a value such as the filter "-1 < hour" is
     never taken for another flag by the engine's parser."""
-    return lambda value: ['%s=%s' % (name, _text(value))]
+    return lambda value: ["%s=%s" % (name, _text(value))]
 
 
 def _conf(key):
     """``--conf key=value``."""
-    return lambda value: ['--conf', '%s=%s' % (key, _text(value))]
+    return lambda value: ["--conf", "%s=%s" % (key, _text(value))]
 
 
 def _comma_list(name):
     """``name a,b``."""
-    return lambda value: [name, ','.join(str(v) for v in value)]
+    return lambda value: [name, ",".join(str(v) for v in value)]
 
 
 # (module option, engine flags of a set value), in the order they are emitted
 # (as community.general's cmd_runner_fmt); an option left unset (None) is not
 # passed, so the config file's value, else the engine's default, applies.
 ENGINE_OPTIONS = (
-    ('block_size_mb', _flag('--block-size')),
-    ('compaction_ratio_threshold', _flag('--ratio-threshold')),
-    ('target_file_size_mb', _flag('--target-file-size')),
-    ('backup_prefix', _flag('--backup-prefix')),
-    ('older_than', _flag('--older-than')),
-    ('keep_last', _flag('--keep-last')),
-    ('grace_period', _flag('--grace-period')),
-    ('pin', _flag('--pin')),
-    ('unpin', _flag('--unpin')),
-    ('log_level', _flag('--log-level')),
-    ('min_piece_mb', _flag('--min-piece-mb')),
-    ('quiet_period', _flag('--quiet-period')),
-    ('parallelism', _flag('--parallelism')),
+    ("block_size_mb", _flag("--block-size")),
+    ("compaction_ratio_threshold", _flag("--ratio-threshold")),
+    ("target_file_size_mb", _flag("--target-file-size")),
+    ("backup_prefix", _flag("--backup-prefix")),
+    ("older_than", _flag("--older-than")),
+    ("keep_last", _flag("--keep-last")),
+    ("grace_period", _flag("--grace-period")),
+    ("pin", _flag("--pin")),
+    ("unpin", _flag("--unpin")),
+    ("log_level", _flag("--log-level")),
+    ("min_piece_mb", _flag("--min-piece-mb")),
+    ("quiet_period", _flag("--quiet-period")),
+    ("parallelism", _flag("--parallelism")),
     # compaction modes and the partition filter (analyze and compact)
-    ('mode', _flag('--mode')),
-    ('min_input_files', _flag('--min-input-files')),
-    ('fragment_ratio', _flag('--fragment-ratio')),
-    ('min_target_ratio', _flag('--min-target-ratio')),
-    ('where', _flag_joined('--where')),
+    ("mode", _flag("--mode")),
+    ("min_input_files", _flag("--min-input-files")),
+    ("fragment_ratio", _flag("--fragment-ratio")),
+    ("min_target_ratio", _flag("--min-target-ratio")),
+    ("where", _flag_joined("--where")),
 )
 # compact's row rewrite options, after the table (rewrite_args checks them together).
-REWRITE_OPTIONS = ('sort_by', 'dedupe')
+REWRITE_OPTIONS = ("sort_by", "dedupe")
 # Every module option that becomes an engine flag.
 ENGINE_OPTION_NAMES = tuple(name for name, _fmt in ENGINE_OPTIONS) + REWRITE_OPTIONS
 
 # The dedupe option of compact: its argument spec (rewrite_args checks the
 # rules between the keys: delete_marker_value needs delete_marker, ...).
 DEDUPE_SPEC = dict(
-    keys=dict(type='list', elements='str', required=True, no_log=False),
-    order_by=dict(type='str', required=True),
-    delete_marker=dict(type='str'),
-    delete_marker_value=dict(type='raw'),
+    keys=dict(type="list", elements="str", required=True, no_log=False),
+    order_by=dict(type="str", required=True),
+    delete_marker=dict(type="str"),
+    delete_marker_value=dict(type="raw"),
 )
 DEDUPE_KEYS = tuple(DEDUPE_SPEC)
 
@@ -108,21 +108,21 @@ DEDUPE_KEYS = tuple(DEDUPE_SPEC)
 # where its row is: public keys as --conf, secret ones in a properties file,
 # then the driver's python (see spark_submit_flags).
 SPARK_SUBMIT = (
-    ('enabled', dict(type='bool'), None, False),
-    ('master', dict(type='str'), _flag('--master'), False),
-    ('deploy_mode', dict(type='str', choices=['client', 'cluster']), _flag('--deploy-mode'), True),
-    ('principal', dict(type='str'), _flag('--principal'), True),
-    ('keytab', dict(type='path', no_log=False), _flag('--keytab'), True),
-    ('queue', dict(type='str'), _conf('spark.yarn.queue'), True),
-    ('archives', dict(type='str'), _flag('--archives'), True),
-    ('python_env', dict(type='str'), _conf('spark.pyspark.python'), True),
-    ('executor_memory', dict(type='str'), _flag('--executor-memory'), True),
-    ('num_executors', dict(type='int'), _flag('--num-executors'), True),
-    ('executor_cores', dict(type='int'), _flag('--executor-cores'), True),
-    ('driver_memory', dict(type='str'), _flag('--driver-memory'), True),
-    ('script_path', dict(type='path'), None, False),
-    ('extra_conf', dict(type='dict'), None, False),
-    ('extra_files', dict(type='list', elements='str'), _comma_list('--files'), True),
+    ("enabled", dict(type="bool"), None, False),
+    ("master", dict(type="str"), _flag("--master"), False),
+    ("deploy_mode", dict(type="str", choices=["client", "cluster"]), _flag("--deploy-mode"), True),
+    ("principal", dict(type="str"), _flag("--principal"), True),
+    ("keytab", dict(type="path", no_log=False), _flag("--keytab"), True),
+    ("queue", dict(type="str"), _conf("spark.yarn.queue"), True),
+    ("archives", dict(type="str"), _flag("--archives"), True),
+    ("python_env", dict(type="str"), _conf("spark.pyspark.python"), True),
+    ("executor_memory", dict(type="str"), _flag("--executor-memory"), True),
+    ("num_executors", dict(type="int"), _flag("--num-executors"), True),
+    ("executor_cores", dict(type="int"), _flag("--executor-cores"), True),
+    ("driver_memory", dict(type="str"), _flag("--driver-memory"), True),
+    ("script_path", dict(type="path"), None, False),
+    ("extra_conf", dict(type="dict"), None, False),
+    ("extra_files", dict(type="list", elements="str"), _comma_list("--files"), True),
 )
 SPARK_SUBMIT_KEYS = tuple(row[0] for row in SPARK_SUBMIT)
 # Keys that only mean something to spark-submit (ignored, with a warning, in
@@ -130,8 +130,8 @@ SPARK_SUBMIT_KEYS = tuple(row[0] for row in SPARK_SUBMIT)
 SPARK_SUBMIT_ONLY_KEYS = tuple(row[0] for row in SPARK_SUBMIT if row[3])
 
 _CLUSTER_MODE_REFUSED = (
-    'spark_submit.deploy_mode=cluster is not supported: the driver would run inside the cluster and the module '
-    'could not read its JSON result; use deploy_mode=client')
+    "spark_submit.deploy_mode=cluster is not supported: the driver would run inside the cluster and the module "
+    "could not read its JSON result; use deploy_mode=client")
 
 
 def spark_submit_suboptions():
@@ -147,14 +147,14 @@ def dedupe_suboptions():
 # A Spark/Hadoop property or environment variable whose value must not be
 # echoed. ``keytab`` is a path, not a secret, and does not match.
 _SECRET_KEY_RE = re.compile(
-    r'(passw(or)?d|pwd|secret|token|credential|api[._-]?key|access[._-]?key|'
-    r'private[._-]?key|signing[._-]?key|session[._-]?key|auth[._-]?key)',
+    r"(passw(or)?d|pwd|secret|token|credential|api[._-]?key|access[._-]?key|"
+    r"private[._-]?key|signing[._-]?key|session[._-]?key|auth[._-]?key)",
     re.IGNORECASE,
 )
 
-_COLUMN_RE = re.compile(r'^[A-Za-z0-9_]{1,128}$')
-_TABLE_RE = re.compile(r'^[^\s.,`]+\.[^\s.,`]+$')
-_DATABASE_RE = re.compile(r'^[^\s.,`]+$')
+_COLUMN_RE = re.compile(r"^[A-Za-z0-9_]{1,128}$")
+_TABLE_RE = re.compile(r"^[^\s.,`]+\.[^\s.,`]+$")
+_DATABASE_RE = re.compile(r"^[^\s.,`]+$")
 
 
 class LakekeeperError(Exception):
@@ -168,7 +168,7 @@ def is_secret_key(key):
 
 def _text(value):
     if isinstance(value, bool):
-        return 'true' if value else 'false'
+        return "true" if value else "false"
     return str(value)
 
 
@@ -178,48 +178,48 @@ def _text(value):
 
 def selector_args(table=None, tables=None, database=None):
     """The engine's selector flags; exactly one selector must be given."""
-    given = [name for name, value in zip(SELECTORS, (table, tables, database)) if value not in (None, '', [])]
+    given = [name for name, value in zip(SELECTORS, (table, tables, database)) if value not in (None, "", [])]
     if not given:
-        raise LakekeeperError('one of %s or %s is required' % (', '.join(SELECTORS[:-1]), SELECTORS[-1]))
+        raise LakekeeperError("one of %s or %s is required" % (", ".join(SELECTORS[:-1]), SELECTORS[-1]))
     if len(given) > 1:
-        raise LakekeeperError('%s and %s are mutually exclusive (got %s)'
-                              % (', '.join(SELECTORS[:-1]), SELECTORS[-1], ', '.join(given)))
-    if table not in (None, ''):
+        raise LakekeeperError("%s and %s are mutually exclusive (got %s)"
+                              % (", ".join(SELECTORS[:-1]), SELECTORS[-1], ", ".join(given)))
+    if table not in (None, ""):
         table = str(table).strip()
         if not _TABLE_RE.match(table):
             raise LakekeeperError("table must look like DB.TABLE, got %r" % table)
-        return ['--table', table]
+        return ["--table", table]
     if tables not in (None, []):
         names = []
         for name in tables:
-            name = str(name).strip() if name is not None else ''
+            name = str(name).strip() if name is not None else ""
             if not _TABLE_RE.match(name):
                 raise LakekeeperError("every item of tables must look like DB.TABLE, got %r" % name)
             if name not in names:
                 names.append(name)
-        return ['--tables', ','.join(names)]
+        return ["--tables", ",".join(names)]
     database = str(database).strip()
     if not _DATABASE_RE.match(database):
         raise LakekeeperError("database must be a single name without dots, commas or spaces, got %r" % database)
-    return ['--database', database]
+    return ["--database", database]
 
 
 def _column(value, what):
-    name = '' if value is None else str(value).strip()
+    name = "" if value is None else str(value).strip()
     if not _COLUMN_RE.match(name):
-        raise LakekeeperError('%s must be a column name (letters, digits and underscore), got %r' % (what, value))
+        raise LakekeeperError("%s must be a column name (letters, digits and underscore), got %r" % (what, value))
     return name
 
 
 def _columns(values, what):
     if isinstance(values, str):
-        values = values.split(',')
+        values = values.split(",")
     if not isinstance(values, (list, tuple)) or not values:
-        raise LakekeeperError('%s must be a non-empty list of column names' % what)
-    names = [_column(v, 'every item of %s' % what) for v in values]
+        raise LakekeeperError("%s must be a non-empty list of column names" % what)
+    names = [_column(v, "every item of %s" % what) for v in values]
     lowered = [n.lower() for n in names]
     if len(set(lowered)) != len(lowered):
-        raise LakekeeperError('%s names a column twice: %s' % (what, ', '.join(names)))
+        raise LakekeeperError("%s names a column twice: %s" % (what, ", ".join(names)))
     return names
 
 
@@ -231,31 +231,31 @@ def rewrite_args(sort_by=None, dedupe=None):
     ``delete_marker``).
     """
     argv = []
-    if sort_by not in (None, [], ''):
-        argv += ['--sort-by', ','.join(_columns(sort_by, 'sort_by'))]
+    if sort_by not in (None, [], ""):
+        argv += ["--sort-by", ",".join(_columns(sort_by, "sort_by"))]
     if dedupe in (None, {}):
         return argv
     if not isinstance(dedupe, dict):
-        raise LakekeeperError('dedupe must be a mapping (keys, order_by, delete_marker, delete_marker_value)')
+        raise LakekeeperError("dedupe must be a mapping (keys, order_by, delete_marker, delete_marker_value)")
     unknown = sorted(str(k) for k in dedupe if k not in DEDUPE_KEYS)
     if unknown:
-        raise LakekeeperError('unknown dedupe keys: %s' % ', '.join(unknown))
-    keys = _columns(dedupe.get('keys'), 'dedupe.keys')
-    order_by = _column(dedupe.get('order_by'), 'dedupe.order_by')
+        raise LakekeeperError("unknown dedupe keys: %s" % ", ".join(unknown))
+    keys = _columns(dedupe.get("keys"), "dedupe.keys")
+    order_by = _column(dedupe.get("order_by"), "dedupe.order_by")
     if order_by.lower() in [k.lower() for k in keys]:
-        raise LakekeeperError('dedupe.order_by %s must not be one of dedupe.keys' % order_by)
-    argv += ['--dedupe-keys', ','.join(keys), '--dedupe-order-by', order_by]
-    marker = dedupe.get('delete_marker')
-    value = dedupe.get('delete_marker_value')
-    if marker not in (None, ''):
-        marker = _column(marker, 'dedupe.delete_marker')
+        raise LakekeeperError("dedupe.order_by %s must not be one of dedupe.keys" % order_by)
+    argv += ["--dedupe-keys", ",".join(keys), "--dedupe-order-by", order_by]
+    marker = dedupe.get("delete_marker")
+    value = dedupe.get("delete_marker_value")
+    if marker not in (None, ""):
+        marker = _column(marker, "dedupe.delete_marker")
         if marker.lower() in [k.lower() for k in keys] + [order_by.lower()]:
-            raise LakekeeperError('dedupe.delete_marker %s must not be a key or the order_by column' % marker)
-        argv += ['--dedupe-delete-marker', marker]
+            raise LakekeeperError("dedupe.delete_marker %s must not be a key or the order_by column" % marker)
+        argv += ["--dedupe-delete-marker", marker]
         if value is not None:
-            argv += ['--dedupe-delete-value', _text(value)]
+            argv += ["--dedupe-delete-value", _text(value)]
     elif value is not None:
-        raise LakekeeperError('dedupe.delete_marker_value needs dedupe.delete_marker')
+        raise LakekeeperError("dedupe.delete_marker_value needs dedupe.delete_marker")
     return argv
 
 
@@ -268,30 +268,30 @@ def engine_args(command, selectors, options=None, config_file=None, dry_run=Fals
     ``state_dir`` when the user asked for it explicitly).
     """
     if command not in COMMANDS:
-        raise LakekeeperError('unknown engine command %r' % command)
+        raise LakekeeperError("unknown engine command %r" % command)
     options = options or {}
     argv = [command] + list(selectors)
     for name, fmt in ENGINE_OPTIONS:
         if options.get(name) is not None:
             argv += fmt(options[name])
     if any(options.get(name) for name in REWRITE_OPTIONS):
-        if command != 'compact':
-            raise LakekeeperError('sort_by and dedupe only apply to compact')
-        argv += rewrite_args(options.get('sort_by'), options.get('dedupe'))
+        if command != "compact":
+            raise LakekeeperError("sort_by and dedupe only apply to compact")
+        argv += rewrite_args(options.get("sort_by"), options.get("dedupe"))
     if config_file:
-        argv += ['--config-file', config_file]
+        argv += ["--config-file", config_file]
     if dry_run:
-        argv.append('--dry-run')
+        argv.append("--dry-run")
     if state_dir:
-        argv += ['--state-dir', state_dir]
+        argv += ["--state-dir", state_dir]
     if master:
-        argv += ['--master', master]
+        argv += ["--master", master]
     for key, value in (conf or {}).items():
-        argv += ['--conf', '%s=%s' % (key, _text(value))]
+        argv += ["--conf", "%s=%s" % (key, _text(value))]
     if properties_file:
-        argv += ['--properties-file', properties_file]
+        argv += ["--properties-file", properties_file]
     if result_file:
-        argv += ['--result-file', result_file]
+        argv += ["--result-file", result_file]
     return argv
 
 
@@ -306,36 +306,36 @@ def split_conf(conf):
 def secret_properties_path(result_file):
     """Where the secret properties of a run go: beside its result file."""
     if not result_file:
-        raise LakekeeperError('secret extra_conf values need a private directory for their properties file')
+        raise LakekeeperError("secret extra_conf values need a private directory for their properties file")
     return os.path.join(os.path.dirname(result_file), SECRET_PROPERTIES_FILE)
 
 
 def _escape_property(text, key=False):
     out = []
     for i, char in enumerate(text):
-        if char == '\\':
-            out.append('\\\\')
-        elif char == '\n':
-            out.append('\\n')
-        elif char == '\r':
-            out.append('\\r')
-        elif char == '\t':
-            out.append('\\t')
-        elif char in '=:#!' or (char == ' ' and (key or i == 0)):
-            out.append('\\' + char)
+        if char == "\\":
+            out.append("\\\\")
+        elif char == "\n":
+            out.append("\\n")
+        elif char == "\r":
+            out.append("\\r")
+        elif char == "\t":
+            out.append("\\t")
+        elif char in "=:#!" or (char == " " and (key or i == 0)):
+            out.append("\\" + char)
         elif ord(char) > 0xFFFF:  # a UTF-16 surrogate pair, as Java reads it
             code = ord(char) - 0x10000
-            out.append('\\u%04x\\u%04x' % (0xD800 + (code >> 10), 0xDC00 + (code & 0x3FF)))
+            out.append("\\u%04x\\u%04x" % (0xD800 + (code >> 10), 0xDC00 + (code & 0x3FF)))
         elif ord(char) > 126 or ord(char) < 32:
-            out.append('\\u%04x' % ord(char))
+            out.append("\\u%04x" % ord(char))
         else:
             out.append(char)
-    return ''.join(out)
+    return "".join(out)
 
 
 def properties_text(conf):
     """``conf`` as a java.util.Properties file (the format of --properties-file)."""
-    return ''.join('%s=%s\n' % (_escape_property(str(k), key=True), _escape_property(_text(v)))
+    return "".join("%s=%s\n" % (_escape_property(str(k), key=True), _escape_property(_text(v)))
                    for k, v in sorted(conf.items()))
 
 
@@ -351,16 +351,16 @@ def config_spark_submit(config):
     if config is None:
         return {}, []
     if not isinstance(config, dict):
-        raise LakekeeperError('the config file must be a YAML mapping, got %s' % type(config).__name__)
-    section = config.get('spark_submit')
+        raise LakekeeperError("the config file must be a YAML mapping, got %s" % type(config).__name__)
+    section = config.get("spark_submit")
     if section is None:
         return {}, []
     if not isinstance(section, dict):
-        raise LakekeeperError('spark_submit in the config file must be a mapping, got %s' % type(section).__name__)
+        raise LakekeeperError("spark_submit in the config file must be a mapping, got %s" % type(section).__name__)
     warnings = []
     unknown = sorted(str(k) for k in section if k not in SPARK_SUBMIT_KEYS)
     if unknown:
-        warnings.append('config file: unknown spark_submit keys ignored: %s' % ', '.join(unknown))
+        warnings.append("config file: unknown spark_submit keys ignored: %s" % ", ".join(unknown))
     return dict((k, v) for k, v in section.items() if k in SPARK_SUBMIT_KEYS), warnings
 
 
@@ -375,18 +375,18 @@ def merge_spark_submit(module_value=None, config_value=None):
     for key, value in (module_value or {}).items():
         if value is None or key not in SPARK_SUBMIT_KEYS:
             continue
-        if key == 'extra_conf' and isinstance(merged.get('extra_conf'), dict):
-            conf = dict(merged['extra_conf'])
+        if key == "extra_conf" and isinstance(merged.get("extra_conf"), dict):
+            conf = dict(merged["extra_conf"])
             conf.update(value)
-            merged['extra_conf'] = conf
+            merged["extra_conf"] = conf
         else:
             merged[key] = value
     return merged
 
 
 _PYTHON_TYPES = dict(bool=bool, int=int, str=str, path=str, dict=dict, list=list)
-_TYPE_NAMES = dict(bool='a boolean', int='an integer', str='a string', path='a path', dict='a mapping',
-                   list='a list')
+_TYPE_NAMES = dict(bool="a boolean", int="an integer", str="a string", path="a path", dict="a mapping",
+                   list="a list")
 
 
 def _validate_spark_submit(merged):
@@ -394,48 +394,48 @@ def _validate_spark_submit(merged):
     against the spark_submit suboptions (the module's option already went
     through the same spec; the config file's section has not)."""
     section = dict((k, v) for k, v in (merged or {}).items() if k in SPARK_SUBMIT_KEYS)
-    if isinstance(section.get('extra_files'), str):  # a YAML string: comma-separated files
-        section['extra_files'] = [f.strip() for f in section['extra_files'].split(',')]
+    if isinstance(section.get("extra_files"), str):  # a YAML string: comma-separated files
+        section["extra_files"] = [f.strip() for f in section["extra_files"].split(",")]
     spec = spark_submit_suboptions()
     for key, value in section.items():
         # a container must already be one (the validator would make [3] of 3 and a dict of 'a=b')
-        wanted = spec[key]['type']
-        if value is not None and wanted in ('dict', 'list') and not isinstance(value, (dict, list, tuple)):
-            raise LakekeeperError('spark_submit.%s must be %s, got %s'
+        wanted = spec[key]["type"]
+        if value is not None and wanted in ("dict", "list") and not isinstance(value, (dict, list, tuple)):
+            raise LakekeeperError("spark_submit.%s must be %s, got %s"
                                   % (key, _TYPE_NAMES[wanted], type(value).__name__))
     result = ArgumentSpecValidator(spec).validate(section)
     if result.error_messages:
         for key, value in result.validated_parameters.items():
-            wanted = _PYTHON_TYPES.get(spec[key]['type'])
+            wanted = _PYTHON_TYPES.get(spec[key]["type"])
             if value is not None and wanted and not isinstance(value, wanted):
-                raise LakekeeperError('spark_submit.%s must be %s, got %r'
-                                      % (key, _TYPE_NAMES[spec[key]['type']], value))
-        raise LakekeeperError('spark_submit: %s' % '; '.join(result.error_messages))
+                raise LakekeeperError("spark_submit.%s must be %s, got %r"
+                                      % (key, _TYPE_NAMES[spec[key]["type"]], value))
+        raise LakekeeperError("spark_submit: %s" % "; ".join(result.error_messages))
     return result.validated_parameters
 
 
 def resolve_spark_submit(merged):
     """Validate merged spark_submit settings and apply the defaults."""
     ss = _validate_spark_submit(merged)
-    ss['enabled'] = bool(ss['enabled'])
-    if not ss['master']:
-        ss['master'] = DEFAULT_MASTER_SPARK_SUBMIT if ss['enabled'] else DEFAULT_MASTER_EMBEDDED
-    ss['extra_conf'] = dict((str(k), v) for k, v in (ss['extra_conf'] or {}).items())
-    ss['extra_files'] = [str(f) for f in (ss['extra_files'] or []) if f not in (None, '')]
+    ss["enabled"] = bool(ss["enabled"])
+    if not ss["master"]:
+        ss["master"] = DEFAULT_MASTER_SPARK_SUBMIT if ss["enabled"] else DEFAULT_MASTER_EMBEDDED
+    ss["extra_conf"] = dict((str(k), v) for k, v in (ss["extra_conf"] or {}).items())
+    ss["extra_files"] = [str(f) for f in (ss["extra_files"] or []) if f not in (None, "")]
     return ss
 
 
 def refuse_cluster_mode(ss):
     """The driver must run on the target: deploy_mode=cluster is refused."""
-    if ss.get('enabled') and ss.get('deploy_mode') == 'cluster':
+    if ss.get("enabled") and ss.get("deploy_mode") == "cluster":
         raise LakekeeperError(_CLUSTER_MODE_REFUSED)
 
 
 def ignored_embedded_keys(ss):
     """spark-submit-only keys that are set while spark_submit is disabled."""
-    if ss.get('enabled'):
+    if ss.get("enabled"):
         return []
-    return [k for k in SPARK_SUBMIT_ONLY_KEYS if ss.get(k) not in (None, '', [], {})]
+    return [k for k in SPARK_SUBMIT_ONLY_KEYS if ss.get(k) not in (None, "", [], {})]
 
 
 def spark_submit_flags(ss, driver_python=None, properties_file=None):
@@ -448,16 +448,16 @@ def spark_submit_flags(ss, driver_python=None, properties_file=None):
     argv = []
     for key, _spec, fmt, _only in SPARK_SUBMIT:
         value = ss.get(key)
-        if key == 'extra_conf':
+        if key == "extra_conf":
             public, secret = split_conf(value)
             for name, item in public.items():
-                argv += ['--conf', '%s=%s' % (name, _text(item))]
+                argv += ["--conf", "%s=%s" % (name, _text(item))]
             if secret:
                 # --load-spark-defaults (Spark 4): spark-defaults.conf is still read
-                argv += ['--properties-file', properties_file, '--load-spark-defaults']
+                argv += ["--properties-file", properties_file, "--load-spark-defaults"]
             if driver_python:
-                argv += ['--conf', 'spark.pyspark.driver.python=%s' % driver_python]
-        elif fmt and value not in (None, '', []):
+                argv += ["--conf", "spark.pyspark.driver.python=%s" % driver_python]
+        elif fmt and value not in (None, "", []):
             argv += fmt(value)
     return argv
 
@@ -484,26 +484,26 @@ def build_command(command, selectors, ss, script, options=None, config_file=None
     then carry ``--properties-file <secret_properties_path(result_file)>``,
     a file the caller writes with properties_text before the run.
     """
-    secret = split_conf(ss.get('extra_conf'))[1]
+    secret = split_conf(ss.get("extra_conf"))[1]
     properties_file = secret_properties_path(result_file) if secret else None
-    if ss['enabled']:
+    if ss["enabled"]:
         if not spark_submit:
-            raise LakekeeperError('spark-submit binary not given')
+            raise LakekeeperError("spark-submit binary not given")
         refuse_cluster_mode(ss)
         head = [spark_submit] + spark_submit_flags(ss, driver_python=python, properties_file=properties_file) + [script]
         tail = engine_args(command, selectors, options, config_file=config_file, dry_run=dry_run,
                            state_dir=state_dir, result_file=result_file)
         return head + tail
     if not python:
-        raise LakekeeperError('python interpreter not given')
+        raise LakekeeperError("python interpreter not given")
     tail = engine_args(command, selectors, options, config_file=config_file, dry_run=dry_run,
-                       state_dir=state_dir or os.path.expanduser(DEFAULT_STATE_DIR), master=ss['master'],
-                       conf=split_conf(ss.get('extra_conf'))[0], result_file=result_file,
+                       state_dir=state_dir or os.path.expanduser(DEFAULT_STATE_DIR), master=ss["master"],
+                       conf=split_conf(ss.get("extra_conf"))[0], result_file=result_file,
                        properties_file=properties_file)
     return [python, script] + tail
 
 
-_PLACEHOLDER_RE = re.compile(r'\{(database|table|name|partitions)\}')
+_PLACEHOLDER_RE = re.compile(r"\{(database|table|name|partitions)\}")
 
 
 def refresh_argv(template, table, partitions=None):
@@ -512,9 +512,9 @@ def refresh_argv(template, table, partitions=None):
     ``{partitions}`` (the compacted partition specs, comma-separated) filled
     in. An argument list, never a shell string; other braces are kept."""
     if not template or not isinstance(template, (list, tuple)):
-        raise LakekeeperError('refresh_command must be a non-empty list of arguments')
-    database, _sep, name = str(table).partition('.')
-    values = dict(database=database, table=name, name=str(table), partitions=','.join(partitions or []))
+        raise LakekeeperError("refresh_command must be a non-empty list of arguments")
+    database, _sep, name = str(table).partition(".")
+    values = dict(database=database, table=name, name=str(table), partitions=",".join(partitions or []))
     return [_PLACEHOLDER_RE.sub(lambda m: values[m.group(1)], str(arg)) for arg in template]
 
 
@@ -523,10 +523,10 @@ def mask_argv(argv):
     masked = []
     previous = None
     for arg in argv:
-        if previous == '--conf' and '=' in arg:
-            key, _sep, value = arg.partition('=')
+        if previous == "--conf" and "=" in arg:
+            key, _sep, value = arg.partition("=")
             if value and is_secret_key(key):
-                arg = '%s=%s' % (key, MASK)
+                arg = "%s=%s" % (key, MASK)
         masked.append(arg)
         previous = arg
     return masked
@@ -535,16 +535,16 @@ def mask_argv(argv):
 def secret_values(ss=None, environment=None):
     """Values to add to the module's no_log_values (secret conf/env values)."""
     values = set()
-    for mapping in ((ss or {}).get('extra_conf') or {}, environment or {}):
+    for mapping in ((ss or {}).get("extra_conf") or {}, environment or {}):
         for key, value in mapping.items():
             if value is None or not is_secret_key(key):
                 continue
             text = _text(value)
-            if len(text) >= 3 and text.lower() not in ('true', 'false', 'none'):
+            if len(text) >= 3 and text.lower() not in ("true", "false", "none"):
                 values.add(text)
     return values
 
 
 def join_cmd(argv):
     """One shell-quoted line (for humans; the module never runs a shell)."""
-    return ' '.join(shlex.quote(str(a)) for a in argv)
+    return " ".join(shlex.quote(str(a)) for a in argv)

@@ -66,7 +66,7 @@ from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_result
     would_change,
 )
 
-RESULT_FILE = 'lakekeeper-result.json'
+RESULT_FILE = "lakekeeper-result.json"
 TAIL = 40
 
 
@@ -114,8 +114,8 @@ def _abspath(path):
 
 
 def _read_text(path):
-    with open(path, 'rb') as handle:
-        return handle.read().decode('utf-8', errors='replace')
+    with open(path, "rb") as handle:
+        return handle.read().decode("utf-8", errors="replace")
 
 
 def _fail_on(module, func, *args, **kwargs):
@@ -132,7 +132,7 @@ def _fail_on(module, func, *args, **kwargs):
 
 def _can_import_pyspark():
     try:
-        return importlib.util.find_spec('pyspark') is not None
+        return importlib.util.find_spec("pyspark") is not None
     except (ImportError, ValueError):
         return False
 
@@ -142,39 +142,39 @@ def find_python(module, explicit):
         if os.sep in explicit:
             path = _abspath(explicit)
             if not os.access(path, os.X_OK):
-                module.fail_json(msg='python %s is not an executable file' % path)
+                module.fail_json(msg="python %s is not an executable file" % path)
             return path
         path = module.get_bin_path(explicit)
         if not path:
-            module.fail_json(msg='python %r not found on PATH' % explicit)
+            module.fail_json(msg="python %r not found on PATH" % explicit)
         return path
     if sys.executable and _can_import_pyspark():
         return sys.executable
-    path = module.get_bin_path('python3')
+    path = module.get_bin_path("python3")
     if not path:
-        module.fail_json(msg='no python3 on PATH and the module interpreter %s cannot import pyspark; '
-                             'set the python option' % sys.executable)
-    rc, _out, err = module.run_command([path, '-c', 'import pyspark'])
+        module.fail_json(msg="no python3 on PATH and the module interpreter %s cannot import pyspark; "
+                             "set the python option" % sys.executable)
+    rc, _out, err = module.run_command([path, "-c", "import pyspark"])
     if rc != 0:
-        module.fail_json(msg='neither the module interpreter %s nor %s can import pyspark; install pyspark or set '
-                             'the python option' % (sys.executable, path), stderr_lines=tail_lines(err, 5))
+        module.fail_json(msg="neither the module interpreter %s nor %s can import pyspark; install pyspark or set "
+                             "the python option" % (sys.executable, path), stderr_lines=tail_lines(err, 5))
     return path
 
 
 def find_spark_submit(module, env):
-    explicit = module.params['spark_submit_path']
+    explicit = module.params["spark_submit_path"]
     if explicit:
         if not os.access(explicit, os.X_OK) or os.path.isdir(explicit):
-            module.fail_json(msg='spark_submit_path %s is not an executable file' % explicit)
+            module.fail_json(msg="spark_submit_path %s is not an executable file" % explicit)
         return explicit
     dirs = []
-    for home in (module.params['spark_home'], env.get('SPARK_HOME'), os.environ.get('SPARK_HOME')):
+    for home in (module.params["spark_home"], env.get("SPARK_HOME"), os.environ.get("SPARK_HOME")):
         if home:
-            dirs.append(os.path.join(home, 'bin'))
-    path = module.get_bin_path('spark-submit', opt_dirs=dirs)
+            dirs.append(os.path.join(home, "bin"))
+    path = module.get_bin_path("spark-submit", opt_dirs=dirs)
     if not path:
-        module.fail_json(msg='spark-submit not found in %s nor on PATH; set spark_submit_path or spark_home'
-                             % (', '.join(dirs) or '$SPARK_HOME/bin'))
+        module.fail_json(msg="spark-submit not found in %s nor on PATH; set spark_submit_path or spark_home"
+                             % (", ".join(dirs) or "$SPARK_HOME/bin"))
     return path
 
 
@@ -189,27 +189,27 @@ def check_keytab(module, path):
         mode = os.stat(path).st_mode
     except OSError as exc:
         if not os.path.exists(path):
-            module.fail_json(msg='spark_submit.keytab %s does not exist on the target' % path)
-        module.fail_json(msg='spark_submit.keytab %s cannot be read: %s' % (path, exc.strerror))
+            module.fail_json(msg="spark_submit.keytab %s does not exist on the target" % path)
+        module.fail_json(msg="spark_submit.keytab %s cannot be read: %s" % (path, exc.strerror))
     if not stat.S_ISREG(mode):
-        module.fail_json(msg='spark_submit.keytab %s is not a regular file' % path)
+        module.fail_json(msg="spark_submit.keytab %s is not a regular file" % path)
     if mode & stat.S_IROTH:
-        module.fail_json(msg='spark_submit.keytab %s is readable by every user (mode %04o): a keytab is a '
-                             'password; chmod 600 it (owner only)' % (path, stat.S_IMODE(mode)))
+        module.fail_json(msg="spark_submit.keytab %s is readable by every user (mode %04o): a keytab is a "
+                             "password; chmod 600 it (owner only)" % (path, stat.S_IMODE(mode)))
     if not os.access(path, os.R_OK):
-        module.fail_json(msg='spark_submit.keytab %s is not readable by the user running the module' % path)
+        module.fail_json(msg="spark_submit.keytab %s is not readable by the user running the module" % path)
 
 
 def load_config(module, path):
     if not os.path.isfile(path):
-        module.fail_json(msg='config_file %s not found on the target' % path)
+        module.fail_json(msg="config_file %s not found on the target" % path)
     if not HAS_YAML:
-        module.fail_json(msg=missing_required_lib('PyYAML', reason='to read config_file'),
+        module.fail_json(msg=missing_required_lib("PyYAML", reason="to read config_file"),
                          exception=YAML_IMPORT_ERROR)
     try:
         return yaml.safe_load(_read_text(path))
     except yaml.YAMLError as exc:
-        module.fail_json(msg='config_file %s is not valid YAML: %s' % (path, ' '.join(str(exc).split())))
+        module.fail_json(msg="config_file %s is not valid YAML: %s" % (path, " ".join(str(exc).split())))
 
 
 def read_spark_submit(module, config_file):
@@ -221,29 +221,29 @@ def read_spark_submit(module, config_file):
         try:
             config_ss, warnings = config_spark_submit(load_config(module, config_file))
         except LakekeeperError as exc:
-            module.fail_json(msg='config_file %s: %s' % (config_file, exc))
+            module.fail_json(msg="config_file %s: %s" % (config_file, exc))
         for warning in warnings:
             module.warn(warning)
-    ss = _fail_on(module, resolve_spark_submit, merge_spark_submit(module.params['spark_submit'], config_ss))
+    ss = _fail_on(module, resolve_spark_submit, merge_spark_submit(module.params["spark_submit"], config_ss))
     _fail_on(module, refuse_cluster_mode, ss)
-    if ss['enabled'] and ss.get('keytab'):
-        check_keytab(module, _abspath(str(ss['keytab'])))
+    if ss["enabled"] and ss.get("keytab"):
+        check_keytab(module, _abspath(str(ss["keytab"])))
     ignored = ignored_embedded_keys(ss)
     if ignored:
-        module.warn('spark_submit.enabled is false: %s only apply to spark-submit and are ignored'
-                    % ', '.join(ignored))
+        module.warn("spark_submit.enabled is false: %s only apply to spark-submit and are ignored"
+                    % ", ".join(ignored))
     return ss
 
 
 def engine_environment(params):
     """The environment of the engine run: SPARK_HOME, HADOOP_CONF_DIR, then ``environment``."""
     env = {}
-    if params['spark_home']:
-        env['SPARK_HOME'] = params['spark_home']
-    if params['hadoop_conf_dir']:
-        env['HADOOP_CONF_DIR'] = params['hadoop_conf_dir']
-    for key, value in (params['environment'] or {}).items():
-        env[str(key)] = '' if value is None else str(value)
+    if params["spark_home"]:
+        env["SPARK_HOME"] = params["spark_home"]
+    if params["hadoop_conf_dir"]:
+        env["HADOOP_CONF_DIR"] = params["hadoop_conf_dir"]
+    for key, value in (params["environment"] or {}).items():
+        env[str(key)] = "" if value is None else str(value)
     return env
 
 
@@ -254,42 +254,42 @@ def resolve_launch(module, engine, ss):
     for value in secret_values(ss, env):
         module.no_log_values.add(value)
 
-    if ss.get('script_path'):
-        script = _abspath(ss['script_path'])
+    if ss.get("script_path"):
+        script = _abspath(ss["script_path"])
     else:
         app_dir = ensure_app(module)
         if not app_dir:
-            module.fail_json(msg='no Spark application: run this module through its action plugin '
-                                 '(lakekeeper.hive.%s) or set spark_submit.script_path' % engine.module)
+            module.fail_json(msg="no Spark application: run this module through its action plugin "
+                                 "(lakekeeper.hive.%s) or set spark_submit.script_path" % engine.module)
         script = os.path.join(app_dir, APP_ENTRY)
     if not os.path.isfile(script):
-        module.fail_json(msg='Spark application entry point %s not found on the target' % script)
+        module.fail_json(msg="Spark application entry point %s not found on the target" % script)
 
-    state_dir = _abspath(params['state_dir'])
-    if ss['enabled']:
+    state_dir = _abspath(params["state_dir"])
+    if ss["enabled"]:
         spark_submit = find_spark_submit(module, env)
-        python = params['python']
+        python = params["python"]
         if python and os.sep in python:
             python = _abspath(python)
     else:
         spark_submit = None
-        python = find_python(module, params['python'])
+        python = find_python(module, params["python"])
         state_dir = state_dir or _abspath(DEFAULT_STATE_DIR)
-        if 'PYSPARK_PYTHON' not in env:
-            env['PYSPARK_PYTHON'] = python
+        if "PYSPARK_PYTHON" not in env:
+            env["PYSPARK_PYTHON"] = python
     if state_dir:
         try:
             if not os.path.isdir(state_dir):
                 os.makedirs(state_dir, 0o700)
         except OSError as exc:
-            module.fail_json(msg='could not create state_dir %s: %s' % (state_dir, exc))
+            module.fail_json(msg="could not create state_dir %s: %s" % (state_dir, exc))
     return Launch(script, env, python=python, spark_submit=spark_submit, state_dir=state_dir)
 
 
 def write_private(path, text):
     """Write ``text`` to a new file only its owner can read."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, 'w') as handle:
+    with os.fdopen(fd, "w") as handle:
         handle.write(text)
 
 
@@ -299,12 +299,12 @@ def build_argv(module, engine, command, selectors, ss, launch, config_file, resu
                     options=engine.options(module.params), config_file=config_file, dry_run=module.check_mode,
                     state_dir=launch.state_dir, result_file=result_file, python=launch.python,
                     spark_submit=launch.spark_submit)
-    secret_conf = split_conf(ss.get('extra_conf'))[1]
+    secret_conf = split_conf(ss.get("extra_conf"))[1]
     if secret_conf:
         try:
             write_private(secret_properties_path(result_file), properties_text(secret_conf))
         except OSError as exc:
-            module.fail_json(msg='could not write the secret properties file in %s: %s'
+            module.fail_json(msg="could not write the secret properties file in %s: %s"
                                  % (module.tmpdir, exc.strerror))
     return argv
 
@@ -320,7 +320,7 @@ def _stderr_cause(stderr):
     """The last stderr line that says something (not a Java stack frame)."""
     for line in reversed(tail_lines(stderr, TAIL)):
         text = line.strip()
-        if text and not text.startswith('at ') and not text.startswith('... '):
+        if text and not text.startswith("at ") and not text.startswith("... "):
             return text
     return None
 
@@ -331,26 +331,26 @@ def parse(module, engine, command, result, rc, stdout, stderr, result_text):
     doc = parse_result(stdout, result_text)
     application_id = find_application_id(stderr, stdout)
     if application_id:
-        result['application_id'] = application_id
+        result["application_id"] = application_id
 
     if doc is None:
         cause = _stderr_cause(stderr)
         msg = failure_message(command, None, rc)
         if cause:
-            msg += ': %s' % cause
+            msg += ": %s" % cause
         module.fail_json(msg=msg, tables=[], stdout_lines=tail_lines(stdout, TAIL),
                          stderr_lines=tail_lines(stderr, TAIL), **result)
 
-    tables = [t for t in (doc.get('tables') or []) if isinstance(t, dict)]
-    result.update(tables=tables, run_id=doc.get('run_id'))
-    if isinstance(doc.get('runtime'), dict):
-        result['runtime'] = doc['runtime']
+    tables = [t for t in (doc.get("tables") or []) if isinstance(t, dict)]
+    result.update(tables=tables, run_id=doc.get("run_id"))
+    if isinstance(doc.get("runtime"), dict):
+        result["runtime"] = doc["runtime"]
     if not engine.writes:
-        result['changed'] = False
+        result["changed"] = False
     else:
-        result['changed'] = would_change(doc) if dry_run else did_change(doc)
+        result["changed"] = would_change(doc) if dry_run else did_change(doc)
     if module._diff:
-        result['diff'] = build_diff(doc, dry_run=dry_run)
+        result["diff"] = build_diff(doc, dry_run=dry_run)
 
     if is_failed(doc, rc):
         module.fail_json(msg=failure_message(command, doc, rc), stdout_lines=tail_lines(stdout, TAIL),
@@ -369,12 +369,12 @@ def run_refresh(module, template, doc, env):
             rc, stdout, stderr = module.run_command(argv, environ_update=env, check_rc=False,
                                                     handle_exceptions=False)
         except (OSError, IOError) as exc:  # a missing executable: reported, not fatal
-            rc, stdout, stderr = None, '', str(exc)
+            rc, stdout, stderr = None, "", str(exc)
         entry = dict(table=table, cmd=join_cmd(argv), rc=rc, failed=rc != 0,
                      stdout_lines=tail_lines(stdout, 10), stderr_lines=tail_lines(stderr, 10))
-        if entry['failed']:
-            module.warn('refresh_command for %s failed (rc %s): %s' % (
-                table, rc, (tail_lines(stderr, 1) or tail_lines(stdout, 1) or [''])[0].strip()))
+        if entry["failed"]:
+            module.warn("refresh_command for %s failed (rc %s): %s" % (
+                table, rc, (tail_lines(stderr, 1) or tail_lines(stdout, 1) or [""])[0].strip()))
         out.append(entry)
     return out
 
@@ -382,13 +382,13 @@ def run_refresh(module, template, doc, env):
 def refresh(module, doc, launch, result, msg):
     """The refresh command after a run that wrote (``refresh_command``, not in
     check mode), in ``result['refresh']``; returns the message."""
-    template = module.params.get('refresh_command')
+    template = module.params.get("refresh_command")
     if not template or module.check_mode:
         return msg
-    result['refresh'] = run_refresh(module, template, doc, launch.env)
-    failed = [r['table'] for r in result['refresh'] if r['failed']]
+    result["refresh"] = run_refresh(module, template, doc, launch.env)
+    failed = [r["table"] for r in result["refresh"] if r["failed"]]
     if failed:
-        msg += '; refresh_command failed for %s (the compaction itself succeeded and stays)' % ', '.join(failed)
+        msg += "; refresh_command failed for %s (the compaction itself succeeded and stays)" % ", ".join(failed)
     return msg
 
 
@@ -396,8 +396,8 @@ def run_module(module, engine):
     """Run the engine for ``module`` (built from an _lakekeeper_argspec spec) and exit."""
     params = module.params
     command = engine.resolve_command(params)
-    selectors = _fail_on(module, selector_args, params['table'], params['tables'], params['database'])
-    config_file = _abspath(params['config_file'])
+    selectors = _fail_on(module, selector_args, params["table"], params["tables"], params["database"])
+    config_file = _abspath(params["config_file"])
     ss = read_spark_submit(module, config_file)
     launch = resolve_launch(module, engine, ss)
     result_file = os.path.join(module.tmpdir, RESULT_FILE)
@@ -405,12 +405,12 @@ def run_module(module, engine):
     result = dict(changed=False, cmd=join_cmd(mask_argv(argv)), rc=None, command=command,
                   dry_run=module.check_mode, script=launch.script)
     rc, stdout, stderr, result_text = execute(module, argv, launch, result_file)
-    result['rc'] = rc
+    result["rc"] = rc
     doc = parse(module, engine, command, result, rc, stdout, stderr, result_text)
 
-    msg = doc.get('msg') or '%s: %d table(s)' % (command, len(result['tables']))
+    msg = doc.get("msg") or "%s: %d table(s)" % (command, len(result["tables"]))
     msg = refresh(module, doc, launch, result, msg)
     if module.check_mode:
-        msg = '(dry run) ' + msg
-    result['msg'] = ' '.join(str(msg).split())
+        msg = "(dry run) " + msg
+    result["msg"] = " ".join(str(msg).split())
     module.exit_json(**result)

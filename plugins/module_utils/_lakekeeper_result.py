@@ -16,10 +16,10 @@ from __future__ import annotations
 import json
 import re
 
-_APPLICATION_ID_RE = re.compile(r'application_\d+_\d+')
+_APPLICATION_ID_RE = re.compile(r"application_\d+_\d+")
 
 # Table statuses that make a run fail (exit code 1).
-FAILED_STATUSES = ('failed', 'refused')
+FAILED_STATUSES = ("failed", "refused")
 
 
 def parse_result(stdout=None, result_file_text=None):
@@ -48,14 +48,14 @@ def _find_json_object(text):
     # starts at the beginning of a line.
     decoder = json.JSONDecoder()
     found = None
-    starts = [0] if text.startswith('{') else []
-    starts += [m.start() + 1 for m in re.finditer(r'\n\{', text)]
+    starts = [0] if text.startswith("{") else []
+    starts += [m.start() + 1 for m in re.finditer(r"\n\{", text)]
     for start in starts:
         try:
             doc, _end = decoder.raw_decode(text, start)
         except ValueError:
             continue
-        if isinstance(doc, dict) and ('tables' in doc or 'command' in doc):
+        if isinstance(doc, dict) and ("tables" in doc or "command" in doc):
             found = doc
     return found
 
@@ -71,40 +71,40 @@ def find_application_id(*texts):
 
 
 def tail_lines(text, count=40):
-    lines = (text or '').splitlines()
+    lines = (text or "").splitlines()
     return lines[-count:]
 
 
 def table_name(table):
-    return str(table.get('table') or table.get('name') or '?')
+    return str(table.get("table") or table.get("name") or "?")
 
 
 def would_change(doc):
     """Whether a (dry) run reports that something would change."""
-    tables = doc.get('tables') or []
-    if any(t.get('would_change') for t in tables if isinstance(t, dict)):
+    tables = doc.get("tables") or []
+    if any(t.get("would_change") for t in tables if isinstance(t, dict)):
         return True
-    if doc.get('would_change'):
+    if doc.get("would_change"):
         return True
     # An engine that omits would_change: a planned table would change.
-    return any(t.get('status') == 'planned' for t in tables if isinstance(t, dict) and 'would_change' not in t)
+    return any(t.get("status") == "planned" for t in tables if isinstance(t, dict) and "would_change" not in t)
 
 
 def did_change(doc):
-    tables = doc.get('tables') or []
-    return bool(doc.get('changed')) or any(t.get('changed') for t in tables if isinstance(t, dict))
+    tables = doc.get("tables") or []
+    return bool(doc.get("changed")) or any(t.get("changed") for t in tables if isinstance(t, dict))
 
 
 def is_failed(doc, rc):
     if rc not in (0, None):
         return True
-    if doc.get('failed'):
+    if doc.get("failed"):
         return True
-    return any(t.get('status') in FAILED_STATUSES for t in (doc.get('tables') or []) if isinstance(t, dict))
+    return any(t.get("status") in FAILED_STATUSES for t in (doc.get("tables") or []) if isinstance(t, dict))
 
 
 def _partitions(table):
-    parts = table.get('partitions') or []
+    parts = table.get("partitions") or []
     return [p for p in parts if isinstance(p, dict)]
 
 
@@ -123,19 +123,19 @@ def build_diff(doc, dry_run=False):
     """
     before = {}
     after = {}
-    for table in doc.get('tables') or []:
+    for table in doc.get("tables") or []:
         if not isinstance(table, dict):
             continue
         name = table_name(table)
         b_parts = {}
         a_parts = {}
         for part in _partitions(table):
-            spec = str(part.get('spec') or '')
-            fb = _count(part, 'files_before')
-            fa = _count(part, 'files_after')
-            if dry_run and part.get('status') == 'planned' and _count(part, 'target_files') is not None:
+            spec = str(part.get("spec") or "")
+            fb = _count(part, "files_before")
+            fa = _count(part, "files_after")
+            if dry_run and part.get("status") == "planned" and _count(part, "target_files") is not None:
                 # A dry run reports what is on disk (nothing changed); the diff shows the plan.
-                fa = _count(part, 'target_files')
+                fa = _count(part, "target_files")
             if fa is None:
                 fa = fb
             if fb is None:
@@ -146,50 +146,50 @@ def build_diff(doc, dry_run=False):
             a_parts[spec] = fa
         if not b_parts:
             continue
-        before[name] = {'files': sum(b_parts.values()), 'partitions': b_parts}
-        after[name] = {'files': sum(a_parts.values()), 'partitions': a_parts}
-    return {'before': before, 'after': after}
+        before[name] = {"files": sum(b_parts.values()), "partitions": b_parts}
+        after[name] = {"files": sum(a_parts.values()), "partitions": a_parts}
+    return {"before": before, "after": after}
 
 
 def failure_message(command, doc, rc):
     """One line: what failed, why, and what was left in place."""
-    head = 'lakekeeper %s failed (rc=%s)' % (command, rc)
+    head = "lakekeeper %s failed (rc=%s)" % (command, rc)
     if doc is None:
-        return head + ': the engine printed no JSON result'
+        return head + ": the engine printed no JSON result"
     details = []
-    for table in doc.get('tables') or []:
-        if not isinstance(table, dict) or table.get('status') not in FAILED_STATUSES:
+    for table in doc.get("tables") or []:
+        if not isinstance(table, dict) or table.get("status") not in FAILED_STATUSES:
             continue
-        item = '%s: %s' % (table_name(table), table.get('status'))
-        if table.get('reason'):
-            item += ': %s' % table['reason']
+        item = "%s: %s" % (table_name(table), table.get("status"))
+        if table.get("reason"):
+            item += ": %s" % table["reason"]
         kept = []
-        if table.get('backup_table'):
-            kept.append('backup table %s' % table['backup_table'])
-        for key in ('left_in_place', 'leftovers', 'kept'):
+        if table.get("backup_table"):
+            kept.append("backup table %s" % table["backup_table"])
+        for key in ("left_in_place", "leftovers", "kept"):
             value = table.get(key)
             if isinstance(value, (list, tuple)):
                 kept += [str(v) for v in value]
             elif value:
                 kept.append(str(value))
         if kept:
-            item += ' (left in place: %s)' % ', '.join(kept)
+            item += " (left in place: %s)" % ", ".join(kept)
         details.append(item)
     msg = head
-    if doc.get('msg'):
-        msg += ': %s' % doc['msg']
+    if doc.get("msg"):
+        msg += ": %s" % doc["msg"]
     if details:
-        msg += ' -- ' + '; '.join(details)
-    return ' '.join(msg.split())
+        msg += " -- " + "; ".join(details)
+    return " ".join(msg.split())
 
 
 def refresh_targets(doc):
     """The tables a post-compaction command runs for: those the run changed,
     with the partitions it compacted."""
     out = []
-    for table in doc.get('tables') or []:
-        if not isinstance(table, dict) or not table.get('changed') or table.get('status') != 'compacted':
+    for table in doc.get("tables") or []:
+        if not isinstance(table, dict) or not table.get("changed") or table.get("status") != "compacted":
             continue
-        specs = [p.get('spec') for p in _partitions(table) if p.get('status') == 'compacted' and p.get('spec')]
+        specs = [p.get("spec") for p in _partitions(table) if p.get("status") == "compacted" and p.get("spec")]
         out.append((table_name(table), specs))
     return out

@@ -197,13 +197,19 @@ tables:
       returned: with O(pin) or O(unpin)
 runtime:
   description:
-    - The versions the engine ran with, as in its JSON result (C(spark), C(scala), C(python), ...).
+    - The versions the engine ran with, as in its JSON result - C(spark), C(scala), C(hadoop), C(hive_client)
+      (the Metastore client Spark ships), C(parquet), C(python) and C(python_prefix) (the environment that ran
+      the driver, for example the unpacked packed environment).
   returned: when the engine ran and reported them
   type: dict
   sample:
-    spark: 4.0.1
-    scala: 2.13.16
-    python: 3.11.2
+    spark: 3.5.8
+    scala: 2.12.18
+    hadoop: 3.3.4
+    hive_client: 2.3.9
+    parquet: 1.13.1
+    python: 3.9.18
+    python_prefix: /data/yarn/nm/usercache/etl/appcache/application_1700000000000_0042/container_01/lakekeeper_env
 run_id:
   description: The engine's run identifier.
   returned: when the engine printed its result
@@ -282,12 +288,12 @@ def main():
     argspec = lakekeeper_argspec()
     argspec.update_argspec(**retention_options())
     argspec.update_argspec(
-        pin=dict(type='str'),
-        unpin=dict(type='str'),
+        pin=dict(type="str"),
+        unpin=dict(type="str"),
     )
-    argspec.update(mutually_exclusive=[('pin', 'unpin')])
-    run_module(argspec.create_ansible_module(), Engine('lakekeeper_cleanup', command='cleanup'))
+    argspec.update(mutually_exclusive=[("pin", "unpin")])
+    run_module(argspec.create_ansible_module(), Engine("lakekeeper_cleanup", command="cleanup"))
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
     main()

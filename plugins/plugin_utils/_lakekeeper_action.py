@@ -42,30 +42,30 @@ from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_app im
     app_dirname,
 )
 
-APP_DIRNAME = 'spark_app'
+APP_DIRNAME = "spark_app"
 
-_SKIP_DIRS = ('__pycache__',)
-_SKIP_SUFFIXES = ('.pyc', '.pyo')
+_SKIP_DIRS = ("__pycache__",)
+_SKIP_SUFFIXES = (".pyc", ".pyo")
 
 
 def bundled_app_dir():
     """``spark_app/`` of the collection this file belongs to."""
     here = os.path.dirname(os.path.abspath(__file__))
-    return os.path.normpath(os.path.join(here, '..', '..', APP_DIRNAME))
+    return os.path.normpath(os.path.join(here, "..", "..", APP_DIRNAME))
 
 
 def app_files(root):
     """Relative paths (``/``-separated, sorted) of the application's files."""
     found = []
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith('.'))
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
         for name in filenames:
-            if name.startswith('.') or name.endswith(_SKIP_SUFFIXES):
+            if name.startswith(".") or name.endswith(_SKIP_SUFFIXES):
                 continue
             full = os.path.join(dirpath, name)
             if not os.path.isfile(full):
                 continue
-            found.append(os.path.relpath(full, root).replace(os.sep, '/'))
+            found.append(os.path.relpath(full, root).replace(os.sep, "/"))
     return sorted(found)
 
 
@@ -73,10 +73,10 @@ def app_checksum(root, files=None):
     """SHA-256 (hex) over the relative paths and contents of the files."""
     digest = hashlib.sha256()
     for rel in files if files is not None else app_files(root):
-        with open(os.path.join(root, *rel.split('/')), 'rb') as handle:
+        with open(os.path.join(root, *rel.split("/")), "rb") as handle:
             data = handle.read()
-        digest.update(rel.encode('utf-8') + b'\0')
-        digest.update(str(len(data)).encode('ascii') + b'\0')
+        digest.update(rel.encode("utf-8") + b"\0")
+        digest.update(str(len(data)).encode("ascii") + b"\0")
         digest.update(data)
     return digest.hexdigest()
 
@@ -84,19 +84,19 @@ def app_checksum(root, files=None):
 def app_archive(root, files=None):
     """A gzipped tar (bytes) of the files, with normalized owners and modes."""
     buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode='w:gz') as archive:
+    with tarfile.open(fileobj=buf, mode="w:gz") as archive:
         dirs = set()
         for rel in files if files is not None else app_files(root):
-            parts = rel.split('/')
+            parts = rel.split("/")
             for i in range(1, len(parts)):
-                dirs.add('/'.join(parts[:i]))
+                dirs.add("/".join(parts[:i]))
         for name in sorted(dirs):
             info = tarfile.TarInfo(name)
             info.type = tarfile.DIRTYPE
             info.mode = 0o755
             archive.addfile(info)
         for rel in files if files is not None else app_files(root):
-            with open(os.path.join(root, *rel.split('/')), 'rb') as handle:
+            with open(os.path.join(root, *rel.split("/")), "rb") as handle:
                 data = handle.read()
             info = tarfile.TarInfo(rel)
             info.size = len(data)
@@ -117,11 +117,11 @@ class LakekeeperAction(ActionBase):
         root = bundled_app_dir()
         files = app_files(root) if os.path.isdir(root) else []
         if APP_ENTRY not in files:
-            raise AnsibleActionFail('the bundled Spark application %s/%s is missing from the collection; '
-                                    'set spark_submit.script_path to an application deployed on the target'
+            raise AnsibleActionFail("the bundled Spark application %s/%s is missing from the collection; "
+                                    "set spark_submit.script_path to an application deployed on the target"
                                     % (root, APP_ENTRY))
         sha256 = app_checksum(root, files)
-        cache_dir = args.get('app_cache_dir') or DEFAULT_APP_CACHE_DIR
+        cache_dir = args.get("app_cache_dir") or DEFAULT_APP_CACHE_DIR
         shell = self._connection._shell
         app_dir = shell.join_path(self._remote_expand_user(cache_dir), app_dirname(sha256))
         value = dict(sha256=sha256)
@@ -129,10 +129,10 @@ class LakekeeperAction(ActionBase):
             return value, False
         if shell.tmpdir is None:
             self._make_tmp_path()
-        remote_archive = shell.join_path(shell.tmpdir, 'lakekeeper-app-%s.tar.gz' % sha256[:12])
+        remote_archive = shell.join_path(shell.tmpdir, "lakekeeper-app-%s.tar.gz" % sha256[:12])
         self._transfer_data(remote_archive, app_archive(root, files))
         self._fixup_perms2((shell.tmpdir, remote_archive), execute=False)
-        value['archive'] = remote_archive
+        value["archive"] = remote_archive
         return value, True
 
     def run(self, tmp=None, task_vars=None):
@@ -141,9 +141,9 @@ class LakekeeperAction(ActionBase):
 
         args = dict(self._task.args)
         if INTERNAL_OPTION in args:
-            raise AnsibleActionFail('%s is internal to the action plugin; do not set it' % INTERNAL_OPTION)
-        spark_submit = args.get('spark_submit')
-        script_path = spark_submit.get('script_path') if isinstance(spark_submit, dict) else None
+            raise AnsibleActionFail("%s is internal to the action plugin; do not set it" % INTERNAL_OPTION)
+        spark_submit = args.get("spark_submit")
+        script_path = spark_submit.get("script_path") if isinstance(spark_submit, dict) else None
 
         transferred = False
         try:
@@ -153,5 +153,5 @@ class LakekeeperAction(ActionBase):
                                                module_args=args, task_vars=task_vars))
         finally:
             self._remove_tmp_path(self._connection._shell.tmpdir)
-        result['app_transferred'] = transferred
+        result["app_transferred"] = transferred
         return result

@@ -217,8 +217,6 @@ def _recover_after_error(ctx: Any, command: str, name: str, res: dict[str, Any])
         res["recovery_after_error_failed"] = java_message(exc)
 
 
-
-
 def _summary(command: str, results: list[dict[str, Any]]) -> str:
     counts: dict[str, int] = {}
     for r in results:

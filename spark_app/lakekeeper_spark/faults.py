@@ -227,4 +227,3 @@ def run_parking(ctx: Any, tables: list[str], run_one: Callable[[str], dict[str, 
                 json.dump(finished, fh, default=str)
         hard_kill()
     return finished
-

@@ -410,4 +410,3 @@ class HadoopFS:
             except Exception as exc:  # noqa: BLE001 - needs superuser
                 warnings.append(f"quota of {src} not copied to {dst}: {java_message(exc)}")
         return warnings
-

@@ -102,7 +102,7 @@ def settle_unit(ctx: Context, journal: Journal, u: dict[str, Any], record: dict[
     document, ``record``: its last journaled step) to a consistent state.
     Returns (the action taken or None, whether the unit ends swapped)."""
     fs, cat = ctx.fs, ctx.catalog
-    idx, L, S, O = u["index"], u["location"], u["staging"], u["old"]
+    idx, L, S, O = u["index"], u["location"], u["staging"], u["old"]  # noqa: E741 - L, S, O: location, staging, old (journal keys)
     step = record.get("step", "planned")
     part = u.get("partition")
     planned = {f[0] for f in u.get("files") or []}
@@ -221,7 +221,7 @@ def finish_rollback(ctx: Context, info: TableInfo, journal: Journal, doc: dict[s
     fs, cat = ctx.fs, ctx.catalog
     actions = []
     for u in doc["units"]:
-        idx, L, O, T = u["index"], u["location"], u["old"], u["trash"]
+        idx, L, O, T = u["index"], u["location"], u["old"], u["trash"]  # noqa: E741 - L, O, T: location, old, trash (journal keys)
         step = units.get(idx, {}).get("step", "planned")
         if step == "rolled_back":
             continue

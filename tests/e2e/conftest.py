@@ -21,30 +21,30 @@ import pytest
 from e2e_helpers import BIN, ROOT, run, tool_env  # pylint: disable=import-error
 
 
-@pytest.fixture(scope='session')
+@pytest.fixture(scope="session")
 def built_collection(tmp_path_factory):
     """(tarball, ansible_collections parent dir) of the built and installed collection."""
-    work = tmp_path_factory.mktemp('collection')
-    mode = os.environ.get('LAKEKEEPER_E2E_COLLECTION', 'build')
-    if mode == 'link':
-        namespace = work / 'ansible_collections' / 'lakekeeper'
+    work = tmp_path_factory.mktemp("collection")
+    mode = os.environ.get("LAKEKEEPER_E2E_COLLECTION", "build")
+    if mode == "link":
+        namespace = work / "ansible_collections" / "lakekeeper"
         namespace.mkdir(parents=True)
-        os.symlink(ROOT, str(namespace / 'hive'))
+        os.symlink(ROOT, str(namespace / "hive"))
         return None, str(work)
-    dist = work / 'dist'
-    res = run([os.path.join(BIN, 'ansible-galaxy'), 'collection', 'build', ROOT, '--output-path', str(dist)])
-    assert res.returncode == 0, 'ansible-galaxy collection build failed:\n' + res.stdout
-    tarballs = sorted(dist.glob('lakekeeper-hive-*.tar.gz'))
+    dist = work / "dist"
+    res = run([os.path.join(BIN, "ansible-galaxy"), "collection", "build", ROOT, "--output-path", str(dist)])
+    assert res.returncode == 0, "ansible-galaxy collection build failed:\n" + res.stdout
+    tarballs = sorted(dist.glob("lakekeeper-hive-*.tar.gz"))
     assert len(tarballs) == 1, res.stdout
-    installed = work / 'installed'
+    installed = work / "installed"
     # --force: a copy of lakekeeper.hive elsewhere (e.g. ~/.ansible/collections) must not count as installed.
-    res = run([os.path.join(BIN, 'ansible-galaxy'), 'collection', 'install', '--offline', '--no-deps', '--force',
-               '-p', str(installed), str(tarballs[0])], env=tool_env(ANSIBLE_COLLECTIONS_PATH=str(installed)))
-    assert res.returncode == 0, 'ansible-galaxy collection install failed:\n' + res.stdout
-    assert os.path.isfile(str(installed / 'ansible_collections' / 'lakekeeper' / 'hive' / 'MANIFEST.json')), res.stdout
+    res = run([os.path.join(BIN, "ansible-galaxy"), "collection", "install", "--offline", "--no-deps", "--force",
+               "-p", str(installed), str(tarballs[0])], env=tool_env(ANSIBLE_COLLECTIONS_PATH=str(installed)))
+    assert res.returncode == 0, "ansible-galaxy collection install failed:\n" + res.stdout
+    assert os.path.isfile(str(installed / "ansible_collections" / "lakekeeper" / "hive" / "MANIFEST.json")), res.stdout
     return str(tarballs[0]), str(installed)
 
 
-@pytest.fixture(scope='session')
+@pytest.fixture(scope="session")
 def collection_path(built_collection):
     return built_collection[1]

@@ -27,7 +27,7 @@ import sys
 
 
 def main(state_dir, data_dir):
-    os.environ.setdefault('SPARK_LOCAL_IP', '127.0.0.1')
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession  # pylint: disable=import-outside-toplevel
 
     state = os.path.abspath(state_dir)
@@ -35,46 +35,46 @@ def main(state_dir, data_dir):
     os.makedirs(state, exist_ok=True)
     os.makedirs(data, exist_ok=True)
     spark = (
-        SparkSession.builder.appName('lakekeeper-e2e-setup').master('local[2]')
-        .config('spark.ui.enabled', 'false')
-        .config('spark.sql.shuffle.partitions', '4')
-        .config('spark.ui.showConsoleProgress', 'false')
-        .config('spark.sql.catalogImplementation', 'hive')
-        .config('spark.sql.warehouse.dir', 'file://' + os.path.join(state, 'warehouse'))
-        .config('spark.hadoop.javax.jdo.option.ConnectionURL',
-                'jdbc:derby:;databaseName=%s;create=true' % os.path.join(state, 'metastore_db'))
-        .config('spark.driver.extraJavaOptions',
-                '-Dderby.system.home=%s -Dderby.stream.error.file=%s' % (state, os.path.join(state, 'derby.log')))
+        SparkSession.builder.appName("lakekeeper-e2e-setup").master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.catalogImplementation", "hive")
+        .config("spark.sql.warehouse.dir", "file://" + os.path.join(state, "warehouse"))
+        .config("spark.hadoop.javax.jdo.option.ConnectionURL",
+                "jdbc:derby:;databaseName=%s;create=true" % os.path.join(state, "metastore_db"))
+        .config("spark.driver.extraJavaOptions",
+                "-Dderby.system.home=%s -Dderby.stream.error.file=%s" % (state, os.path.join(state, "derby.log")))
         .enableHiveSupport().getOrCreate()
     )
-    spark.sparkContext.setLogLevel('ERROR')
+    spark.sparkContext.setLogLevel("ERROR")
     try:
-        spark.sql('CREATE DATABASE IF NOT EXISTS e2e')
+        spark.sql("CREATE DATABASE IF NOT EXISTS e2e")
 
-        events = os.path.join(data, 'events')
-        (spark.range(0, 6000).selectExpr('id', 'CAST(id % 7 AS INT) AS k', "CONCAT('v', CAST(id AS STRING)) AS v")
-         .repartition(60).write.mode('overwrite').parquet('file://' + events))
+        events = os.path.join(data, "events")
+        (spark.range(0, 6000).selectExpr("id", "CAST(id % 7 AS INT) AS k", "CONCAT('v', CAST(id AS STRING)) AS v")
+         .repartition(60).write.mode("overwrite").parquet("file://" + events))
         spark.sql("CREATE EXTERNAL TABLE e2e.events (id BIGINT, k INT, v STRING) STORED AS PARQUET "
                   "LOCATION 'file://%s'" % events)
 
-        clicks = os.path.join(data, 'clicks')
-        (spark.range(0, 3000).selectExpr('id', "IF(id % 2 = 0, '2024-01-01', '2024-01-02') AS day")
-         .repartition(30).write.mode('overwrite').partitionBy('day').parquet('file://' + clicks))
+        clicks = os.path.join(data, "clicks")
+        (spark.range(0, 3000).selectExpr("id", "IF(id % 2 = 0, '2024-01-01', '2024-01-02') AS day")
+         .repartition(30).write.mode("overwrite").partitionBy("day").parquet("file://" + clicks))
         spark.sql("CREATE EXTERNAL TABLE e2e.clicks (id BIGINT) PARTITIONED BY (day STRING) STORED AS PARQUET "
                   "LOCATION 'file://%s'" % clicks)
-        spark.sql('MSCK REPAIR TABLE e2e.clicks')
+        spark.sql("MSCK REPAIR TABLE e2e.clicks")
 
         summary = {
-            'events': {'location': events, 'rows': spark.table('e2e.events').count()},
-            'clicks': {'location': clicks, 'rows': spark.table('e2e.clicks').count(),
-                       'partitions': sorted(r[0] for r in spark.sql('SHOW PARTITIONS e2e.clicks').collect())},
+            "events": {"location": events, "rows": spark.table("e2e.events").count()},
+            "clicks": {"location": clicks, "rows": spark.table("e2e.clicks").count(),
+                       "partitions": sorted(r[0] for r in spark.sql("SHOW PARTITIONS e2e.clicks").collect())},
         }
     finally:
         spark.stop()
     print(json.dumps(summary))
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
     if len(sys.argv) != 3:
         sys.stderr.write(__doc__)
         sys.exit(2)

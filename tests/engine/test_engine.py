@@ -732,8 +732,8 @@ def test_output_file_sizes_and_bulk_partition_listing(spark, engine, files, ware
     cat.add_partitions("lk", "many_parts", [(s, f"{warehouse}/elsewhere/p{i}") for i, s in enumerate(specs)])
     info = cat.get_table("lk", "many_parts")
     bulk = cat.list_partitions(info)
-    jparts = cat._conv.java_list(cat._session_catalog().listPartitions(cat._ident("lk", "many_parts"),
-                                                                    spark._jvm.scala.Option.empty()))
+    listed = cat._session_catalog().listPartitions(cat._ident("lk", "many_parts"), spark._jvm.scala.Option.empty())
+    jparts = cat._conv.java_list(listed)
     slow = sorted((cat._partition_fields(p, ["a", "b"]) for p in jparts), key=lambda t: (t[0]["a"], t[0]["b"]))
     assert len(bulk) == 300
     assert sorted(((p.spec, p.location) for p in bulk), key=lambda t: (t[0]["a"], t[0]["b"])) == slow

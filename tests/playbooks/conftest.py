@@ -15,8 +15,8 @@ import sys
 import pytest
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_ROOT = os.path.abspath(os.path.join(_HERE, '..', '..'))
-for _p in (_HERE, os.path.join(_ROOT, 'tests', 'testbed')):
+_ROOT = os.path.abspath(os.path.join(_HERE, "..", ".."))
+for _p in (_HERE, os.path.join(_ROOT, "tests", "testbed")):
     if _p not in sys.path:
         sys.path.insert(0, _p)
 
@@ -24,13 +24,13 @@ from testbed.kdc import kdc  # noqa: E402,F401  pylint: disable=unused-import,wr
 from testbed.pytest_plugin import testbed  # noqa: E402,F401  pylint: disable=unused-import,wrong-import-position
 
 
-@pytest.fixture(scope='session')
+@pytest.fixture(scope="session")
 def collections_dir(tmp_path_factory):
     """An ANSIBLE_COLLECTIONS_PATH whose ansible_collections/lakekeeper/hive is
     this checkout (a symlink, so the playbooks, roles, plugins and spark_app
     under test are the working tree's)."""
-    root = tmp_path_factory.mktemp('collections')
-    namespace = root / 'ansible_collections' / 'lakekeeper'
+    root = tmp_path_factory.mktemp("collections")
+    namespace = root / "ansible_collections" / "lakekeeper"
     namespace.mkdir(parents=True)
-    os.symlink(_ROOT, str(namespace / 'hive'))
+    os.symlink(_ROOT, str(namespace / "hive"))
     return str(root)

@@ -20,11 +20,11 @@ import time
 
 
 def main(path):
-    with open(path, 'a', buffering=1) as out:
+    with open(path, "a", buffering=1) as out:
         while True:
-            out.write('%.3f\n' % time.time())
+            out.write("%.3f\n" % time.time())
             time.sleep(0.1)
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
     main(sys.argv[1])

@@ -49,12 +49,12 @@ from datetime import datetime, timezone
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, '..', '..'))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 BIN = os.path.dirname(os.path.abspath(sys.executable))
-PLAYBOOKS = os.path.join(ROOT, 'playbooks')
-CREATE_TABLES = os.path.join(ROOT, 'tests', 'e2e', 'create_tables.py')
-STANDIN = os.path.join(HERE, 'ingest_standin.py')
-RECAP = re.compile(r'^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)', re.M)
+PLAYBOOKS = os.path.join(ROOT, "playbooks")
+CREATE_TABLES = os.path.join(ROOT, "tests", "e2e", "create_tables.py")
+STANDIN = os.path.join(HERE, "ingest_standin.py")
+RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 TIMINGS = []
 
 
@@ -67,40 +67,40 @@ class Run:
     recap: dict = field(default_factory=dict)
 
     def __str__(self):
-        return 'ansible-playbook rc=%d after %.0fs\n%s' % (self.rc, self.seconds, self.output[-12000:])
+        return "ansible-playbook rc=%d after %.0fs\n%s" % (self.rc, self.seconds, self.output[-12000:])
 
     def summary(self, host):
-        return self.stats.get('lakekeeper_summary', {}).get(host, {})
+        return self.stats.get("lakekeeper_summary", {}).get(host, {})
 
 
 def run_playbook(playbook, inventory, collections_dir, workdir, extra=(), timeout=1500):
     """ansible-playbook PLAYBOOK (a path or a collection playbook FQCN) with
     ``-e k=v`` extra variables; returns a Run with the set_stats of the run."""
-    argv = [os.path.join(BIN, 'ansible-playbook'), '-i', str(inventory), playbook]
+    argv = [os.path.join(BIN, "ansible-playbook"), "-i", str(inventory), playbook]
     for item in extra:  # "k=v", or JSON for values with spaces (AWX passes extra variables as JSON/YAML)
-        argv += ['-e', item]
+        argv += ["-e", item]
     env = dict(os.environ)
-    env.pop('ANSIBLE_CONFIG', None)
+    env.pop("ANSIBLE_CONFIG", None)
     env.update({
-        'PATH': BIN + os.pathsep + env.get('PATH', ''),
-        'ANSIBLE_COLLECTIONS_PATH': collections_dir,
-        'ANSIBLE_SHOW_CUSTOM_STATS': '1',
-        'ANSIBLE_NOCOLOR': '1', 'ANSIBLE_FORCE_COLOR': '0', 'ANSIBLE_RETRY_FILES_ENABLED': '0',
-        'ANSIBLE_DEPRECATION_WARNINGS': '0', 'ANSIBLE_LOCALHOST_WARNING': '0',
-        'ANSIBLE_LOCAL_TEMP': str(workdir / 'ansible-local'), 'ANSIBLE_REMOTE_TEMP': str(workdir / 'ansible-remote'),
-        'SPARK_LOCAL_IP': '127.0.0.1', 'PYTHONUNBUFFERED': '1',
+        "PATH": BIN + os.pathsep + env.get("PATH", ""),
+        "ANSIBLE_COLLECTIONS_PATH": collections_dir,
+        "ANSIBLE_SHOW_CUSTOM_STATS": "1",
+        "ANSIBLE_NOCOLOR": "1", "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_RETRY_FILES_ENABLED": "0",
+        "ANSIBLE_DEPRECATION_WARNINGS": "0", "ANSIBLE_LOCALHOST_WARNING": "0",
+        "ANSIBLE_LOCAL_TEMP": str(workdir / "ansible-local"), "ANSIBLE_REMOTE_TEMP": str(workdir / "ansible-remote"),
+        "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONUNBUFFERED": "1",
     })
     started = time.time()
     proc = subprocess.run(argv, cwd=str(workdir), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           text=True, timeout=timeout, check=False)
     run = Run(proc.returncode, proc.stdout, time.time() - started)
     for line in proc.stdout.splitlines():
-        if line.strip().startswith('RUN: '):
-            run.stats = json.loads(line.strip()[len('RUN: '):])
+        if line.strip().startswith("RUN: "):
+            run.stats = json.loads(line.strip()[len("RUN: "):])
     for m in RECAP.finditer(proc.stdout):
-        run.recap[m.group(1)] = {'ok': int(m.group(2)), 'changed': int(m.group(3)), 'failed': int(m.group(5))}
-    TIMINGS.append('%s %s: %.0fs' % (os.path.basename(playbook), ' '.join(extra)[:70], run.seconds))
-    sys.stdout.write('%s\n' % TIMINGS[-1])
+        run.recap[m.group(1)] = {"ok": int(m.group(2)), "changed": int(m.group(3)), "failed": int(m.group(5))}
+    TIMINGS.append("%s %s: %.0fs" % (os.path.basename(playbook), " ".join(extra)[:70], run.seconds))
+    sys.stdout.write("%s\n" % TIMINGS[-1])
     return run
 
 
@@ -110,16 +110,16 @@ def listing(top, hidden=False):
     out = {}
     for d, dirs, files in os.walk(top):
         if not hidden:
-            dirs[:] = [x for x in dirs if not x.startswith(('.', '_'))]
+            dirs[:] = [x for x in dirs if not x.startswith((".", "_"))]
         for f in files:
-            if hidden or not f.startswith(('.', '_')):
+            if hidden or not f.startswith((".", "_")):
                 p = os.path.join(d, f)
                 out[os.path.relpath(p, top)] = os.path.getsize(p)
     return out
 
 
 def data_files(top):
-    return {k: v for k, v in listing(top).items() if k.endswith('.parquet')}
+    return {k: v for k, v in listing(top).items() if k.endswith(".parquet")}
 
 
 def directories(top):
@@ -129,12 +129,12 @@ def directories(top):
 def write_inventory(path, edge_vars, ingest_vars, cluster):
     """One cluster: edge host ``edge`` and ingestion host ``ingest``, both
     local connections, in the cluster group ``cluster``."""
-    path.write_text(json.dumps({'all': {
-        'vars': {'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable},
-        'children': {
-            'lakekeeper_edge': {'hosts': {'edge': edge_vars}},
-            'lakekeeper_ingestion': {'hosts': {'ingest': ingest_vars}},
-            cluster: {'hosts': {'edge': {}, 'ingest': {}}, 'vars': {'lakekeeper_cluster': cluster}},
+    path.write_text(json.dumps({"all": {
+        "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable},
+        "children": {
+            "lakekeeper_edge": {"hosts": {"edge": edge_vars}},
+            "lakekeeper_ingestion": {"hosts": {"ingest": ingest_vars}},
+            cluster: {"hosts": {"edge": {}, "ingest": {}}, "vars": {"lakekeeper_cluster": cluster}},
         }}}, indent=1))
     return path
 
@@ -143,31 +143,31 @@ def check_report(report_dir, cluster):
     """The HTML report analyze.yml wrote on the controller for the cluster:
     both tables ranked by the files a compaction removes, the histogram of
     file sizes now and projected, and the backups section; nothing fetched."""
-    assert sorted(os.listdir(str(report_dir))) == ['lakekeeper-%s.html' % cluster]
-    html = (report_dir / ('lakekeeper-%s.html' % cluster)).read_text()
-    assert '<script' not in html and 'http://' not in html.replace('http://www.w3.org/2000/svg', '')
+    assert sorted(os.listdir(str(report_dir))) == ["lakekeeper-%s.html" % cluster]
+    html = (report_dir / ("lakekeeper-%s.html" % cluster)).read_text()
+    assert "<script" not in html and "http://" not in html.replace("http://www.w3.org/2000/svg", "")
     ranked = html[html.index('id="tables"'):html.index('id="partitions"')]
     rows = re.findall(r'<tr class="todo"><td>(\d+)</td><td>(e2e\.\w+)</td>.*?<td class="n">(\d+)</td>\s*<td>yes', ranked,
                       re.S)
-    assert sorted(r[1] for r in rows) == ['e2e.clicks', 'e2e.events'], ranked
+    assert sorted(r[1] for r in rows) == ["e2e.clicks", "e2e.events"], ranked
     saved = [int(r[2]) for r in rows]
     assert saved == sorted(saved, reverse=True) and sum(saved) == 117, rows  # 120 files -> 3
     assert re.search(r'<b id="files-saved">117</b>', html)
     parts = html[html.index('id="partitions"'):html.index('id="histogram"')]
-    assert parts.count('<td>e2e.clicks</td>') == 2 and parts.count('<td>(table)</td>') == 1, parts
-    svg = html[html.index('<svg'):html.index('</svg>')]
-    assert '&lt; 64 KB: 120 file(s) now' in svg and svg.count('class="after"') == svg.count('class="before"') == 8
+    assert parts.count("<td>e2e.clicks</td>") == 2 and parts.count("<td>(table)</td>") == 1, parts
+    svg = html[html.index("<svg"):html.index("</svg>")]
+    assert "&lt; 64 KB: 120 file(s) now" in svg and svg.count('class="after"') == svg.count('class="before"') == 8
     backups = html[html.index('id="backups"'):]
-    assert 'No backups: nothing pending cleanup.' in backups and '<b id="backups-pending">0 of 0</b>' in html
+    assert "No backups: nothing pending cleanup." in backups and '<b id="backups-pending">0 of 0</b>' in html
 
 
 def process_state(pid):
-    return subprocess.run(['ps', '-o', 'stat=', '-p', str(pid)], stdout=subprocess.PIPE, text=True,
+    return subprocess.run(["ps", "-o", "stat=", "-p", str(pid)], stdout=subprocess.PIPE, text=True,
                           check=False).stdout.strip()
 
 
 def run_id_time(run_id):
-    return datetime.strptime(run_id.split('-')[0], '%Y%m%dT%H%M%S').replace(tzinfo=timezone.utc).timestamp()
+    return datetime.strptime(run_id.split("-")[0], "%Y%m%dT%H%M%S").replace(tzinfo=timezone.utc).timestamp()
 
 
 # --------------------------------------------------------------------------- embedded
@@ -175,167 +175,167 @@ def run_id_time(run_id):
 
 @pytest.mark.e2e
 def test_playbooks_embedded(collections_dir, kdc, tmp_path):
-    state_dir, data_dir = tmp_path / 'state', tmp_path / 'data'
+    state_dir, data_dir = tmp_path / "state", tmp_path / "data"
     started = time.time()
     res = subprocess.run([sys.executable, CREATE_TABLES, str(state_dir), str(data_dir)], stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, timeout=900, check=False,
-                         env=dict(os.environ, SPARK_LOCAL_IP='127.0.0.1'))
+                         env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1"))
     assert res.returncode == 0, res.stdout[-5000:]
-    TIMINGS.append('create_tables.py: %.0fs' % (time.time() - started))
-    originals = {t: data_files(str(data_dir / t)) for t in ('events', 'clicks')}
-    original_dirs = {t: directories(str(data_dir / t)) for t in ('events', 'clicks')}
-    assert [len(originals['events']), len(originals['clicks'])] == [60, 60]
+    TIMINGS.append("create_tables.py: %.0fs" % (time.time() - started))
+    originals = {t: data_files(str(data_dir / t)) for t in ("events", "clicks")}
+    original_dirs = {t: directories(str(data_dir / t)) for t in ("events", "clicks")}
+    assert [len(originals["events"]), len(originals["clicks"])] == [60, 60]
 
-    principal, keytab = kdc.add_principal('lakekeeper-playbooks')
-    ccache = tmp_path / 'krb5cc_playbooks'
-    ticks = tmp_path / 'ticks.log'
-    pipeline_state = tmp_path / 'pipeline-state'
+    principal, keytab = kdc.add_principal("lakekeeper-playbooks")
+    ccache = tmp_path / "krb5cc_playbooks"
+    ticks = tmp_path / "ticks.log"
+    pipeline_state = tmp_path / "pipeline-state"
     standin = subprocess.Popen([sys.executable, STANDIN, str(ticks)])  # pylint: disable=consider-using-with
     pid = str(standin.pid)
     try:
         edge_vars = {
-            'lakekeeper_state_dir': str(state_dir),
-            'lakekeeper_app_cache_dir': str(tmp_path / 'app-cache'),
-            'lakekeeper_spark_submit': {'master': 'local[2]', 'extra_conf': {
-                'spark.sql.shuffle.partitions': '4', 'spark.ui.showConsoleProgress': 'false'}},
-            'lakekeeper_environment': {'SPARK_LOCAL_IP': '127.0.0.1'},
-            'lakekeeper_kinit_principal': principal,
-            'lakekeeper_kinit_keytab': str(keytab),
-            'kinit_krb5_config': kdc.env['KRB5_CONFIG'],
-            'kinit_ccache': 'FILE:%s' % ccache,
-            'lakekeeper_report_dir': str(tmp_path / 'reports'),
+            "lakekeeper_state_dir": str(state_dir),
+            "lakekeeper_app_cache_dir": str(tmp_path / "app-cache"),
+            "lakekeeper_spark_submit": {"master": "local[2]", "extra_conf": {
+                "spark.sql.shuffle.partitions": "4", "spark.ui.showConsoleProgress": "false"}},
+            "lakekeeper_environment": {"SPARK_LOCAL_IP": "127.0.0.1"},
+            "lakekeeper_kinit_principal": principal,
+            "lakekeeper_kinit_keytab": str(keytab),
+            "kinit_krb5_config": kdc.env["KRB5_CONFIG"],
+            "kinit_ccache": "FILE:%s" % ccache,
+            "lakekeeper_report_dir": str(tmp_path / "reports"),
         }
         ingest_vars = {
-            'pipeline_state_dir': str(pipeline_state),
-            'pipeline_drain_poll': 0.2,
-            'pipeline_drain_timeout': 30,
-            'pipeline_hooks_no_log': False,
-            'pipeline_hooks': [{
-                'name': 'standin',
-                'pause': {'command': ['kill', '-STOP', pid]},
-                'resume': {'command': ['kill', '-CONT', pid]},
-                'paused': {'command': ['ps', '-o', 'stat=', '-p', pid], 'expect': {'stdout': '^T'}},
-                'idle': {'command': ['ps', '-o', 'stat=', '-p', pid], 'expect': {'stdout': '^T'}},
+            "pipeline_state_dir": str(pipeline_state),
+            "pipeline_drain_poll": 0.2,
+            "pipeline_drain_timeout": 30,
+            "pipeline_hooks_no_log": False,
+            "pipeline_hooks": [{
+                "name": "standin",
+                "pause": {"command": ["kill", "-STOP", pid]},
+                "resume": {"command": ["kill", "-CONT", pid]},
+                "paused": {"command": ["ps", "-o", "stat=", "-p", pid], "expect": {"stdout": "^T"}},
+                "idle": {"command": ["ps", "-o", "stat=", "-p", pid], "expect": {"stdout": "^T"}},
             }],
         }
-        inventory = write_inventory(tmp_path / 'inventory.json', edge_vars, ingest_vars, 'local')
-        state_file = pipeline_state / 'pipeline-lakekeeper-local.json'
+        inventory = write_inventory(tmp_path / "inventory.json", edge_vars, ingest_vars, "local")
+        state_file = pipeline_state / "pipeline-lakekeeper-local.json"
 
         # -- analyze.yml, as a collection playbook: report only -------------------------------
-        run = run_playbook('lakekeeper.hive.analyze', inventory, collections_dir, tmp_path,
-                           ['lakekeeper_database=e2e'])
+        run = run_playbook("lakekeeper.hive.analyze", inventory, collections_dir, tmp_path,
+                           ["lakekeeper_database=e2e"])
         assert run.rc == 0, run
-        s = run.summary('edge')
-        assert run.stats['lakekeeper_tables_to_compact'] == 2, run
-        assert run.stats['lakekeeper_files_before'] == 120 and run.stats['lakekeeper_files_after'] == 3, run
-        assert run.stats['lakekeeper_hosts_failed'] == 0
-        assert s['action'] == 'analyze' and s['cluster'] == 'local' and s['ok'], s
-        assert sorted(t['table'] for t in s['tables'] if t['status'] == 'to_compact') == ['e2e.clicks', 'e2e.events']
-        assert s['preflight']['ok'] and sorted(s['preflight']['checked']) == ['e2e.clicks', 'e2e.events'], s
-        assert s['ingestion']['paused'] == {} and not state_file.exists()
+        s = run.summary("edge")
+        assert run.stats["lakekeeper_tables_to_compact"] == 2, run
+        assert run.stats["lakekeeper_files_before"] == 120 and run.stats["lakekeeper_files_after"] == 3, run
+        assert run.stats["lakekeeper_hosts_failed"] == 0
+        assert s["action"] == "analyze" and s["cluster"] == "local" and s["ok"], s
+        assert sorted(t["table"] for t in s["tables"] if t["status"] == "to_compact") == ["e2e.clicks", "e2e.events"]
+        assert s["preflight"]["ok"] and sorted(s["preflight"]["checked"]) == ["e2e.clicks", "e2e.events"], s
+        assert s["ingestion"]["paused"] == {} and not state_file.exists()
         # the Kerberos ticket; and on the controller the report's directory and file; nothing else
-        assert run.recap['edge']['changed'] == 3, run
-        assert kdc.klist('FILE:%s' % ccache).returncode == 0
+        assert run.recap["edge"]["changed"] == 3, run
+        assert kdc.klist("FILE:%s" % ccache).returncode == 0
         assert {t: data_files(str(data_dir / t)) for t in originals} == originals
-        check_report(tmp_path / 'reports', 'local')
+        check_report(tmp_path / "reports", "local")
 
         # -- compact.yml failing after the pause: the ingestion is resumed anyway ---------------
-        run = run_playbook(os.path.join(PLAYBOOKS, 'compact.yml'), inventory, collections_dir, tmp_path,
-                           ['lakekeeper_database=e2e', 'lakekeeper_pause_first=true',
-                            'lakekeeper_kinit_keytab=%s' % (tmp_path / 'missing.keytab')])
+        run = run_playbook(os.path.join(PLAYBOOKS, "compact.yml"), inventory, collections_dir, tmp_path,
+                           ["lakekeeper_database=e2e", "lakekeeper_pause_first=true",
+                            "lakekeeper_kinit_keytab=%s" % (tmp_path / "missing.keytab")])
         assert run.rc == 2, run
-        s = run.summary('edge')
-        assert run.stats['lakekeeper_hosts_failed'] == 1 and not s['ok'], run
-        assert 'missing.keytab' in s['error'], s
-        assert s['ingestion']['paused']['ingest']['hooks'] == ['standin'], s
-        assert s['ingestion']['resumed']['ingest']['hooks'] == ['standin'], s
-        assert not state_file.exists() and not process_state(pid).startswith('T')
-        assert re.search(r'compact failed on edge: .*missing\.keytab', run.output), run
+        s = run.summary("edge")
+        assert run.stats["lakekeeper_hosts_failed"] == 1 and not s["ok"], run
+        assert "missing.keytab" in s["error"], s
+        assert s["ingestion"]["paused"]["ingest"]["hooks"] == ["standin"], s
+        assert s["ingestion"]["resumed"]["ingest"]["hooks"] == ["standin"], s
+        assert not state_file.exists() and not process_state(pid).startswith("T")
+        assert re.search(r"compact failed on edge: .*missing\.keytab", run.output), run
         assert {t: data_files(str(data_dir / t)) for t in originals} == originals
 
         # -- compact.yml: tables as an AWX survey string, names without the database -------------
-        run = run_playbook(os.path.join(PLAYBOOKS, 'compact.yml'), inventory, collections_dir, tmp_path,
-                           ['lakekeeper_database=e2e', '{"lakekeeper_tables": "events, clicks"}'])
+        run = run_playbook(os.path.join(PLAYBOOKS, "compact.yml"), inventory, collections_dir, tmp_path,
+                           ["lakekeeper_database=e2e", '{"lakekeeper_tables": "events, clicks"}'])
         finished = time.time()
         assert run.rc == 0, run
-        s = run.summary('edge')
-        assert [run.stats['lakekeeper_tables_%s' % k] for k in ('compacted', 'skipped', 'failed')] == [2, 0, 0], run
-        assert run.stats['lakekeeper_files_before'] == 120 and run.stats['lakekeeper_files_after'] == 3, run
-        assert run.stats['lakekeeper_bytes_before'] > 0 and run.stats['lakekeeper_bytes_after'] > 0
-        assert sorted(b.split('.')[1].rsplit('_', 3)[0] for b in run.stats['lakekeeper_backup_tables']) == \
-            ['__bkp_clicks', '__bkp_events'], run.stats
-        assert all(b.startswith('edge:e2e.__bkp_') for b in run.stats['lakekeeper_backup_tables'])
-        assert len(data_files(str(data_dir / 'events'))) == 1 and len(data_files(str(data_dir / 'clicks'))) == 2
+        s = run.summary("edge")
+        assert [run.stats["lakekeeper_tables_%s" % k] for k in ("compacted", "skipped", "failed")] == [2, 0, 0], run
+        assert run.stats["lakekeeper_files_before"] == 120 and run.stats["lakekeeper_files_after"] == 3, run
+        assert run.stats["lakekeeper_bytes_before"] > 0 and run.stats["lakekeeper_bytes_after"] > 0
+        assert sorted(b.split(".")[1].rsplit("_", 3)[0] for b in run.stats["lakekeeper_backup_tables"]) == \
+            ["__bkp_clicks", "__bkp_events"], run.stats
+        assert all(b.startswith("edge:e2e.__bkp_") for b in run.stats["lakekeeper_backup_tables"])
+        assert len(data_files(str(data_dir / "events"))) == 1 and len(data_files(str(data_dir / "clicks"))) == 2
         # the stand-in was stopped from before the engine started until after it had run
-        window = s['ingestion']
-        assert window['paused']['ingest']['hooks'] == ['standin'] and window['paused_seconds'] > 0, window
-        engine_started = run_id_time(s['run_id'])
-        assert window['paused_at'] <= engine_started + 1 <= window['resumed_at'], window
+        window = s["ingestion"]
+        assert window["paused"]["ingest"]["hooks"] == ["standin"] and window["paused_seconds"] > 0, window
+        engine_started = run_id_time(s["run_id"])
+        assert window["paused_at"] <= engine_started + 1 <= window["resumed_at"], window
         time.sleep(0.5)
         stamps = [float(x) for x in ticks.read_text().split()]
-        assert not [t for t in stamps if window['paused_at'] + 0.5 < t < engine_started + 1], 'ticks while paused'
-        assert any(t < window['paused_at'] for t in stamps) and any(t > finished for t in stamps)
+        assert not [t for t in stamps if window["paused_at"] + 0.5 < t < engine_started + 1], "ticks while paused"
+        assert any(t < window["paused_at"] for t in stamps) and any(t > finished for t in stamps)
         assert not state_file.exists()
         # the pipeline role runs delegated from the edge node: its messages name the ingestion host
-        assert 'Paused on ingest' in run.output and 'Resumed on ingest' in run.output, run
-        assert 'Paused on edge' not in run.output and 'Resumed on edge' not in run.output, run
+        assert "Paused on ingest" in run.output and "Resumed on ingest" in run.output, run
+        assert "Paused on edge" not in run.output and "Resumed on edge" not in run.output, run
 
         # -- analyze.yml again: the report lists the backups the compaction kept --------------------
-        run = run_playbook('lakekeeper.hive.analyze', inventory, collections_dir, tmp_path,
-                           ['lakekeeper_database=e2e'])
+        run = run_playbook("lakekeeper.hive.analyze", inventory, collections_dir, tmp_path,
+                           ["lakekeeper_database=e2e"])
         assert run.rc == 0, run
-        html = (tmp_path / 'reports' / 'lakekeeper-local.html').read_text()
+        html = (tmp_path / "reports" / "lakekeeper-local.html").read_text()
         backups = html[html.index('id="backups"'):]
-        rows = re.findall(r'<tr><td>(e2e\.\w+)</td><td>(e2e\.__bkp_\w+)</td>', backups)
-        assert sorted(r[0] for r in rows) == ['e2e.clicks', 'e2e.events'], backups
-        assert all(b.startswith(t.replace('e2e.', 'e2e.__bkp_') + '_') for t, b in rows), rows
+        rows = re.findall(r"<tr><td>(e2e\.\w+)</td><td>(e2e\.__bkp_\w+)</td>", backups)
+        assert sorted(r[0] for r in rows) == ["e2e.clicks", "e2e.events"], backups
+        assert all(b.startswith(t.replace("e2e.", "e2e.__bkp_") + "_") for t, b in rows), rows
         assert re.search(r'<b id="backups-pending">\d of 2</b>', html), html
-        assert 'No backups' not in backups and run.stats['lakekeeper_tables_to_compact'] == 0, run
+        assert "No backups" not in backups and run.stats["lakekeeper_tables_to_compact"] == 0, run
 
         # -- rollback.yml: one named table, with the ingestion paused -----------------------------
-        run = run_playbook(os.path.join(PLAYBOOKS, 'rollback.yml'), inventory, collections_dir, tmp_path,
-                           ['lakekeeper_tables=e2e.events'])
+        run = run_playbook(os.path.join(PLAYBOOKS, "rollback.yml"), inventory, collections_dir, tmp_path,
+                           ["lakekeeper_tables=e2e.events"])
         assert run.rc == 0, run
-        s = run.summary('edge')
-        assert run.stats['lakekeeper_tables_rolled_back'] == 1 and s['action'] == 'rollback', run
-        assert s['tables'][0]['table'] == 'e2e.events' and s['tables'][0]['backup_table'].startswith('e2e.__bkp_events')
-        assert s['ingestion']['resumed']['ingest']['hooks'] == ['standin'] and not state_file.exists()
-        assert data_files(str(data_dir / 'events')) == originals['events']
+        s = run.summary("edge")
+        assert run.stats["lakekeeper_tables_rolled_back"] == 1 and s["action"] == "rollback", run
+        assert s["tables"][0]["table"] == "e2e.events" and s["tables"][0]["backup_table"].startswith("e2e.__bkp_events")
+        assert s["ingestion"]["resumed"]["ingest"]["hooks"] == ["standin"] and not state_file.exists()
+        assert data_files(str(data_dir / "events")) == originals["events"]
 
         # -- cleanup.yml: retention 1s over the database (the clicks backup goes) ----------------
-        run = run_playbook(os.path.join(PLAYBOOKS, 'cleanup.yml'), inventory, collections_dir, tmp_path,
-                           ['lakekeeper_database=e2e', 'lakekeeper_older_than=1s'])
+        run = run_playbook(os.path.join(PLAYBOOKS, "cleanup.yml"), inventory, collections_dir, tmp_path,
+                           ["lakekeeper_database=e2e", "lakekeeper_older_than=1s"])
         assert run.rc == 0, run
-        s = run.summary('edge')
-        assert run.stats['lakekeeper_tables_cleaned'] == 1 and run.stats['lakekeeper_tables_skipped'] == 1, run
-        assert run.stats['lakekeeper_freed_bytes'] > 0
-        assert [b.split(':')[1].rsplit('_', 3)[0] for b in run.stats['lakekeeper_backup_tables']] == \
-            ['e2e.__bkp_clicks'], run.stats
-        assert s['ingestion']['paused'] == {}
-        assert directories(str(data_dir / 'clicks')) == original_dirs['clicks']
-        assert len(data_files(str(data_dir / 'clicks'))) == 2
+        s = run.summary("edge")
+        assert run.stats["lakekeeper_tables_cleaned"] == 1 and run.stats["lakekeeper_tables_skipped"] == 1, run
+        assert run.stats["lakekeeper_freed_bytes"] > 0
+        assert [b.split(":")[1].rsplit("_", 3)[0] for b in run.stats["lakekeeper_backup_tables"]] == \
+            ["e2e.__bkp_clicks"], run.stats
+        assert s["ingestion"]["paused"] == {}
+        assert directories(str(data_dir / "clicks")) == original_dirs["clicks"]
+        assert len(data_files(str(data_dir / "clicks"))) == 2
 
         # -- rollback.yml refuses a database without named tables (nothing runs) ----------------
-        run = run_playbook(os.path.join(PLAYBOOKS, 'rollback.yml'), inventory, collections_dir, tmp_path,
-                           ['lakekeeper_database=e2e'])
-        assert run.rc == 2 and 'a rollback restores named tables only' in run.output, run
+        run = run_playbook(os.path.join(PLAYBOOKS, "rollback.yml"), inventory, collections_dir, tmp_path,
+                           ["lakekeeper_database=e2e"])
+        assert run.rc == 2 and "a rollback restores named tables only" in run.output, run
         assert run.stats == {}  # failed before the run started: no summary
 
         # -- rollback.yml in recover mode over the database, as a dry run ------------------------
         ticks_before = len(ticks.read_text().split())
-        run = run_playbook(os.path.join(PLAYBOOKS, 'rollback.yml'), inventory, collections_dir, tmp_path,
-                           ['lakekeeper_database=e2e', 'lakekeeper_rollback_mode=recover', 'lakekeeper_dry_run=true'])
+        run = run_playbook(os.path.join(PLAYBOOKS, "rollback.yml"), inventory, collections_dir, tmp_path,
+                           ["lakekeeper_database=e2e", "lakekeeper_rollback_mode=recover", "lakekeeper_dry_run=true"])
         assert run.rc == 0, run
-        s = run.summary('edge')
-        assert s['action'] == 'recover' and s['dry_run'] and s['counts'] == {'recovered': 0, 'skipped': 2, 'failed': 0}, s
-        assert s['ingestion']['would_pause'] == ['ingest'] and s['ingestion']['paused'] == {}, s
+        s = run.summary("edge")
+        assert s["action"] == "recover" and s["dry_run"] and s["counts"] == {"recovered": 0, "skipped": 2, "failed": 0}, s
+        assert s["ingestion"]["would_pause"] == ["ingest"] and s["ingestion"]["paused"] == {}, s
         assert not state_file.exists() and len(ticks.read_text().split()) > ticks_before + 10
-        assert run.recap['edge']['changed'] == 0, run
+        assert run.recap["edge"]["changed"] == 0, run
     finally:
         standin.send_signal(signal.SIGCONT)
         standin.kill()
         standin.wait()
-        sys.stdout.write('\n'.join(['timings:'] + TIMINGS) + '\n')
+        sys.stdout.write("\n".join(["timings:"] + TIMINGS) + "\n")
 
 
 # --------------------------------------------------------------------------- example inventory
@@ -370,25 +370,25 @@ def test_example_inventory(collections_dir, tmp_path):
     """The example inventory: each edge node gets its own cluster's ingestion
     hosts and settings, survey-style table strings are parsed; the four
     playbooks pass --syntax-check with it. Nothing connects to the hosts."""
-    inventory = os.path.join(PLAYBOOKS, 'inventory', 'example')
-    probe = tmp_path / 'probe.yml'
+    inventory = os.path.join(PLAYBOOKS, "inventory", "example")
+    probe = tmp_path / "probe.yml"
     probe.write_text(PROBE)
     run = run_playbook(str(probe), inventory, collections_dir, tmp_path,
                        ['{"lakekeeper_tables": "sales.orders, items\\nsales.orders", "lakekeeper_database": "sales"}'])
     assert run.rc == 0, run
     seen = {}
     for host, doc in re.findall(r'ok: \[(\S+)\] => \{\s+"msg": "PROBE (.*)"\s*\}', run.output):
-        seen[host] = json.loads(doc.encode().decode('unicode_escape'))
-    assert seen['edge01.paris.example.com'] == {
-        'ingestion': ['ingest01.paris.example.com', 'ingest02.paris.example.com'], 'run_id': 'lakekeeper-paris',
-        'tables': ['sales.orders', 'sales.items'], 'queue': 'maintenance', 'principal': 'lakekeeper@PARIS.EXAMPLE.COM',
-        'margin': 0.1, 'ship_env': False}, seen
-    assert seen['edge01.lyon.example.com']['ingestion'] == ['etl01.lyon.example.com']
-    assert seen['edge01.lyon.example.com']['principal'] == 'svc_lakekeeper@LYON.EXAMPLE.COM'
-    assert seen['edge01.lyon.example.com']['ship_env'] is True
-    for name in ('compact', 'analyze', 'rollback', 'cleanup'):
-        res = subprocess.run([os.path.join(BIN, 'ansible-playbook'), '--syntax-check', '-i', inventory,
-                              os.path.join(PLAYBOOKS, name + '.yml')], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        seen[host] = json.loads(doc.encode().decode("unicode_escape"))
+    assert seen["edge01.paris.example.com"] == {
+        "ingestion": ["ingest01.paris.example.com", "ingest02.paris.example.com"], "run_id": "lakekeeper-paris",
+        "tables": ["sales.orders", "sales.items"], "queue": "maintenance", "principal": "lakekeeper@PARIS.EXAMPLE.COM",
+        "margin": 0.1, "ship_env": False}, seen
+    assert seen["edge01.lyon.example.com"]["ingestion"] == ["etl01.lyon.example.com"]
+    assert seen["edge01.lyon.example.com"]["principal"] == "svc_lakekeeper@LYON.EXAMPLE.COM"
+    assert seen["edge01.lyon.example.com"]["ship_env"] is True
+    for name in ("compact", "analyze", "rollback", "cleanup"):
+        res = subprocess.run([os.path.join(BIN, "ansible-playbook"), "--syntax-check", "-i", inventory,
+                              os.path.join(PLAYBOOKS, name + ".yml")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              text=True, check=False, env=dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_dir))
         assert res.returncode == 0, res.stdout
 
@@ -440,102 +440,102 @@ TABLES = textwrap.dedent(
 @pytest.mark.testbed
 @pytest.mark.e2e
 def test_playbooks_on_the_testbed(collections_dir, testbed, tmp_path):
-    script = tmp_path / 'tables.py'
+    script = tmp_path / "tables.py"
     script.write_text(TABLES)
 
     def tables(action):
         started = time.time()
         p = testbed.run_python(script, action)
-        TIMINGS.append('test bed %s (second Spark process): %.0fs' % (action, time.time() - started))
+        TIMINGS.append("test bed %s (second Spark process): %.0fs" % (action, time.time() - started))
         assert p.returncode == 0, p.stderr[-5000:]
         return json.loads(p.stdout.strip().splitlines()[-1])
 
-    before = tables('create')
-    assert before['orders']['rows'] == 10000 and before['items']['rows'] == 10000
-    assert [len(f) for f in before['orders']['files'].values()] == [40, 40]
+    before = tables("create")
+    assert before["orders"]["rows"] == 10000 and before["items"]["rows"] == 10000
+    assert [len(f) for f in before["orders"]["files"].values()] == [40, 40]
 
-    hooks_log = tmp_path / 'hooks.log'
+    hooks_log = tmp_path / "hooks.log"
     conf = str(testbed.conf_dir)
     edge_vars = {
-        'lakekeeper_spark_submit': {
-            'enabled': True,
-            'master': testbed.master_url,
-            'python_env': testbed.python,          # the executors' Python (spark.pyspark.python)
-            'executor_memory': '512m',
-            'extra_conf': {'spark.ui.showConsoleProgress': 'false', 'spark.sql.shuffle.partitions': '4'},
+        "lakekeeper_spark_submit": {
+            "enabled": True,
+            "master": testbed.master_url,
+            "python_env": testbed.python,          # the executors' Python (spark.pyspark.python)
+            "executor_memory": "512m",
+            "extra_conf": {"spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "4"},
         },
-        'lakekeeper_spark_home': str(testbed.spark_home),
-        'lakekeeper_hadoop_conf_dir': conf,
-        'lakekeeper_environment': {'SPARK_CONF_DIR': conf, 'HIVE_CONF_DIR': conf, 'SPARK_LOCAL_IP': '127.0.0.1'},
-        'lakekeeper_python': testbed.python,        # the driver's Python
-        'lakekeeper_app_cache_dir': str(tmp_path / 'app-cache'),
-        'lakekeeper_preflight_margin_ratio': 0.5,
+        "lakekeeper_spark_home": str(testbed.spark_home),
+        "lakekeeper_hadoop_conf_dir": conf,
+        "lakekeeper_environment": {"SPARK_CONF_DIR": conf, "HIVE_CONF_DIR": conf, "SPARK_LOCAL_IP": "127.0.0.1"},
+        "lakekeeper_python": testbed.python,        # the driver's Python
+        "lakekeeper_app_cache_dir": str(tmp_path / "app-cache"),
+        "lakekeeper_preflight_margin_ratio": 0.5,
         # ship the executors' Python: built once by the python_env role (PyYAML from PyPI, venv-pack),
         # published in a local directory, used as --archives ...#lakekeeper_env and ./lakekeeper_env/bin/python
-        'lakekeeper_python_env': True,
-        'python_env_dest': str(tmp_path / 'env'),
-        'python_env_interpreter': testbed.python,
+        "lakekeeper_python_env": True,
+        "python_env_dest": str(tmp_path / "env"),
+        "python_env_interpreter": testbed.python,
     }
     ingest_vars = {
-        'pipeline_state_dir': str(tmp_path / 'pipeline-state'),
-        'pipeline_hooks': [{'name': 'loader',
-                            'pause': {'command': ['sh', '-c', 'echo pause >> %s' % hooks_log]},
-                            'resume': {'command': ['sh', '-c', 'echo resume >> %s' % hooks_log]}}],
+        "pipeline_state_dir": str(tmp_path / "pipeline-state"),
+        "pipeline_hooks": [{"name": "loader",
+                            "pause": {"command": ["sh", "-c", "echo pause >> %s" % hooks_log]},
+                            "resume": {"command": ["sh", "-c", "echo resume >> %s" % hooks_log]}}],
     }
-    inventory = write_inventory(tmp_path / 'inventory.json', edge_vars, ingest_vars, 'testbed')
+    inventory = write_inventory(tmp_path / "inventory.json", edge_vars, ingest_vars, "testbed")
 
     def spark_apps():
-        work = testbed.run_dir / 'spark' / 'work'
-        return sorted(p.name for p in work.glob('app-*')) if work.is_dir() else []
+        work = testbed.run_dir / "spark" / "work"
+        return sorted(p.name for p in work.glob("app-*")) if work.is_dir() else []
 
     apps_before = len(spark_apps())
     try:
         # -- compact.yml: spark-submit to the standalone master, tables on HDFS ------------------
-        run = run_playbook(os.path.join(PLAYBOOKS, 'compact.yml'), inventory, collections_dir, tmp_path,
-                           ['lakekeeper_database=pb'])
+        run = run_playbook(os.path.join(PLAYBOOKS, "compact.yml"), inventory, collections_dir, tmp_path,
+                           ["lakekeeper_database=pb"])
         assert run.rc == 0, run
-        s = run.summary('edge')
-        assert run.stats['lakekeeper_tables_compacted'] == 2 and run.stats['lakekeeper_tables_failed'] == 0, run
-        assert run.stats['lakekeeper_files_before'] == 160 and run.stats['lakekeeper_files_after'] == 4, run
+        s = run.summary("edge")
+        assert run.stats["lakekeeper_tables_compacted"] == 2 and run.stats["lakekeeper_tables_failed"] == 0, run
+        assert run.stats["lakekeeper_files_before"] == 160 and run.stats["lakekeeper_files_after"] == 4, run
         # both engine runs (analyze, compact) were Spark applications of the standalone master, and
         # their executors unpacked the shipped Python environment
         apps = spark_apps()
         assert len(apps) == apps_before + 2, apps
-        work = testbed.run_dir / 'spark' / 'work'
+        work = testbed.run_dir / "spark" / "work"
         for app in apps[apps_before:]:
-            assert list(work.glob(app + '/*/lakekeeper_env/bin/python')), sorted(work.glob(app + '/*/*'))
-        env_built = (tmp_path / 'env' / 'lakekeeper_env.tar.gz').stat().st_mtime
+            assert list(work.glob(app + "/*/lakekeeper_env/bin/python")), sorted(work.glob(app + "/*/*"))
+        env_built = (tmp_path / "env" / "lakekeeper_env.tar.gz").stat().st_mtime
         # the pre-flight compared real HDFS quota figures of /lk-pb (with the 50 % margin)
-        checks = [c for t in s['preflight']['tables'] for c in t['checks']]
-        assert s['preflight']['ok'] and s['preflight']['margin_ratio'] == 0.5, s['preflight']
-        assert {c['kind'] for c in checks if c['path'].endswith('/lk-pb')} == {'space_quota', 'namespace_quota'}, checks
-        assert all(c['needed'] > 0 and c['ok'] for c in checks), checks
-        assert hooks_log.read_text().split() == ['pause', 'resume']
+        checks = [c for t in s["preflight"]["tables"] for c in t["checks"]]
+        assert s["preflight"]["ok"] and s["preflight"]["margin_ratio"] == 0.5, s["preflight"]
+        assert {c["kind"] for c in checks if c["path"].endswith("/lk-pb")} == {"space_quota", "namespace_quota"}, checks
+        assert all(c["needed"] > 0 and c["ok"] for c in checks), checks
+        assert hooks_log.read_text().split() == ["pause", "resume"]
 
         # -- a second Spark process reads through the Metastore service: same rows, fewer files -
-        after = tables('read')
-        for name in ('orders', 'items'):
-            assert {k: after[name][k] for k in ('rows', 'sum', 'distinct', 'partitions')} == \
-                {k: before[name][k] for k in ('rows', 'sum', 'distinct', 'partitions')}, (name, after[name])
-            assert [len(f) for f in after[name]['files'].values()] == [1, 1], after[name]
+        after = tables("read")
+        for name in ("orders", "items"):
+            assert {k: after[name][k] for k in ("rows", "sum", "distinct", "partitions")} == \
+                {k: before[name][k] for k in ("rows", "sum", "distinct", "partitions")}, (name, after[name])
+            assert [len(f) for f in after[name]["files"].values()] == [1, 1], after[name]
 
         # -- rollback.yml on one table, cleanup.yml on the other ----------------------------------
-        run = run_playbook(os.path.join(PLAYBOOKS, 'rollback.yml'), inventory, collections_dir, tmp_path,
-                           ['lakekeeper_tables=pb.orders'])
+        run = run_playbook(os.path.join(PLAYBOOKS, "rollback.yml"), inventory, collections_dir, tmp_path,
+                           ["lakekeeper_tables=pb.orders"])
         assert run.rc == 0, run
-        assert run.stats['lakekeeper_tables_rolled_back'] == 1, run
-        assert hooks_log.read_text().split() == ['pause', 'resume', 'pause', 'resume']
-        assert (tmp_path / 'env' / 'lakekeeper_env.tar.gz').stat().st_mtime == env_built  # not rebuilt
-        run = run_playbook(os.path.join(PLAYBOOKS, 'cleanup.yml'), inventory, collections_dir, tmp_path,
-                           ['lakekeeper_tables=pb.items', 'lakekeeper_older_than=1s'])
+        assert run.stats["lakekeeper_tables_rolled_back"] == 1, run
+        assert hooks_log.read_text().split() == ["pause", "resume", "pause", "resume"]
+        assert (tmp_path / "env" / "lakekeeper_env.tar.gz").stat().st_mtime == env_built  # not rebuilt
+        run = run_playbook(os.path.join(PLAYBOOKS, "cleanup.yml"), inventory, collections_dir, tmp_path,
+                           ["lakekeeper_tables=pb.items", "lakekeeper_older_than=1s"])
         assert run.rc == 0, run
-        assert run.stats['lakekeeper_tables_cleaned'] == 1 and run.stats['lakekeeper_freed_bytes'] > 0, run
+        assert run.stats["lakekeeper_tables_cleaned"] == 1 and run.stats["lakekeeper_freed_bytes"] > 0, run
 
-        final = tables('read')
-        assert final['orders']['files'] == before['orders']['files'], final['orders']  # the original files
-        assert final['orders']['rows'] == 10000 and final['orders']['sum'] == before['orders']['sum']
-        assert [len(f) for f in final['items']['files'].values()] == [1, 1], final['items']
-        assert final['items']['rows'] == 10000 and final['items']['sum'] == before['items']['sum']
-        assert not [h for h in final['items']['hidden'] if 'lk_old' in h], final['items']
+        final = tables("read")
+        assert final["orders"]["files"] == before["orders"]["files"], final["orders"]  # the original files
+        assert final["orders"]["rows"] == 10000 and final["orders"]["sum"] == before["orders"]["sum"]
+        assert [len(f) for f in final["items"]["files"].values()] == [1, 1], final["items"]
+        assert final["items"]["rows"] == 10000 and final["items"]["sum"] == before["items"]["sum"]
+        assert not [h for h in final["items"]["hidden"] if "lk_old" in h], final["items"]
     finally:
-        sys.stdout.write('\n'.join(['timings:'] + TIMINGS) + '\n')
+        sys.stdout.write("\n".join(["timings:"] + TIMINGS) + "\n")

@@ -2,7 +2,7 @@
 
 SECRETS = ("Zq7-S3cr3t-extra-conf-9fK2", "Pw0rd-in-environment-4Lm8")
 
-SYSLOG_CAPTURE = '''
+SYSLOG_CAPTURE = """
 import json, os, syslog
 _real = syslog.syslog
 def _capture(*args):
@@ -13,7 +13,7 @@ def _capture(*args):
     except Exception:
         pass
 syslog.syslog = _capture
-'''
+"""
 
 
 CASES = ("conflicting_selectors", "spark_submit_not_found", "missing_keytab", "world_readable_keytab",

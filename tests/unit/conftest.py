@@ -27,14 +27,14 @@ def _ensure_collection_importable():
         return
     except ImportError:
         pass
-    root = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
-    tmp = tempfile.mkdtemp(prefix='lakekeeper-units-')
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    tmp = tempfile.mkdtemp(prefix="lakekeeper-units-")
     atexit.register(shutil.rmtree, tmp, True)
-    namespace = os.path.join(tmp, 'ansible_collections', 'lakekeeper')
+    namespace = os.path.join(tmp, "ansible_collections", "lakekeeper")
     os.makedirs(namespace)
-    os.symlink(root, os.path.join(namespace, 'hive'))
+    os.symlink(root, os.path.join(namespace, "hive"))
     sys.path.insert(0, tmp)
-    for name in [m for m in sys.modules if m == 'ansible_collections' or m.startswith('ansible_collections.')]:
+    for name in [m for m in sys.modules if m == "ansible_collections" or m.startswith("ansible_collections.")]:
         del sys.modules[name]
 
 

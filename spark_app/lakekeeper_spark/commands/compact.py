@@ -87,9 +87,9 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     # The units start writing while the backup table is made; none swaps before it exists.
     backup = BackupInProgress(make_backup)
     slots = unit_slots(ctx, len(todo))
-    done = run_unit_jobs(ctx, [(lambda i=i, u=u: _compact_unit(ctx, info, p, journal, i, u, codec, columns, backup,
-                                                            slots))
-                            for i, u in enumerate(todo)])
+    jobs = [(lambda i=i, u=u: _compact_unit(ctx, info, p, journal, i, u, codec, columns, backup, slots))
+            for i, u in enumerate(todo)]
+    done = run_unit_jobs(ctx, jobs)
     error = backup.settle()
     if error is not None:  # nothing was swapped: the table fails as a whole (and is recovered, cli)
         raise error

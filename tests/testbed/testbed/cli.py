@@ -48,7 +48,7 @@ def cmd_up(args) -> int:
     print(f"testbed: up in {t['total_start_s']} s (ready after: "
           + ", ".join(f"{k} {v} s" for k, v in t["ready_after_s"].items()) + ")", file=sys.stderr)
     _print_summary(bed)
-    print(f"  client shell: eval \"$(scripts/testbed env --dir {run})\"", file=sys.stderr)
+    print(f'  client shell: eval "$(scripts/testbed env --dir {run})"', file=sys.stderr)
     print(bed.json_path)
     return 0
 

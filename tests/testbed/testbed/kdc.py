@@ -401,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - manual/mol
     sub.add_parser("run", help="foreground: start a temporary realm, Ctrl-C stops it (default)")
     start = sub.add_parser("start", help="create DIR's realm if missing, add principals, start krb5kdc "
                                          "in the background unless it runs, print a JSON description "
-                                         "(\"started\": false when it was running)")
+                                         '("started": false when it was running)')
     start.add_argument("dir")
     start.add_argument("--realm", default=DEFAULT_REALM)
     start.add_argument("--principal", action="append", default=None,

@@ -15,66 +15,66 @@ from ansible_collections.lakekeeper.hive.plugins.module_utils import _lakekeeper
 
 # The configuration of the reference design's "Scenario 2".
 REFERENCE_CONFIG = {
-    'block_size_mb': 128,
-    'compaction_ratio_threshold': 10.0,
-    'log_level': 'INFO',
-    'spark_submit': {
-        'enabled': True,
-        'master': 'yarn',
-        'deploy_mode': 'client',
-        'principal': 'myuser@MY.REALM.COM',
-        'keytab': '/etc/security/keytabs/myuser.keytab',
-        'queue': 'data-engineering',
-        'archives': '/opt/lakekeeper_env.tar.gz#lakekeeper_env',
-        'python_env': './lakekeeper_env/bin/python',
-        'executor_memory': '4g',
-        'num_executors': 10,
-        'executor_cores': 2,
-        'driver_memory': '2g',
-        'script_path': '/opt/lakekeeper/run_lakekeeper.py',
-        'extra_conf': {'spark.yarn.kerberos.relogin.period': '1h'},
+    "block_size_mb": 128,
+    "compaction_ratio_threshold": 10.0,
+    "log_level": "INFO",
+    "spark_submit": {
+        "enabled": True,
+        "master": "yarn",
+        "deploy_mode": "client",
+        "principal": "myuser@MY.REALM.COM",
+        "keytab": "/etc/security/keytabs/myuser.keytab",
+        "queue": "data-engineering",
+        "archives": "/opt/lakekeeper_env.tar.gz#lakekeeper_env",
+        "python_env": "./lakekeeper_env/bin/python",
+        "executor_memory": "4g",
+        "num_executors": 10,
+        "executor_cores": 2,
+        "driver_memory": "2g",
+        "script_path": "/opt/lakekeeper/run_lakekeeper.py",
+        "extra_conf": {"spark.yarn.kerberos.relogin.period": "1h"},
     },
 }
 
 # The reference's "under the hood" command line, which shows the keys of the
 # config above except executor_cores, driver_memory and extra_conf.
 UNDER_THE_HOOD = (
-    'spark-submit --master yarn --deploy-mode client '
-    '--principal myuser@MY.REALM.COM '
-    '--keytab /etc/security/keytabs/myuser.keytab '
-    '--conf spark.yarn.queue=data-engineering '
-    '--archives /opt/lakekeeper_env.tar.gz#lakekeeper_env '
-    '--conf spark.pyspark.python=./lakekeeper_env/bin/python '
-    '--executor-memory 4g --num-executors 10 '
-    '/opt/lakekeeper/run_lakekeeper.py compact --table mydb.events'
+    "spark-submit --master yarn --deploy-mode client "
+    "--principal myuser@MY.REALM.COM "
+    "--keytab /etc/security/keytabs/myuser.keytab "
+    "--conf spark.yarn.queue=data-engineering "
+    "--archives /opt/lakekeeper_env.tar.gz#lakekeeper_env "
+    "--conf spark.pyspark.python=./lakekeeper_env/bin/python "
+    "--executor-memory 4g --num-executors 10 "
+    "/opt/lakekeeper/run_lakekeeper.py compact --table mydb.events"
 ).split()
 
 # A result document shaped as in docs/engine-contract.md.
 CONTRACT_RESULT = {
-    'command': 'compact',
-    'run_id': '20261122T013000-3f9a1c',
-    'dry_run': False,
-    'changed': True,
-    'failed': False,
-    'msg': '1 table compacted, 0 skipped, 0 failed',
-    'tables': [
+    "command": "compact",
+    "run_id": "20261122T013000-3f9a1c",
+    "dry_run": False,
+    "changed": True,
+    "failed": False,
+    "msg": "1 table compacted, 0 skipped, 0 failed",
+    "tables": [
         {
-            'table': 'db.events',
-            'status': 'compacted',
-            'reason': '2 of 3 partitions compacted',
-            'changed': True,
-            'would_change': True,
-            'backup_table': 'db.__bkp_events_20261122_013000',
-            'run_id': '20261122T013000-3f9a1c',
-            'location': 'hdfs://nn/warehouse/db/events',
-            'format': 'parquet',
-            'partitions': [
-                {'spec': 'year=2024/month=01', 'location': '...', 'files_before': 500, 'files_after': 2,
-                 'bytes_before': 1000, 'bytes_after': 900, 'rows_before': 10, 'rows_after': 10,
-                 'target_files': 2, 'status': 'compacted', 'reason': '...'},
-                {'spec': 'year=2024/month=02', 'location': '...', 'files_before': 3, 'files_after': 3,
-                 'bytes_before': 300, 'bytes_after': 300, 'rows_before': 3, 'rows_after': 3,
-                 'target_files': 3, 'status': 'skipped', 'reason': 'above threshold'},
+            "table": "db.events",
+            "status": "compacted",
+            "reason": "2 of 3 partitions compacted",
+            "changed": True,
+            "would_change": True,
+            "backup_table": "db.__bkp_events_20261122_013000",
+            "run_id": "20261122T013000-3f9a1c",
+            "location": "hdfs://nn/warehouse/db/events",
+            "format": "parquet",
+            "partitions": [
+                {"spec": "year=2024/month=01", "location": "...", "files_before": 500, "files_after": 2,
+                 "bytes_before": 1000, "bytes_after": 900, "rows_before": 10, "rows_after": 10,
+                 "target_files": 2, "status": "compacted", "reason": "..."},
+                {"spec": "year=2024/month=02", "location": "...", "files_before": 3, "files_after": 3,
+                 "bytes_before": 300, "bytes_after": 300, "rows_before": 3, "rows_after": 3,
+                 "target_files": 3, "status": "skipped", "reason": "above threshold"},
             ],
         },
     ],
@@ -83,12 +83,12 @@ CONTRACT_RESULT = {
 
 def dry_run_result():
     doc = copy.deepcopy(CONTRACT_RESULT)
-    doc.update(dry_run=True, changed=False, msg='1 table planned')
-    table = doc['tables'][0]
-    table.update(status='planned', changed=False, would_change=True, backup_table=None)
-    part = table['partitions'][0]
-    part.update(status='planned', files_after=None)
-    del part['files_after']
+    doc.update(dry_run=True, changed=False, msg="1 table planned")
+    table = doc["tables"][0]
+    table.update(status="planned", changed=False, would_change=True, backup_table=None)
+    part = table["partitions"][0]
+    part.update(status="planned", files_after=None)
+    del part["files_after"]
     return doc
 
 
@@ -96,39 +96,39 @@ def dry_run_result():
 
 class TestSelectors:
     def test_table(self):
-        assert lk.selector_args(table='db.t') == ['--table', 'db.t']
+        assert lk.selector_args(table="db.t") == ["--table", "db.t"]
 
     def test_tables_joined_and_deduplicated(self):
-        assert lk.selector_args(tables=['db.a', ' db.b ', 'db.a']) == ['--tables', 'db.a,db.b']
+        assert lk.selector_args(tables=["db.a", " db.b ", "db.a"]) == ["--tables", "db.a,db.b"]
 
     def test_database(self):
-        assert lk.selector_args(database='mydb') == ['--database', 'mydb']
+        assert lk.selector_args(database="mydb") == ["--database", "mydb"]
 
     def test_one_is_required(self):
-        with pytest.raises(lk.LakekeeperError, match='one of table, tables or database is required'):
+        with pytest.raises(lk.LakekeeperError, match="one of table, tables or database is required"):
             lk.selector_args()
-        with pytest.raises(lk.LakekeeperError, match='required'):
-            lk.selector_args(table='', tables=[], database=None)
+        with pytest.raises(lk.LakekeeperError, match="required"):
+            lk.selector_args(table="", tables=[], database=None)
 
-    @pytest.mark.parametrize('kwargs', [
-        {'table': 'db.t', 'database': 'db'},
-        {'table': 'db.t', 'tables': ['db.u']},
-        {'tables': ['db.u'], 'database': 'db'},
+    @pytest.mark.parametrize("kwargs", [
+        {"table": "db.t", "database": "db"},
+        {"table": "db.t", "tables": ["db.u"]},
+        {"tables": ["db.u"], "database": "db"},
     ])
     def test_mutually_exclusive(self, kwargs):
-        with pytest.raises(lk.LakekeeperError, match='mutually exclusive'):
+        with pytest.raises(lk.LakekeeperError, match="mutually exclusive"):
             lk.selector_args(**kwargs)
 
-    @pytest.mark.parametrize('name', ['events', 'db.t.x', 'db. t', 'db.t,db.u', '.t', 'db.', 'db.`t`'])
+    @pytest.mark.parametrize("name", ["events", "db.t.x", "db. t", "db.t,db.u", ".t", "db.", "db.`t`"])
     def test_bad_table_names(self, name):
-        with pytest.raises(lk.LakekeeperError, match='DB.TABLE'):
+        with pytest.raises(lk.LakekeeperError, match="DB.TABLE"):
             lk.selector_args(table=name)
-        with pytest.raises(lk.LakekeeperError, match='DB.TABLE'):
-            lk.selector_args(tables=['db.ok', name])
+        with pytest.raises(lk.LakekeeperError, match="DB.TABLE"):
+            lk.selector_args(tables=["db.ok", name])
 
-    @pytest.mark.parametrize('name', ['db.t', 'a b', 'a,b'])
+    @pytest.mark.parametrize("name", ["db.t", "a b", "a,b"])
     def test_bad_database_names(self, name):
-        with pytest.raises(lk.LakekeeperError, match='database'):
+        with pytest.raises(lk.LakekeeperError, match="database"):
             lk.selector_args(database=name)
 
 
@@ -136,75 +136,75 @@ class TestSelectors:
 
 def test_engine_args_every_option_in_order():
     argv = lk.engine_args(
-        'cleanup', ['--database', 'db'],
-        dict(block_size_mb=256, compaction_ratio_threshold=5.0, target_file_size_mb=64, backup_prefix='__b',
-             older_than='7d', log_level='DEBUG'),
-        config_file='/etc/lk.yaml', dry_run=True, state_dir='/s', master='local[2]',
-        conf={'spark.sql.shuffle.partitions': 4}, result_file='/tmp/r.json')
+        "cleanup", ["--database", "db"],
+        dict(block_size_mb=256, compaction_ratio_threshold=5.0, target_file_size_mb=64, backup_prefix="__b",
+             older_than="7d", log_level="DEBUG"),
+        config_file="/etc/lk.yaml", dry_run=True, state_dir="/s", master="local[2]",
+        conf={"spark.sql.shuffle.partitions": 4}, result_file="/tmp/r.json")
     assert argv == [
-        'cleanup', '--database', 'db', '--block-size', '256', '--ratio-threshold', '5.0',
-        '--target-file-size', '64', '--backup-prefix', '__b', '--older-than', '7d', '--log-level', 'DEBUG',
-        '--config-file', '/etc/lk.yaml', '--dry-run', '--state-dir', '/s', '--master', 'local[2]',
-        '--conf', 'spark.sql.shuffle.partitions=4', '--result-file', '/tmp/r.json']
+        "cleanup", "--database", "db", "--block-size", "256", "--ratio-threshold", "5.0",
+        "--target-file-size", "64", "--backup-prefix", "__b", "--older-than", "7d", "--log-level", "DEBUG",
+        "--config-file", "/etc/lk.yaml", "--dry-run", "--state-dir", "/s", "--master", "local[2]",
+        "--conf", "spark.sql.shuffle.partitions=4", "--result-file", "/tmp/r.json"]
 
 
 def test_engine_args_retention_and_pins():
-    argv = lk.engine_args('cleanup', ['--table', 'db.t'], dict(older_than='7d', keep_last=0, grace_period='1h'))
-    assert argv == ['cleanup', '--table', 'db.t', '--older-than', '7d', '--keep-last', '0', '--grace-period', '1h']
-    assert lk.engine_args('cleanup', ['--table', 'db.t'], dict(pin='20261122T013000-3f9a1c')) == [
-        'cleanup', '--table', 'db.t', '--pin', '20261122T013000-3f9a1c']
-    assert lk.engine_args('cleanup', ['--table', 'db.t'], dict(unpin='r')) == ['cleanup', '--table', 'db.t', '--unpin', 'r']
+    argv = lk.engine_args("cleanup", ["--table", "db.t"], dict(older_than="7d", keep_last=0, grace_period="1h"))
+    assert argv == ["cleanup", "--table", "db.t", "--older-than", "7d", "--keep-last", "0", "--grace-period", "1h"]
+    assert lk.engine_args("cleanup", ["--table", "db.t"], dict(pin="20261122T013000-3f9a1c")) == [
+        "cleanup", "--table", "db.t", "--pin", "20261122T013000-3f9a1c"]
+    assert lk.engine_args("cleanup", ["--table", "db.t"], dict(unpin="r")) == ["cleanup", "--table", "db.t", "--unpin", "r"]
 
 
 def test_refresh_command_per_changed_table():
-    doc = {'tables': [
-        {'table': 'db.events', 'status': 'compacted', 'changed': True,
-         'partitions': [{'spec': 'dt=1', 'status': 'compacted'}, {'spec': 'dt=2', 'status': 'skipped'},
-                        {'spec': 'dt=3', 'status': 'compacted'}]},
-        {'table': 'db.flat', 'status': 'compacted', 'changed': True, 'partitions': [{'spec': '', 'status': 'compacted'}]},
-        {'table': 'db.same', 'status': 'skipped', 'changed': False, 'partitions': []},
-        {'table': 'db.bad', 'status': 'failed', 'changed': False}]}
-    assert rs.refresh_targets(doc) == [('db.events', ['dt=1', 'dt=3']), ('db.flat', [])]
-    template = ['impala-shell', '-k', '-q', 'REFRESH {database}.{table}', '{name}', '{partitions}', '{other} {}']
-    assert lk.refresh_argv(template, 'db.events', ['dt=1', 'dt=3']) == [
-        'impala-shell', '-k', '-q', 'REFRESH db.events', 'db.events', 'dt=1,dt=3', '{other} {}']
+    doc = {"tables": [
+        {"table": "db.events", "status": "compacted", "changed": True,
+         "partitions": [{"spec": "dt=1", "status": "compacted"}, {"spec": "dt=2", "status": "skipped"},
+                        {"spec": "dt=3", "status": "compacted"}]},
+        {"table": "db.flat", "status": "compacted", "changed": True, "partitions": [{"spec": "", "status": "compacted"}]},
+        {"table": "db.same", "status": "skipped", "changed": False, "partitions": []},
+        {"table": "db.bad", "status": "failed", "changed": False}]}
+    assert rs.refresh_targets(doc) == [("db.events", ["dt=1", "dt=3"]), ("db.flat", [])]
+    template = ["impala-shell", "-k", "-q", "REFRESH {database}.{table}", "{name}", "{partitions}", "{other} {}"]
+    assert lk.refresh_argv(template, "db.events", ["dt=1", "dt=3"]) == [
+        "impala-shell", "-k", "-q", "REFRESH db.events", "db.events", "dt=1,dt=3", "{other} {}"]
     # a value is one argument, whatever it holds: no shell, no splitting
-    assert lk.refresh_argv(['x', '{partitions}'], 'db.t', ["p='a b'; rm -rf /"]) == ['x', "p='a b'; rm -rf /"]
-    for bad in (None, [], 'impala-shell -q x'):
+    assert lk.refresh_argv(["x", "{partitions}"], "db.t", ["p='a b'; rm -rf /"]) == ["x", "p='a b'; rm -rf /"]
+    for bad in (None, [], "impala-shell -q x"):
         with pytest.raises(lk.LakekeeperError):
-            lk.refresh_argv(bad, 'db.t')
+            lk.refresh_argv(bad, "db.t")
 
 
 def test_engine_args_unset_options_left_to_the_engine():
-    assert lk.engine_args('analyze', ['--table', 'db.t'], dict(block_size_mb=None, log_level=None)) == [
-        'analyze', '--table', 'db.t']
+    assert lk.engine_args("analyze", ["--table", "db.t"], dict(block_size_mb=None, log_level=None)) == [
+        "analyze", "--table", "db.t"]
 
 
 def test_engine_args_sort_by_and_dedupe():
-    argv = lk.engine_args('compact', ['--table', 'db.t'], dict(
-        block_size_mb=64, sort_by=['region', 'ts'],
-        dedupe=dict(keys=['id', 'Site'], order_by='updated_at', delete_marker='op', delete_marker_value='D')))
-    assert argv == ['compact', '--table', 'db.t', '--block-size', '64', '--sort-by', 'region,ts',
-                    '--dedupe-keys', 'id,Site', '--dedupe-order-by', 'updated_at',
-                    '--dedupe-delete-marker', 'op', '--dedupe-delete-value', 'D']
-    assert lk.rewrite_args(None, dict(keys=['id'], order_by='v', delete_marker='gone', delete_marker_value=None)) == [
-        '--dedupe-keys', 'id', '--dedupe-order-by', 'v', '--dedupe-delete-marker', 'gone']
+    argv = lk.engine_args("compact", ["--table", "db.t"], dict(
+        block_size_mb=64, sort_by=["region", "ts"],
+        dedupe=dict(keys=["id", "Site"], order_by="updated_at", delete_marker="op", delete_marker_value="D")))
+    assert argv == ["compact", "--table", "db.t", "--block-size", "64", "--sort-by", "region,ts",
+                    "--dedupe-keys", "id,Site", "--dedupe-order-by", "updated_at",
+                    "--dedupe-delete-marker", "op", "--dedupe-delete-value", "D"]
+    assert lk.rewrite_args(None, dict(keys=["id"], order_by="v", delete_marker="gone", delete_marker_value=None)) == [
+        "--dedupe-keys", "id", "--dedupe-order-by", "v", "--dedupe-delete-marker", "gone"]
     assert lk.rewrite_args([], None) == [] and lk.rewrite_args(None, {}) == []
     # a YAML boolean (the module option is raw) reaches the engine as Spark prints it
-    assert lk.rewrite_args(None, dict(keys=['id'], order_by='v', delete_marker='op', delete_marker_value=True))[-2:] == [
-        '--dedupe-delete-value', 'true']
+    assert lk.rewrite_args(None, dict(keys=["id"], order_by="v", delete_marker="op", delete_marker_value=True))[-2:] == [
+        "--dedupe-delete-value", "true"]
 
 
-@pytest.mark.parametrize('sort_by,dedupe,match', [
-    (['a;b'], None, 'every item of sort_by must be a column name'),
-    (['a', 'A'], None, 'names a column twice'),
-    ('', dict(keys=[], order_by='v'), 'dedupe.keys must be a non-empty list'),
-    (None, dict(keys=['id']), 'dedupe.order_by must be a column name'),
-    (None, dict(keys=['id'], order_by='ID'), 'must not be one of dedupe.keys'),
-    (None, dict(keys=['id'], order_by='v', delete_marker='v'), 'must not be a key or the order_by'),
-    (None, dict(keys=['id'], order_by='v', delete_marker_value='D'), 'needs dedupe.delete_marker'),
-    (None, dict(keys=['id'], order_by='v', key='x'), 'unknown dedupe keys: key'),
-    (None, ['id'], 'dedupe must be a mapping'),
+@pytest.mark.parametrize("sort_by,dedupe,match", [
+    (["a;b"], None, "every item of sort_by must be a column name"),
+    (["a", "A"], None, "names a column twice"),
+    ("", dict(keys=[], order_by="v"), "dedupe.keys must be a non-empty list"),
+    (None, dict(keys=["id"]), "dedupe.order_by must be a column name"),
+    (None, dict(keys=["id"], order_by="ID"), "must not be one of dedupe.keys"),
+    (None, dict(keys=["id"], order_by="v", delete_marker="v"), "must not be a key or the order_by"),
+    (None, dict(keys=["id"], order_by="v", delete_marker_value="D"), "needs dedupe.delete_marker"),
+    (None, dict(keys=["id"], order_by="v", key="x"), "unknown dedupe keys: key"),
+    (None, ["id"], "dedupe must be a mapping"),
 ])
 def test_rewrite_args_refused(sort_by, dedupe, match):
     with pytest.raises(lk.LakekeeperError, match=match):
@@ -212,30 +212,30 @@ def test_rewrite_args_refused(sort_by, dedupe, match):
 
 
 def test_sort_by_only_for_compact():
-    with pytest.raises(lk.LakekeeperError, match='only apply to compact'):
-        lk.engine_args('analyze', ['--table', 'db.t'], dict(sort_by=['a']))
+    with pytest.raises(lk.LakekeeperError, match="only apply to compact"):
+        lk.engine_args("analyze", ["--table", "db.t"], dict(sort_by=["a"]))
 
 
 def test_engine_args_compaction_modes_and_where():
     argv = lk.engine_args(
-        'compact', ['--table', 'db.t'],
-        dict(target_file_size_mb=256, mode='smart', min_input_files=20, fragment_ratio=0.25, min_target_ratio=0.5,
+        "compact", ["--table", "db.t"],
+        dict(target_file_size_mb=256, mode="smart", min_input_files=20, fragment_ratio=0.25, min_target_ratio=0.5,
              where="dt >= '2024-09-01' AND region IN ('eu','us')"))
     assert argv == [
-        'compact', '--table', 'db.t', '--target-file-size', '256', '--mode', 'smart', '--min-input-files', '20',
-        '--fragment-ratio', '0.25', '--min-target-ratio', '0.5', "--where=dt >= '2024-09-01' AND region IN ('eu','us')"]
+        "compact", "--table", "db.t", "--target-file-size", "256", "--mode", "smart", "--min-input-files", "20",
+        "--fragment-ratio", "0.25", "--min-target-ratio", "0.5", "--where=dt >= '2024-09-01' AND region IN ('eu','us')"]
 
 
 def test_engine_args_where_is_one_argument_even_when_it_looks_like_a_flag():
-    argv = lk.engine_args('analyze', ['--table', 'db.t'], dict(where='-1 --dry-run'))
-    assert argv == ['analyze', '--table', 'db.t', '--where=-1 --dry-run']
+    argv = lk.engine_args("analyze", ["--table", "db.t"], dict(where="-1 --dry-run"))
+    assert argv == ["analyze", "--table", "db.t", "--where=-1 --dry-run"]
     line = lk.join_cmd(argv)
     assert line.endswith("'--where=-1 --dry-run'")
 
 
 def test_engine_args_unknown_command():
     with pytest.raises(lk.LakekeeperError):
-        lk.engine_args('vacuum', ['--table', 'db.t'])
+        lk.engine_args("vacuum", ["--table", "db.t"])
 
 
 # ------------------------------------------------------------ spark-submit
@@ -247,153 +247,153 @@ def reference_ss(**overrides):
 
 
 def test_reference_under_the_hood_example():
-    section = dict(REFERENCE_CONFIG['spark_submit'])
-    for key in ('executor_cores', 'driver_memory', 'extra_conf'):
+    section = dict(REFERENCE_CONFIG["spark_submit"])
+    for key in ("executor_cores", "driver_memory", "extra_conf"):
         del section[key]
     ss = lk.resolve_spark_submit(lk.merge_spark_submit({}, section))
-    argv = lk.build_command('compact', lk.selector_args(table='mydb.events'), ss, ss['script_path'],
-                            spark_submit='spark-submit', result_file='/tmp/r.json')
-    assert argv == UNDER_THE_HOOD + ['--result-file', '/tmp/r.json']
+    argv = lk.build_command("compact", lk.selector_args(table="mydb.events"), ss, ss["script_path"],
+                            spark_submit="spark-submit", result_file="/tmp/r.json")
+    assert argv == UNDER_THE_HOOD + ["--result-file", "/tmp/r.json"]
 
 
 def test_reference_config_every_key():
-    ss = reference_ss(extra_files=['/etc/hive/conf/hive-site.xml', '/etc/hbase/conf/hbase-site.xml'])
-    argv = lk.build_command('compact', ['--table', 'mydb.events'], ss, ss['script_path'],
-                            options=dict(block_size_mb=256), config_file='/etc/lakekeeper.yaml',
-                            spark_submit='/opt/spark/bin/spark-submit', python='/opt/py/bin/python3',
-                            result_file='/tmp/r.json')
+    ss = reference_ss(extra_files=["/etc/hive/conf/hive-site.xml", "/etc/hbase/conf/hbase-site.xml"])
+    argv = lk.build_command("compact", ["--table", "mydb.events"], ss, ss["script_path"],
+                            options=dict(block_size_mb=256), config_file="/etc/lakekeeper.yaml",
+                            spark_submit="/opt/spark/bin/spark-submit", python="/opt/py/bin/python3",
+                            result_file="/tmp/r.json")
     assert argv == [
-        '/opt/spark/bin/spark-submit', '--master', 'yarn', '--deploy-mode', 'client',
-        '--principal', 'myuser@MY.REALM.COM', '--keytab', '/etc/security/keytabs/myuser.keytab',
-        '--conf', 'spark.yarn.queue=data-engineering',
-        '--archives', '/opt/lakekeeper_env.tar.gz#lakekeeper_env',
-        '--conf', 'spark.pyspark.python=./lakekeeper_env/bin/python',
-        '--executor-memory', '4g', '--num-executors', '10', '--executor-cores', '2', '--driver-memory', '2g',
-        '--conf', 'spark.yarn.kerberos.relogin.period=1h',
-        '--conf', 'spark.pyspark.driver.python=/opt/py/bin/python3',
-        '--files', '/etc/hive/conf/hive-site.xml,/etc/hbase/conf/hbase-site.xml',
-        '/opt/lakekeeper/run_lakekeeper.py', 'compact', '--table', 'mydb.events', '--block-size', '256',
-        '--config-file', '/etc/lakekeeper.yaml', '--result-file', '/tmp/r.json']
+        "/opt/spark/bin/spark-submit", "--master", "yarn", "--deploy-mode", "client",
+        "--principal", "myuser@MY.REALM.COM", "--keytab", "/etc/security/keytabs/myuser.keytab",
+        "--conf", "spark.yarn.queue=data-engineering",
+        "--archives", "/opt/lakekeeper_env.tar.gz#lakekeeper_env",
+        "--conf", "spark.pyspark.python=./lakekeeper_env/bin/python",
+        "--executor-memory", "4g", "--num-executors", "10", "--executor-cores", "2", "--driver-memory", "2g",
+        "--conf", "spark.yarn.kerberos.relogin.period=1h",
+        "--conf", "spark.pyspark.driver.python=/opt/py/bin/python3",
+        "--files", "/etc/hive/conf/hive-site.xml,/etc/hbase/conf/hbase-site.xml",
+        "/opt/lakekeeper/run_lakekeeper.py", "compact", "--table", "mydb.events", "--block-size", "256",
+        "--config-file", "/etc/lakekeeper.yaml", "--result-file", "/tmp/r.json"]
 
 
 def test_spark_submit_minimal_defaults_to_yarn():
-    ss = lk.resolve_spark_submit(lk.merge_spark_submit({'enabled': True}, None))
-    argv = lk.build_command('analyze', ['--database', 'db'], ss, '/app/run_lakekeeper.py',
-                            spark_submit='spark-submit', result_file='/r')
-    assert argv == ['spark-submit', '--master', 'yarn', '/app/run_lakekeeper.py', 'analyze', '--database', 'db',
-                    '--result-file', '/r']
+    ss = lk.resolve_spark_submit(lk.merge_spark_submit({"enabled": True}, None))
+    argv = lk.build_command("analyze", ["--database", "db"], ss, "/app/run_lakekeeper.py",
+                            spark_submit="spark-submit", result_file="/r")
+    assert argv == ["spark-submit", "--master", "yarn", "/app/run_lakekeeper.py", "analyze", "--database", "db",
+                    "--result-file", "/r"]
 
 
 def test_spark_submit_state_dir_and_dry_run_only_when_asked():
-    ss = lk.resolve_spark_submit({'enabled': True, 'master': 'local[1]'})
-    argv = lk.build_command('compact', ['--table', 'a.b'], ss, '/app/r.py', dry_run=True, state_dir='/st',
-                            spark_submit='spark-submit', result_file='/r')
-    assert argv[-7:] == ['--table', 'a.b', '--dry-run', '--state-dir', '/st', '--result-file', '/r']
+    ss = lk.resolve_spark_submit({"enabled": True, "master": "local[1]"})
+    argv = lk.build_command("compact", ["--table", "a.b"], ss, "/app/r.py", dry_run=True, state_dir="/st",
+                            spark_submit="spark-submit", result_file="/r")
+    assert argv[-7:] == ["--table", "a.b", "--dry-run", "--state-dir", "/st", "--result-file", "/r"]
 
 
 def test_spark_submit_cluster_mode_refused():
-    ss = reference_ss(deploy_mode='cluster')
-    with pytest.raises(lk.LakekeeperError, match='deploy_mode=cluster is not supported'):
-        lk.build_command('compact', ['--table', 'a.b'], ss, '/app/r.py', spark_submit='spark-submit')
+    ss = reference_ss(deploy_mode="cluster")
+    with pytest.raises(lk.LakekeeperError, match="deploy_mode=cluster is not supported"):
+        lk.build_command("compact", ["--table", "a.b"], ss, "/app/r.py", spark_submit="spark-submit")
 
 
 def test_embedded_command():
-    ss = lk.resolve_spark_submit(lk.merge_spark_submit({'extra_conf': {'spark.ui.enabled': False}}, None))
-    assert ss['enabled'] is False and ss['master'] == 'local[*]'
-    argv = lk.build_command('rollback', ['--table', 'db.t'], ss, '/c/app-1/run_lakekeeper.py',
-                            options=dict(backup_prefix='__bkp'), dry_run=True, state_dir='/var/lk',
-                            python='/usr/bin/python3', result_file='/tmp/r.json')
-    assert argv == ['/usr/bin/python3', '/c/app-1/run_lakekeeper.py', 'rollback', '--table', 'db.t',
-                    '--backup-prefix', '__bkp', '--dry-run', '--state-dir', '/var/lk', '--master', 'local[*]',
-                    '--conf', 'spark.ui.enabled=false', '--result-file', '/tmp/r.json']
+    ss = lk.resolve_spark_submit(lk.merge_spark_submit({"extra_conf": {"spark.ui.enabled": False}}, None))
+    assert ss["enabled"] is False and ss["master"] == "local[*]"
+    argv = lk.build_command("rollback", ["--table", "db.t"], ss, "/c/app-1/run_lakekeeper.py",
+                            options=dict(backup_prefix="__bkp"), dry_run=True, state_dir="/var/lk",
+                            python="/usr/bin/python3", result_file="/tmp/r.json")
+    assert argv == ["/usr/bin/python3", "/c/app-1/run_lakekeeper.py", "rollback", "--table", "db.t",
+                    "--backup-prefix", "__bkp", "--dry-run", "--state-dir", "/var/lk", "--master", "local[*]",
+                    "--conf", "spark.ui.enabled=false", "--result-file", "/tmp/r.json"]
 
 
 def test_embedded_default_state_dir_is_expanded(monkeypatch):
-    monkeypatch.setenv('HOME', '/home/lk')
+    monkeypatch.setenv("HOME", "/home/lk")
     ss = lk.resolve_spark_submit({})
-    argv = lk.build_command('analyze', ['--table', 'db.t'], ss, '/a.py', python='python3')
-    assert argv[argv.index('--state-dir') + 1] == '/home/lk/.lakekeeper/state'
+    argv = lk.build_command("analyze", ["--table", "db.t"], ss, "/a.py", python="python3")
+    assert argv[argv.index("--state-dir") + 1] == "/home/lk/.lakekeeper/state"
 
 
 def test_embedded_needs_python():
     with pytest.raises(lk.LakekeeperError):
-        lk.build_command('analyze', ['--table', 'db.t'], lk.resolve_spark_submit({}), '/a.py')
+        lk.build_command("analyze", ["--table", "db.t"], lk.resolve_spark_submit({}), "/a.py")
 
 
 def test_ignored_embedded_keys():
-    assert lk.ignored_embedded_keys(lk.resolve_spark_submit({'queue': 'q', 'master': 'local[1]'})) == ['queue']
+    assert lk.ignored_embedded_keys(lk.resolve_spark_submit({"queue": "q", "master": "local[1]"})) == ["queue"]
     assert lk.ignored_embedded_keys(reference_ss()) == []
     assert lk.ignored_embedded_keys(reference_ss(enabled=False)) == [
-        'deploy_mode', 'principal', 'keytab', 'queue', 'archives', 'python_env', 'executor_memory',
-        'num_executors', 'executor_cores', 'driver_memory']
+        "deploy_mode", "principal", "keytab", "queue", "archives", "python_env", "executor_memory",
+        "num_executors", "executor_cores", "driver_memory"]
 
 
 # ---------------------------------------------------------- config merging
 
 class TestMerge:
     def test_module_keys_win(self):
-        config = REFERENCE_CONFIG['spark_submit']
-        merged = lk.merge_spark_submit({'queue': 'urgent', 'num_executors': 2, 'principal': None}, config)
-        assert merged['queue'] == 'urgent'
-        assert merged['num_executors'] == 2
-        assert merged['principal'] == 'myuser@MY.REALM.COM'  # None in the module does not override
-        assert merged['enabled'] is True
+        config = REFERENCE_CONFIG["spark_submit"]
+        merged = lk.merge_spark_submit({"queue": "urgent", "num_executors": 2, "principal": None}, config)
+        assert merged["queue"] == "urgent"
+        assert merged["num_executors"] == 2
+        assert merged["principal"] == "myuser@MY.REALM.COM"  # None in the module does not override
+        assert merged["enabled"] is True
 
     def test_extra_conf_merged_key_by_key(self):
         merged = lk.merge_spark_submit(
-            {'extra_conf': {'spark.yarn.kerberos.relogin.period': '30m', 'spark.sql.shuffle.partitions': '8'}},
-            {'extra_conf': {'spark.yarn.kerberos.relogin.period': '1h', 'spark.executor.memoryOverhead': '1g'}})
-        assert merged['extra_conf'] == {'spark.yarn.kerberos.relogin.period': '30m',
-                                        'spark.executor.memoryOverhead': '1g',
-                                        'spark.sql.shuffle.partitions': '8'}
+            {"extra_conf": {"spark.yarn.kerberos.relogin.period": "30m", "spark.sql.shuffle.partitions": "8"}},
+            {"extra_conf": {"spark.yarn.kerberos.relogin.period": "1h", "spark.executor.memoryOverhead": "1g"}})
+        assert merged["extra_conf"] == {"spark.yarn.kerberos.relogin.period": "30m",
+                                        "spark.executor.memoryOverhead": "1g",
+                                        "spark.sql.shuffle.partitions": "8"}
 
     def test_extra_files_replaced(self):
-        merged = lk.merge_spark_submit({'extra_files': ['/b']}, {'extra_files': ['/a']})
-        assert merged['extra_files'] == ['/b']
+        merged = lk.merge_spark_submit({"extra_files": ["/b"]}, {"extra_files": ["/a"]})
+        assert merged["extra_files"] == ["/b"]
 
     def test_config_does_not_change_inputs(self):
-        config = {'extra_conf': {'a': '1'}}
-        lk.merge_spark_submit({'extra_conf': {'b': '2'}}, config)
-        assert config == {'extra_conf': {'a': '1'}}
+        config = {"extra_conf": {"a": "1"}}
+        lk.merge_spark_submit({"extra_conf": {"b": "2"}}, config)
+        assert config == {"extra_conf": {"a": "1"}}
 
     def test_enabled_false_in_module_wins(self):
         ss = reference_ss(enabled=False)
-        assert ss['enabled'] is False
-        assert ss['master'] == 'yarn'  # set explicitly by the config
+        assert ss["enabled"] is False
+        assert ss["master"] == "yarn"  # set explicitly by the config
 
     def test_master_default_follows_enabled(self):
-        assert lk.resolve_spark_submit({'enabled': True})['master'] == 'yarn'
-        assert lk.resolve_spark_submit({'enabled': False})['master'] == 'local[*]'
-        assert lk.resolve_spark_submit({})['master'] == 'local[*]'
+        assert lk.resolve_spark_submit({"enabled": True})["master"] == "yarn"
+        assert lk.resolve_spark_submit({"enabled": False})["master"] == "local[*]"
+        assert lk.resolve_spark_submit({})["master"] == "local[*]"
 
     def test_config_section_unknown_keys_warned(self):
-        section, warnings = lk.config_spark_submit({'spark_submit': {'enabled': 'yes', 'bogus': 1}})
-        assert section == {'enabled': 'yes'}
-        assert warnings == ['config file: unknown spark_submit keys ignored: bogus']
-        assert lk.resolve_spark_submit(section)['enabled'] is True
+        section, warnings = lk.config_spark_submit({"spark_submit": {"enabled": "yes", "bogus": 1}})
+        assert section == {"enabled": "yes"}
+        assert warnings == ["config file: unknown spark_submit keys ignored: bogus"]
+        assert lk.resolve_spark_submit(section)["enabled"] is True
 
     def test_config_without_section(self):
-        assert lk.config_spark_submit({'block_size_mb': 1}) == ({}, [])
+        assert lk.config_spark_submit({"block_size_mb": 1}) == ({}, [])
         assert lk.config_spark_submit(None) == ({}, [])
 
-    @pytest.mark.parametrize('config', [[1, 2], 'text', {'spark_submit': ['x']}])
+    @pytest.mark.parametrize("config", [[1, 2], "text", {"spark_submit": ["x"]}])
     def test_config_must_be_mappings(self, config):
-        with pytest.raises(lk.LakekeeperError, match='mapping'):
+        with pytest.raises(lk.LakekeeperError, match="mapping"):
             lk.config_spark_submit(config)
 
     def test_types_from_yaml_normalized(self):
-        ss = lk.resolve_spark_submit({'enabled': 'true', 'num_executors': '10', 'extra_files': 'a.xml, b.xml',
-                                      'extra_conf': {1: 2}})
-        assert ss['enabled'] is True and ss['num_executors'] == 10
-        assert ss['extra_files'] == ['a.xml', 'b.xml']
-        assert ss['extra_conf'] == {'1': 2}
+        ss = lk.resolve_spark_submit({"enabled": "true", "num_executors": "10", "extra_files": "a.xml, b.xml",
+                                      "extra_conf": {1: 2}})
+        assert ss["enabled"] is True and ss["num_executors"] == 10
+        assert ss["extra_files"] == ["a.xml", "b.xml"]
+        assert ss["extra_conf"] == {"1": 2}
 
-    @pytest.mark.parametrize('section, match', [
-        ({'enabled': 'maybe'}, 'boolean'),
-        ({'num_executors': 'ten'}, 'integer'),
-        ({'extra_conf': ['a=b']}, 'mapping'),
-        ({'extra_files': 3}, 'list'),
-        ({'deploy_mode': 'remote'}, 'client'),
+    @pytest.mark.parametrize("section, match", [
+        ({"enabled": "maybe"}, "boolean"),
+        ({"num_executors": "ten"}, "integer"),
+        ({"extra_conf": ["a=b"]}, "mapping"),
+        ({"extra_files": 3}, "list"),
+        ({"deploy_mode": "remote"}, "client"),
     ])
     def test_bad_types(self, section, match):
         with pytest.raises(lk.LakekeeperError, match=match):
@@ -403,81 +403,81 @@ class TestMerge:
 # ----------------------------------------------------------------- masking
 
 class TestMasking:
-    @pytest.mark.parametrize('key', [
-        'spark.hadoop.fs.s3a.secret.key', 'spark.hadoop.fs.s3a.access.key', 'spark.ssl.keyPassword',
-        'spark.ssl.trustStorePassword', 'spark.authenticate.secret', 'spark.hadoop.javax.jdo.option.ConnectionPassword',
-        'spark.some.api_key', 'spark.hadoop.oauth.token', 'spark.hadoop.credential.provider.path', 'DB_PASSWD',
-        'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN'])
+    @pytest.mark.parametrize("key", [
+        "spark.hadoop.fs.s3a.secret.key", "spark.hadoop.fs.s3a.access.key", "spark.ssl.keyPassword",
+        "spark.ssl.trustStorePassword", "spark.authenticate.secret", "spark.hadoop.javax.jdo.option.ConnectionPassword",
+        "spark.some.api_key", "spark.hadoop.oauth.token", "spark.hadoop.credential.provider.path", "DB_PASSWD",
+        "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"])
     def test_secret_keys(self, key):
         assert lk.is_secret_key(key)
 
-    @pytest.mark.parametrize('key', [
-        'spark.yarn.keytab', 'spark.kerberos.keytab', 'spark.yarn.principal', 'spark.yarn.queue',
-        'spark.yarn.kerberos.relogin.period', 'spark.pyspark.python', 'KRB5CCNAME', 'spark.executor.memory',
-        'spark.io.encryption.keySizeBits'])
+    @pytest.mark.parametrize("key", [
+        "spark.yarn.keytab", "spark.kerberos.keytab", "spark.yarn.principal", "spark.yarn.queue",
+        "spark.yarn.kerberos.relogin.period", "spark.pyspark.python", "KRB5CCNAME", "spark.executor.memory",
+        "spark.io.encryption.keySizeBits"])
     def test_not_secret_keys(self, key):
         assert not lk.is_secret_key(key)
 
     def test_mask_argv(self):
-        argv = ['spark-submit', '--conf', 'spark.hadoop.fs.s3a.secret.key=abc=def', '--conf',
-                'spark.ssl.keyPassword=hunter22', '--conf', 'spark.yarn.kerberos.relogin.period=1h',
-                '--keytab', '/etc/security/keytabs/myuser.keytab']
+        argv = ["spark-submit", "--conf", "spark.hadoop.fs.s3a.secret.key=abc=def", "--conf",
+                "spark.ssl.keyPassword=hunter22", "--conf", "spark.yarn.kerberos.relogin.period=1h",
+                "--keytab", "/etc/security/keytabs/myuser.keytab"]
         masked = lk.mask_argv(argv)
-        assert 'spark.hadoop.fs.s3a.secret.key=********' in masked
-        assert 'spark.ssl.keyPassword=********' in masked
-        assert 'spark.yarn.kerberos.relogin.period=1h' in masked
-        assert '/etc/security/keytabs/myuser.keytab' in masked  # a path, not a secret
-        assert 'hunter22' not in ' '.join(masked) and 'abc=def' not in ' '.join(masked)
+        assert "spark.hadoop.fs.s3a.secret.key=********" in masked
+        assert "spark.ssl.keyPassword=********" in masked
+        assert "spark.yarn.kerberos.relogin.period=1h" in masked
+        assert "/etc/security/keytabs/myuser.keytab" in masked  # a path, not a secret
+        assert "hunter22" not in " ".join(masked) and "abc=def" not in " ".join(masked)
         assert len(masked) == len(argv)
-        assert 'spark.ssl.keyPassword=hunter22' in argv  # the real argv is untouched
+        assert "spark.ssl.keyPassword=hunter22" in argv  # the real argv is untouched
 
     def test_secret_conf_goes_to_a_properties_file_with_spark_submit(self):
-        ss = reference_ss(extra_conf={'spark.hadoop.fs.s3a.secret.key': 'abc=def',
-                                      'spark.ssl.keyPassword': 'hunter22'})
-        argv = lk.build_command('compact', ['--table', 'a.b'], ss, '/app/r.py', spark_submit='spark-submit',
-                                result_file='/tmp/mod/lakekeeper-result.json')
-        text = ' '.join(argv)
-        assert 'hunter22' not in text and 'abc=def' not in text and 'keyPassword' not in text
-        assert 'spark.yarn.kerberos.relogin.period=1h' in argv  # public conf stays a flag
-        i = argv.index('--properties-file')
-        assert argv[i + 1] == '/tmp/mod/lakekeeper-secret.properties'
-        assert argv[i + 2] == '--load-spark-defaults'
-        assert i < argv.index('/app/r.py')  # a spark-submit flag, before the script
-        assert lk.properties_text(lk.split_conf(ss['extra_conf'])[1]) == (
-            'spark.hadoop.fs.s3a.secret.key=abc\\=def\nspark.ssl.keyPassword=hunter22\n')
+        ss = reference_ss(extra_conf={"spark.hadoop.fs.s3a.secret.key": "abc=def",
+                                      "spark.ssl.keyPassword": "hunter22"})
+        argv = lk.build_command("compact", ["--table", "a.b"], ss, "/app/r.py", spark_submit="spark-submit",
+                                result_file="/tmp/mod/lakekeeper-result.json")
+        text = " ".join(argv)
+        assert "hunter22" not in text and "abc=def" not in text and "keyPassword" not in text
+        assert "spark.yarn.kerberos.relogin.period=1h" in argv  # public conf stays a flag
+        i = argv.index("--properties-file")
+        assert argv[i + 1] == "/tmp/mod/lakekeeper-secret.properties"
+        assert argv[i + 2] == "--load-spark-defaults"
+        assert i < argv.index("/app/r.py")  # a spark-submit flag, before the script
+        assert lk.properties_text(lk.split_conf(ss["extra_conf"])[1]) == (
+            "spark.hadoop.fs.s3a.secret.key=abc\\=def\nspark.ssl.keyPassword=hunter22\n")
 
     def test_secret_conf_goes_to_a_properties_file_embedded(self):
-        ss = lk.resolve_spark_submit({'extra_conf': {'spark.authenticate.secret': 's3cr3t', 'spark.ui.enabled': 'false'}})
-        argv = lk.build_command('analyze', ['--table', 'a.b'], ss, '/a.py', python='py', state_dir='/s',
-                                result_file='/t/r.json')
-        assert 's3cr3t' not in ' '.join(argv) and 'spark.ui.enabled=false' in argv
-        assert argv[argv.index('--properties-file') + 1] == '/t/lakekeeper-secret.properties'
-        assert '--load-spark-defaults' not in argv  # an engine option there
+        ss = lk.resolve_spark_submit({"extra_conf": {"spark.authenticate.secret": "s3cr3t", "spark.ui.enabled": "false"}})
+        argv = lk.build_command("analyze", ["--table", "a.b"], ss, "/a.py", python="py", state_dir="/s",
+                                result_file="/t/r.json")
+        assert "s3cr3t" not in " ".join(argv) and "spark.ui.enabled=false" in argv
+        assert argv[argv.index("--properties-file") + 1] == "/t/lakekeeper-secret.properties"
+        assert "--load-spark-defaults" not in argv  # an engine option there
 
     def test_secret_conf_needs_a_private_directory(self):
-        ss = lk.resolve_spark_submit({'extra_conf': {'spark.authenticate.secret': 's3cr3t'}})
-        with pytest.raises(lk.LakekeeperError, match='private directory'):
-            lk.build_command('analyze', ['--table', 'a.b'], ss, '/a.py', python='py', state_dir='/s')
+        ss = lk.resolve_spark_submit({"extra_conf": {"spark.authenticate.secret": "s3cr3t"}})
+        with pytest.raises(lk.LakekeeperError, match="private directory"):
+            lk.build_command("analyze", ["--table", "a.b"], ss, "/a.py", python="py", state_dir="/s")
 
-    @pytest.mark.parametrize('value', ['plain', ' lead', 'a=b:c#d!e', 'back\\slash', 'new\nline\ttab',
-                                       'caf\u00e9', '\U0001f600'])
+    @pytest.mark.parametrize("value", ["plain", " lead", "a=b:c#d!e", "back\\slash", "new\nline\ttab",
+                                       "caf\u00e9", "\U0001f600"])
     def test_properties_text_escapes(self, value):
-        text = lk.properties_text({'k.secret': value})
-        assert text.count('\n') == 1 and text.startswith('k.secret=')
-        assert all(32 <= ord(c) < 127 for c in text.rstrip('\n'))
+        text = lk.properties_text({"k.secret": value})
+        assert text.count("\n") == 1 and text.startswith("k.secret=")
+        assert all(32 <= ord(c) < 127 for c in text.rstrip("\n"))
 
     def test_mask_only_conf_values(self):
-        argv = ['spark-submit', '--principal', 'token@REALM', '--conf', 'spark.x.token=', 'password=x']
+        argv = ["spark-submit", "--principal", "token@REALM", "--conf", "spark.x.token=", "password=x"]
         assert lk.mask_argv(argv) == argv
 
     def test_secret_values(self):
-        ss = lk.resolve_spark_submit({'extra_conf': {'spark.ssl.keyPassword': 'hunter22', 'spark.a.secret': 'true',
-                                                     'spark.yarn.queue': 'q1234'}})
-        env = {'AWS_SECRET_ACCESS_KEY': 'AKIA/xyz', 'KRB5CCNAME': '/tmp/krb5cc'}
-        assert lk.secret_values(ss, env) == {'hunter22', 'AKIA/xyz'}
+        ss = lk.resolve_spark_submit({"extra_conf": {"spark.ssl.keyPassword": "hunter22", "spark.a.secret": "true",
+                                                     "spark.yarn.queue": "q1234"}})
+        env = {"AWS_SECRET_ACCESS_KEY": "AKIA/xyz", "KRB5CCNAME": "/tmp/krb5cc"}
+        assert lk.secret_values(ss, env) == {"hunter22", "AKIA/xyz"}
 
     def test_join_cmd_quotes(self):
-        assert lk.join_cmd(['python3', 'r.py', '--master', 'local[*]']) == "python3 r.py --master 'local[*]'"
+        assert lk.join_cmd(["python3", "r.py", "--master", "local[*]"]) == "python3 r.py --master 'local[*]'"
 
 
 # ------------------------------------------------------------------ result
@@ -491,20 +491,20 @@ class TestParseResult:
         assert rs.parse_result(json.dumps(CONTRACT_RESULT), None) == CONTRACT_RESULT
 
     def test_stdout_pretty_printed_with_stray_lines(self):
-        stdout = 'WARNING: something\nmore noise {not json}\n' + json.dumps(CONTRACT_RESULT, indent=2) + '\n'
-        assert rs.parse_result(stdout, '') == CONTRACT_RESULT
+        stdout = "WARNING: something\nmore noise {not json}\n" + json.dumps(CONTRACT_RESULT, indent=2) + "\n"
+        assert rs.parse_result(stdout, "") == CONTRACT_RESULT
 
-    @pytest.mark.parametrize('stdout', [None, '', 'usage: run_lakekeeper.py ...', '[1, 2]', '{"unrelated": 1}\nx'])
+    @pytest.mark.parametrize("stdout", [None, "", "usage: run_lakekeeper.py ...", "[1, 2]", '{"unrelated": 1}\nx'])
     def test_no_document(self, stdout):
         assert rs.parse_result(stdout, None) is None
 
     def test_application_id(self):
-        stderr = 'INFO Client: Submitted application application_1732240000000_0042\nINFO ...'
-        assert rs.find_application_id(stderr) == 'application_1732240000000_0042'
-        assert rs.find_application_id('', None, 'no id') is None
+        stderr = "INFO Client: Submitted application application_1732240000000_0042\nINFO ..."
+        assert rs.find_application_id(stderr) == "application_1732240000000_0042"
+        assert rs.find_application_id("", None, "no id") is None
 
     def test_tail_lines(self):
-        assert rs.tail_lines('\n'.join(str(i) for i in range(100)), 3) == ['97', '98', '99']
+        assert rs.tail_lines("\n".join(str(i) for i in range(100)), 3) == ["97", "98", "99"]
         assert rs.tail_lines(None) == []
 
 
@@ -515,8 +515,8 @@ class TestChanged:
 
     def test_second_run_unchanged(self):
         doc = copy.deepcopy(CONTRACT_RESULT)
-        doc['changed'] = False
-        doc['tables'][0].update(status='skipped', changed=False, would_change=False)
+        doc["changed"] = False
+        doc["tables"][0].update(status="skipped", changed=False, would_change=False)
         assert rs.did_change(doc) is False
         assert rs.would_change(doc) is False
 
@@ -527,73 +527,73 @@ class TestChanged:
 
     def test_would_change_without_the_field(self):
         doc = dry_run_result()
-        del doc['tables'][0]['would_change']
+        del doc["tables"][0]["would_change"]
         assert rs.would_change(doc) is True
-        doc['tables'][0]['status'] = 'skipped'
+        doc["tables"][0]["status"] = "skipped"
         assert rs.would_change(doc) is False
 
     def test_failures(self):
         doc = copy.deepcopy(CONTRACT_RESULT)
         assert rs.is_failed(doc, 1) is True
-        doc['failed'] = True
+        doc["failed"] = True
         assert rs.is_failed(doc, 0) is True
         doc = copy.deepcopy(CONTRACT_RESULT)
-        doc['tables'][0]['status'] = 'refused'
+        doc["tables"][0]["status"] = "refused"
         assert rs.is_failed(doc, 0) is True
 
 
 class TestDiff:
     def test_compacted(self):
         assert rs.build_diff(CONTRACT_RESULT) == {
-            'before': {'db.events': {'files': 503, 'partitions': {'year=2024/month=01': 500, 'year=2024/month=02': 3}}},
-            'after': {'db.events': {'files': 5, 'partitions': {'year=2024/month=01': 2, 'year=2024/month=02': 3}}},
+            "before": {"db.events": {"files": 503, "partitions": {"year=2024/month=01": 500, "year=2024/month=02": 3}}},
+            "after": {"db.events": {"files": 5, "partitions": {"year=2024/month=01": 2, "year=2024/month=02": 3}}},
         }
 
     def test_dry_run_uses_target_files(self):
         diff = rs.build_diff(dry_run_result(), dry_run=True)
-        assert diff['after']['db.events']['partitions']['year=2024/month=01'] == 2
-        assert diff['before']['db.events']['files'] == 503
+        assert diff["after"]["db.events"]["partitions"]["year=2024/month=01"] == 2
+        assert diff["before"]["db.events"]["files"] == 503
 
     def test_dry_run_files_after_still_on_disk(self):
         doc = dry_run_result()
-        doc['tables'][0]['partitions'][0]['files_after'] = 500  # what the engine reports: nothing changed
+        doc["tables"][0]["partitions"][0]["files_after"] = 500  # what the engine reports: nothing changed
         diff = rs.build_diff(doc, dry_run=True)
-        expected = {'files': 5, 'partitions': {'year=2024/month=01': 2, 'year=2024/month=02': 3}}
-        assert diff['after']['db.events'] == expected
-        assert rs.build_diff(doc)['after']['db.events']['files'] == 503  # not a dry run: as reported
+        expected = {"files": 5, "partitions": {"year=2024/month=01": 2, "year=2024/month=02": 3}}
+        assert diff["after"]["db.events"] == expected
+        assert rs.build_diff(doc)["after"]["db.events"]["files"] == 503  # not a dry run: as reported
 
     def test_non_partitioned_and_tables_without_partitions(self):
-        doc = {'tables': [
-            {'table': 'db.flat', 'status': 'compacted',
-             'partitions': [{'spec': '', 'files_before': 60, 'files_after': 1}]},
-            {'table': 'db.gone', 'status': 'cleaned'},
+        doc = {"tables": [
+            {"table": "db.flat", "status": "compacted",
+             "partitions": [{"spec": "", "files_before": 60, "files_after": 1}]},
+            {"table": "db.gone", "status": "cleaned"},
         ]}
-        assert rs.build_diff(doc) == {'before': {'db.flat': {'files': 60, 'partitions': {'': 60}}},
-                                      'after': {'db.flat': {'files': 1, 'partitions': {'': 1}}}}
+        assert rs.build_diff(doc) == {"before": {"db.flat": {"files": 60, "partitions": {"": 60}}},
+                                      "after": {"db.flat": {"files": 1, "partitions": {"": 1}}}}
 
 
 class TestFailureMessage:
     def test_per_table_reason_and_what_was_left(self):
         doc = copy.deepcopy(CONTRACT_RESULT)
-        doc.update(failed=True, msg='0 tables compacted, 0 skipped, 2 failed')
-        doc['tables'][0].update(status='failed', reason='row count mismatch (10 != 9); rolled back',
-                                left_in_place=['hdfs://nn/warehouse/db/events__old_1'])
-        doc['tables'].append({'table': 'db.users', 'status': 'refused', 'reason': 'MANAGED table'})
-        doc['tables'].append({'table': 'db.fine', 'status': 'skipped', 'reason': 'nothing to do'})
-        msg = rs.failure_message('compact', doc, 1)
+        doc.update(failed=True, msg="0 tables compacted, 0 skipped, 2 failed")
+        doc["tables"][0].update(status="failed", reason="row count mismatch (10 != 9); rolled back",
+                                left_in_place=["hdfs://nn/warehouse/db/events__old_1"])
+        doc["tables"].append({"table": "db.users", "status": "refused", "reason": "MANAGED table"})
+        doc["tables"].append({"table": "db.fine", "status": "skipped", "reason": "nothing to do"})
+        msg = rs.failure_message("compact", doc, 1)
         assert msg == (
-            'lakekeeper compact failed (rc=1): 0 tables compacted, 0 skipped, 2 failed -- '
-            'db.events: failed: row count mismatch (10 != 9); rolled back (left in place: backup table '
-            'db.__bkp_events_20261122_013000, hdfs://nn/warehouse/db/events__old_1); '
-            'db.users: refused: MANAGED table')
-        assert '\n' not in msg
+            "lakekeeper compact failed (rc=1): 0 tables compacted, 0 skipped, 2 failed -- "
+            "db.events: failed: row count mismatch (10 != 9); rolled back (left in place: backup table "
+            "db.__bkp_events_20261122_013000, hdfs://nn/warehouse/db/events__old_1); "
+            "db.users: refused: MANAGED table")
+        assert "\n" not in msg
 
     def test_could_not_start(self):
-        doc = {'command': 'compact', 'failed': True, 'changed': False, 'tables': [],
-               'msg': 'cannot start Spark:\n java not found'}
-        assert rs.failure_message('compact', doc, 3) == (
-            'lakekeeper compact failed (rc=3): cannot start Spark: java not found')
+        doc = {"command": "compact", "failed": True, "changed": False, "tables": [],
+               "msg": "cannot start Spark:\n java not found"}
+        assert rs.failure_message("compact", doc, 3) == (
+            "lakekeeper compact failed (rc=3): cannot start Spark: java not found")
 
     def test_no_document(self):
-        assert rs.failure_message('analyze', None, 2) == (
-            'lakekeeper analyze failed (rc=2): the engine printed no JSON result')
+        assert rs.failure_message("analyze", None, 2) == (
+            "lakekeeper analyze failed (rc=2): the engine printed no JSON result")

@@ -35,11 +35,11 @@ from ansible_collections.lakekeeper.hive.plugins.modules import lakekeeper_rollb
 
 MODULES = dict(lakekeeper_analyze=lakekeeper_analyze, lakekeeper_cleanup=lakekeeper_cleanup,
                lakekeeper_compact=lakekeeper_compact, lakekeeper_rollback=lakekeeper_rollback)
-CASES_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'test_lakekeeper_modules.yaml')
+CASES_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "test_lakekeeper_modules.yaml")
 with open(CASES_FILE) as _handle:
     CASES = yaml.safe_load(_handle)
 
-STUB_ENGINE = r'''#!/usr/bin/env python3
+STUB_ENGINE = r"""#!/usr/bin/env python3
 import json, os, sys
 argv = sys.argv[1:]
 command = argv[0]
@@ -74,10 +74,10 @@ if '--result-file' in argv:
 print('some log line on stdout')
 print(json.dumps(doc))
 sys.exit(1 if failed else 0)
-'''
+"""
 
 # A spark-submit stand-in: runs the first *.py argument with python, drops the flags before it.
-STUB_SPARK_SUBMIT = r'''#!/usr/bin/env python3
+STUB_SPARK_SUBMIT = r"""#!/usr/bin/env python3
 import json, os, subprocess, sys
 args = sys.argv[1:]
 i = next(n for n, a in enumerate(args) if a.endswith('.py'))
@@ -88,7 +88,7 @@ if '--properties-file' in args[:i]:
     with open(os.environ['STUB_SUBMIT_LOG'] + '.properties', 'w') as f:
         json.dump({'mode': oct(os.stat(props).st_mode & 0o777), 'text': open(props).read()}, f)
 sys.exit(subprocess.call([sys.executable] + args[i:]))
-'''
+"""
 
 
 class ExitJson(Exception):
@@ -102,15 +102,15 @@ class FailJson(Exception):
 @pytest.fixture(autouse=True)
 def exits(monkeypatch):
     def exit_json(self, **kwargs):
-        kwargs.setdefault('failed', False)
+        kwargs.setdefault("failed", False)
         raise ExitJson(kwargs)
 
     def fail_json(self, msg, **kwargs):
         kwargs.update(failed=True, msg=msg)
         raise FailJson(kwargs)
 
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
+    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
 
 
 def write_exe(path, text):
@@ -121,14 +121,14 @@ def write_exe(path, text):
 
 @pytest.fixture
 def engine(tmp_path):
-    return write_exe(tmp_path / 'run_lakekeeper.py', STUB_ENGINE)
+    return write_exe(tmp_path / "run_lakekeeper.py", STUB_ENGINE)
 
 
 def run(module, args, tmp_path, check_mode=False, diff=False):
     args = dict(args)
-    args.setdefault('python', sys.executable)
-    args.setdefault('state_dir', str(tmp_path / 'state'))
-    args.update(_ansible_check_mode=check_mode, _ansible_diff=diff, _ansible_remote_tmp=str(tmp_path / 'rtmp'),
+    args.setdefault("python", sys.executable)
+    args.setdefault("state_dir", str(tmp_path / "state"))
+    args.update(_ansible_check_mode=check_mode, _ansible_diff=diff, _ansible_remote_tmp=str(tmp_path / "rtmp"),
                 _ansible_keep_remote_files=False)
     with patch_module_args(args):
         with pytest.raises((ExitJson, FailJson)) as info:
@@ -138,173 +138,173 @@ def run(module, args, tmp_path, check_mode=False, diff=False):
 
 def test_compact_sort_by_and_dedupe_refused(engine, tmp_path):
     # the flags of a valid sort_by and dedupe: case compact_sort_by_and_dedupe of test_lakekeeper_modules.yaml
-    res = run(lakekeeper_compact, dict(table='db.events', spark_submit=dict(script_path=engine),
-                                       dedupe=dict(keys=['id'], order_by='ver', delete_marker_value='D')), tmp_path)
-    assert res['failed'] is True and 'delete_marker' in res['msg']
-    res = run(lakekeeper_compact, dict(table='db.events', spark_submit=dict(script_path=engine),
-                                       dedupe=dict(keys=['id'])), tmp_path)
-    assert res['failed'] is True and 'order_by' in res['msg']
-    res = run(lakekeeper_compact, dict(table='db.events', spark_submit=dict(script_path=engine),
-                                       sort_by=['a b']), tmp_path)
-    assert res['failed'] is True and 'sort_by must be a column name' in res['msg']
+    res = run(lakekeeper_compact, dict(table="db.events", spark_submit=dict(script_path=engine),
+                                       dedupe=dict(keys=["id"], order_by="ver", delete_marker_value="D")), tmp_path)
+    assert res["failed"] is True and "delete_marker" in res["msg"]
+    res = run(lakekeeper_compact, dict(table="db.events", spark_submit=dict(script_path=engine),
+                                       dedupe=dict(keys=["id"])), tmp_path)
+    assert res["failed"] is True and "order_by" in res["msg"]
+    res = run(lakekeeper_compact, dict(table="db.events", spark_submit=dict(script_path=engine),
+                                       sort_by=["a b"]), tmp_path)
+    assert res["failed"] is True and "sort_by must be a column name" in res["msg"]
 
 
 def test_min_piece_mb_is_a_compact_option(engine, tmp_path):
     # compact's flag: case compact_min_piece_mb of test_lakekeeper_modules.yaml
-    res = run(lakekeeper_analyze, dict(table='db.t', min_piece_mb=4, spark_submit=dict(script_path=engine)), tmp_path)
-    assert res['failed'] is True and 'min_piece_mb' in res['msg']
+    res = run(lakekeeper_analyze, dict(table="db.t", min_piece_mb=4, spark_submit=dict(script_path=engine)), tmp_path)
+    assert res["failed"] is True and "min_piece_mb" in res["msg"]
 
 
-@pytest.mark.parametrize('module,args', [
-    (lakekeeper_compact, dict(mode='mega')),
+@pytest.mark.parametrize("module,args", [
+    (lakekeeper_compact, dict(mode="mega")),
     (lakekeeper_rollback, dict(where="dt = '1'")),
-    (lakekeeper_cleanup, dict(mode='smart')),
+    (lakekeeper_cleanup, dict(mode="smart")),
 ])
 def test_compaction_options_only_where_they_apply(engine, tmp_path, module, args):
-    res = run(module, dict(table='db.t', spark_submit=dict(script_path=engine), **args), tmp_path)
-    assert res['failed'] is True
+    res = run(module, dict(table="db.t", spark_submit=dict(script_path=engine), **args), tmp_path)
+    assert res["failed"] is True
 
 
 def test_second_run_unchanged(engine, tmp_path, monkeypatch):
-    monkeypatch.setenv('STUB_BEHAVIOUR', 'nochange')
-    res = run(lakekeeper_compact, dict(table='db.events', spark_submit=dict(script_path=engine)), tmp_path)
-    assert res['changed'] is False
-    res = run(lakekeeper_compact, dict(table='db.events', spark_submit=dict(script_path=engine)), tmp_path,
+    monkeypatch.setenv("STUB_BEHAVIOUR", "nochange")
+    res = run(lakekeeper_compact, dict(table="db.events", spark_submit=dict(script_path=engine)), tmp_path)
+    assert res["changed"] is False
+    res = run(lakekeeper_compact, dict(table="db.events", spark_submit=dict(script_path=engine)), tmp_path,
               check_mode=True)
-    assert res['changed'] is False
+    assert res["changed"] is False
 
 
 def test_analyze_never_changes(engine, tmp_path):
-    res = run(lakekeeper_analyze, dict(database='db', spark_submit=dict(script_path=engine)), tmp_path,
+    res = run(lakekeeper_analyze, dict(database="db", spark_submit=dict(script_path=engine)), tmp_path,
               check_mode=True)
-    assert res['changed'] is False and res['tables'][0]['would_change'] is False
+    assert res["changed"] is False and res["tables"][0]["would_change"] is False
 
 
 def test_engine_failure(engine, tmp_path, monkeypatch):
-    monkeypatch.setenv('STUB_BEHAVIOUR', 'fail')
-    res = run(lakekeeper_compact, dict(table='db.t', spark_submit=dict(script_path=engine)), tmp_path)
-    assert res['failed'] is True and res['rc'] == 1
-    assert res['msg'] == ('lakekeeper compact failed (rc=1): stub compact -- db.t: failed: row count mismatch '
-                          '(left in place: backup table db.__bkp_t_1)')
-    assert res['stderr_lines'] == ['INFO Submitted application application_1_0002']
-    assert res['stdout_lines'][0] == 'some log line on stdout'
-    assert res['cmd'] and res['tables'][0]['status'] == 'failed'
+    monkeypatch.setenv("STUB_BEHAVIOUR", "fail")
+    res = run(lakekeeper_compact, dict(table="db.t", spark_submit=dict(script_path=engine)), tmp_path)
+    assert res["failed"] is True and res["rc"] == 1
+    assert res["msg"] == ("lakekeeper compact failed (rc=1): stub compact -- db.t: failed: row count mismatch "
+                          "(left in place: backup table db.__bkp_t_1)")
+    assert res["stderr_lines"] == ["INFO Submitted application application_1_0002"]
+    assert res["stdout_lines"][0] == "some log line on stdout"
+    assert res["cmd"] and res["tables"][0]["status"] == "failed"
 
 
 def test_usage_error_without_json(engine, tmp_path, monkeypatch):
-    monkeypatch.setenv('STUB_BEHAVIOUR', 'usage')
-    res = run(lakekeeper_compact, dict(table='db.t', spark_submit=dict(script_path=engine)), tmp_path)
-    assert res['failed'] is True and res['rc'] == 2
-    assert res['msg'] == ('lakekeeper compact failed (rc=2): the engine printed no JSON result: '
-                          'run_lakekeeper.py: error: bad')
-    assert res['tables'] == []
+    monkeypatch.setenv("STUB_BEHAVIOUR", "usage")
+    res = run(lakekeeper_compact, dict(table="db.t", spark_submit=dict(script_path=engine)), tmp_path)
+    assert res["failed"] is True and res["rc"] == 2
+    assert res["msg"] == ("lakekeeper compact failed (rc=2): the engine printed no JSON result: "
+                          "run_lakekeeper.py: error: bad")
+    assert res["tables"] == []
 
 
 def test_config_file_spark_submit_merged_on_the_target(engine, tmp_path, monkeypatch):
-    submit = write_exe(tmp_path / 'spark-submit', STUB_SPARK_SUBMIT)
-    monkeypatch.setenv('STUB_SUBMIT_LOG', str(tmp_path / 'submit.json'))
-    config = tmp_path / 'lakekeeper.yaml'
-    keytab = tmp_path / 'myuser.keytab'
-    keytab.write_bytes(b'\x05\x02')
+    submit = write_exe(tmp_path / "spark-submit", STUB_SPARK_SUBMIT)
+    monkeypatch.setenv("STUB_SUBMIT_LOG", str(tmp_path / "submit.json"))
+    config = tmp_path / "lakekeeper.yaml"
+    keytab = tmp_path / "myuser.keytab"
+    keytab.write_bytes(b"\x05\x02")
     keytab.chmod(0o600)
     config.write_text(
-        'block_size_mb: 128\n'
-        'spark_submit:\n'
-        '  enabled: true\n'
-        '  master: yarn\n'
-        '  deploy_mode: client\n'
-        '  principal: myuser@MY.REALM.COM\n'
-        '  keytab: %s\n'
-        '  queue: data-engineering\n'
-        '  script_path: %s\n'
-        '  extra_conf:\n'
-        '    spark.yarn.kerberos.relogin.period: 1h\n'
-        '    spark.ssl.keyPassword: from-config\n' % (keytab, engine))
+        "block_size_mb: 128\n"
+        "spark_submit:\n"
+        "  enabled: true\n"
+        "  master: yarn\n"
+        "  deploy_mode: client\n"
+        "  principal: myuser@MY.REALM.COM\n"
+        "  keytab: %s\n"
+        "  queue: data-engineering\n"
+        "  script_path: %s\n"
+        "  extra_conf:\n"
+        "    spark.yarn.kerberos.relogin.period: 1h\n"
+        "    spark.ssl.keyPassword: from-config\n" % (keytab, engine))
     res = run(lakekeeper_compact, dict(
-        table='db.events', config_file=str(config), spark_submit_path=submit, state_dir=None,
-        spark_home='/opt/spark', hadoop_conf_dir='/etc/hadoop/conf', environment={'KRB5CCNAME': '/tmp/cc'},
-        spark_submit=dict(queue='urgent', extra_conf={'spark.ssl.keyPassword': 'hunter22'})), tmp_path)
-    assert res['failed'] is False
-    flags = json.loads((tmp_path / 'submit.json').read_text())
-    props_file = flags[flags.index('--properties-file') + 1]
-    assert flags == ['--master', 'yarn', '--deploy-mode', 'client', '--principal', 'myuser@MY.REALM.COM',
-                     '--keytab', str(keytab), '--conf', 'spark.yarn.queue=urgent',
-                     '--conf', 'spark.yarn.kerberos.relogin.period=1h',
-                     '--properties-file', props_file, '--load-spark-defaults',
-                     '--conf', 'spark.pyspark.driver.python=%s' % sys.executable]
-    props = json.loads((tmp_path / 'submit.json.properties').read_text())
-    assert props == {'mode': '0o600', 'text': 'spark.ssl.keyPassword=hunter22\n'}
-    assert 'keyPassword' not in res['cmd'] and 'hunter22' not in res['cmd']
-    cmd = shlex.split(res['cmd'])
+        table="db.events", config_file=str(config), spark_submit_path=submit, state_dir=None,
+        spark_home="/opt/spark", hadoop_conf_dir="/etc/hadoop/conf", environment={"KRB5CCNAME": "/tmp/cc"},
+        spark_submit=dict(queue="urgent", extra_conf={"spark.ssl.keyPassword": "hunter22"})), tmp_path)
+    assert res["failed"] is False
+    flags = json.loads((tmp_path / "submit.json").read_text())
+    props_file = flags[flags.index("--properties-file") + 1]
+    assert flags == ["--master", "yarn", "--deploy-mode", "client", "--principal", "myuser@MY.REALM.COM",
+                     "--keytab", str(keytab), "--conf", "spark.yarn.queue=urgent",
+                     "--conf", "spark.yarn.kerberos.relogin.period=1h",
+                     "--properties-file", props_file, "--load-spark-defaults",
+                     "--conf", "spark.pyspark.driver.python=%s" % sys.executable]
+    props = json.loads((tmp_path / "submit.json.properties").read_text())
+    assert props == {"mode": "0o600", "text": "spark.ssl.keyPassword=hunter22\n"}
+    assert "keyPassword" not in res["cmd"] and "hunter22" not in res["cmd"]
+    cmd = shlex.split(res["cmd"])
     result_file = cmd[-1]
     # no --state-dir: not asked for in spark-submit mode
-    assert cmd == [submit] + flags + [engine, 'compact', '--table', 'db.events', '--config-file', str(config),
-                                      '--result-file', result_file]
+    assert cmd == [submit] + flags + [engine, "compact", "--table", "db.events", "--config-file", str(config),
+                                      "--result-file", result_file]
     assert os.path.dirname(props_file) == os.path.dirname(result_file)
-    assert res['script'] == engine
+    assert res["script"] == engine
 
 
 def test_deploy_mode_cluster_refused(engine, tmp_path):
-    res = run(lakekeeper_compact, dict(table='db.t', spark_submit=dict(enabled=True, deploy_mode='cluster',
+    res = run(lakekeeper_compact, dict(table="db.t", spark_submit=dict(enabled=True, deploy_mode="cluster",
                                                                        script_path=engine),
                                        spark_submit_path=engine), tmp_path)
-    assert res['failed'] is True and 'deploy_mode=cluster is not supported' in res['msg']
+    assert res["failed"] is True and "deploy_mode=cluster is not supported" in res["msg"]
 
 
-@pytest.mark.parametrize('args, match', [
-    (dict(), 'one of the following is required: table, tables, database'),
-    (dict(table='db.t', database='db'), 'mutually exclusive'),
-    (dict(table='events'), 'DB.TABLE'),
-    (dict(tables=['db.t', 'x']), 'DB.TABLE'),
+@pytest.mark.parametrize("args, match", [
+    (dict(), "one of the following is required: table, tables, database"),
+    (dict(table="db.t", database="db"), "mutually exclusive"),
+    (dict(table="events"), "DB.TABLE"),
+    (dict(tables=["db.t", "x"]), "DB.TABLE"),
 ])
 def test_selector_validation(engine, tmp_path, args, match):
-    args['spark_submit'] = dict(script_path=engine)
+    args["spark_submit"] = dict(script_path=engine)
     res = run(lakekeeper_compact, args, tmp_path)
-    assert res['failed'] is True and match in res['msg']
+    assert res["failed"] is True and match in res["msg"]
 
 
 def test_missing_config_file(engine, tmp_path):
-    res = run(lakekeeper_compact, dict(table='db.t', config_file=str(tmp_path / 'nope.yaml'),
+    res = run(lakekeeper_compact, dict(table="db.t", config_file=str(tmp_path / "nope.yaml"),
                                        spark_submit=dict(script_path=engine)), tmp_path)
-    assert res['failed'] is True and 'not found on the target' in res['msg']
+    assert res["failed"] is True and "not found on the target" in res["msg"]
 
 
 def test_without_action_plugin_and_script_path(tmp_path):
-    res = run(lakekeeper_compact, dict(table='db.t'), tmp_path)
-    assert res['failed'] is True and 'action plugin' in res['msg']
+    res = run(lakekeeper_compact, dict(table="db.t"), tmp_path)
+    assert res["failed"] is True and "action plugin" in res["msg"]
 
 
 def test_cached_application_unpacked_then_reused(tmp_path):
-    root = tmp_path / 'spark_app'
-    (root / 'lakekeeper_spark').mkdir(parents=True)
-    (root / 'lakekeeper_spark' / '__init__.py').write_text('')
-    (root / 'run_lakekeeper.py').write_text(STUB_ENGINE)
+    root = tmp_path / "spark_app"
+    (root / "lakekeeper_spark").mkdir(parents=True)
+    (root / "lakekeeper_spark" / "__init__.py").write_text("")
+    (root / "run_lakekeeper.py").write_text(STUB_ENGINE)
     # The action plugin's archive format (tests/unit/plugins/plugin_utils checks the real one); the module
     # only compares the marker with the checksum it is given.
     sha = hashlib.sha256(STUB_ENGINE.encode()).hexdigest()
-    archive = tmp_path / 'app.tar.gz'
-    with tarfile.open(str(archive), 'w:gz') as handle:
-        handle.add(str(root / 'lakekeeper_spark'), arcname='lakekeeper_spark')
-        handle.add(str(root / 'run_lakekeeper.py'), arcname='run_lakekeeper.py')
-    cache = tmp_path / 'cache'
-    res = run(lakekeeper_compact, dict(table='db.t', app_cache_dir=str(cache),
+    archive = tmp_path / "app.tar.gz"
+    with tarfile.open(str(archive), "w:gz") as handle:
+        handle.add(str(root / "lakekeeper_spark"), arcname="lakekeeper_spark")
+        handle.add(str(root / "run_lakekeeper.py"), arcname="run_lakekeeper.py")
+    cache = tmp_path / "cache"
+    res = run(lakekeeper_compact, dict(table="db.t", app_cache_dir=str(cache),
                                        _lakekeeper_app=dict(sha256=sha, archive=str(archive))), tmp_path)
-    assert res['failed'] is False
-    app_dir = cache / ('app-%s' % sha[:12])
-    assert res['script'] == str(app_dir / 'run_lakekeeper.py')
+    assert res["failed"] is False
+    app_dir = cache / ("app-%s" % sha[:12])
+    assert res["script"] == str(app_dir / "run_lakekeeper.py")
     # Second run: no archive (the action plugin saw the marker), the cache is used as is.
-    res = run(lakekeeper_compact, dict(table='db.t', app_cache_dir=str(cache), _lakekeeper_app=dict(sha256=sha)),
+    res = run(lakekeeper_compact, dict(table="db.t", app_cache_dir=str(cache), _lakekeeper_app=dict(sha256=sha)),
               tmp_path)
-    assert res['failed'] is False and res['script'] == str(app_dir / 'run_lakekeeper.py')
+    assert res["failed"] is False and res["script"] == str(app_dir / "run_lakekeeper.py")
     # A cache that does not match its name is refused.
-    (app_dir / '.lakekeeper_app.sha256').write_text('0' * 64)
-    res = run(lakekeeper_compact, dict(table='db.t', app_cache_dir=str(cache), _lakekeeper_app=dict(sha256=sha)),
+    (app_dir / ".lakekeeper_app.sha256").write_text("0" * 64)
+    res = run(lakekeeper_compact, dict(table="db.t", app_cache_dir=str(cache), _lakekeeper_app=dict(sha256=sha)),
               tmp_path)
-    assert res['failed'] is True and 'does not match' in res['msg']
-    os.remove(str(app_dir / '.lakekeeper_app.sha256'))
-    res = run(lakekeeper_compact, dict(table='db.t', app_cache_dir=str(cache), _lakekeeper_app=dict(sha256=sha)),
+    assert res["failed"] is True and "does not match" in res["msg"]
+    os.remove(str(app_dir / ".lakekeeper_app.sha256"))
+    res = run(lakekeeper_compact, dict(table="db.t", app_cache_dir=str(cache), _lakekeeper_app=dict(sha256=sha)),
               tmp_path)
-    assert res['failed'] is True and 'missing' in res['msg']
+    assert res["failed"] is True and "missing" in res["msg"]
 
 
 def _fill(value, names):
@@ -315,63 +315,63 @@ def _fill(value, names):
         return [_fill(v, names) for v in value]
     if isinstance(value, str):
         for name, text in names.items():
-            value = value.replace('{%s}' % name, text)
+            value = value.replace("{%s}" % name, text)
     return value
 
 
-@pytest.mark.parametrize('case', CASES, ids=[c['id'] for c in CASES])
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
 def test_case(case, engine, tmp_path, monkeypatch):
     """One case of test_lakekeeper_modules.yaml: the exact argv, environment and result."""
-    echo = tmp_path / 'echo.json'
-    submit_log = tmp_path / 'submit.json'
-    monkeypatch.setenv('STUB_ECHO', str(echo))
-    for key, value in (case.get('stub_env') or {}).items():
+    echo = tmp_path / "echo.json"
+    submit_log = tmp_path / "submit.json"
+    monkeypatch.setenv("STUB_ECHO", str(echo))
+    for key, value in (case.get("stub_env") or {}).items():
         monkeypatch.setenv(key, value)
-    args = copy.deepcopy(case['args'])
-    args['spark_submit'] = dict(args.get('spark_submit') or {}, script_path=engine)
-    names = dict(python=sys.executable, engine=engine, state_dir=str(tmp_path / 'state'))
-    if case.get('spark_submit'):
-        names['spark_submit'] = write_exe(tmp_path / 'spark-submit', STUB_SPARK_SUBMIT)
-        monkeypatch.setenv('STUB_SUBMIT_LOG', str(submit_log))
-        args['spark_submit_path'] = names['spark_submit']
-    res = run(MODULES[case['module']], args, tmp_path, check_mode=case.get('check_mode', False),
-              diff=case.get('diff', False))
-    assert res['failed'] is False, res
-    cmd = shlex.split(res['cmd'])
+    args = copy.deepcopy(case["args"])
+    args["spark_submit"] = dict(args.get("spark_submit") or {}, script_path=engine)
+    names = dict(python=sys.executable, engine=engine, state_dir=str(tmp_path / "state"))
+    if case.get("spark_submit"):
+        names["spark_submit"] = write_exe(tmp_path / "spark-submit", STUB_SPARK_SUBMIT)
+        monkeypatch.setenv("STUB_SUBMIT_LOG", str(submit_log))
+        args["spark_submit_path"] = names["spark_submit"]
+    res = run(MODULES[case["module"]], args, tmp_path, check_mode=case.get("check_mode", False),
+              diff=case.get("diff", False))
+    assert res["failed"] is False, res
+    cmd = shlex.split(res["cmd"])
     # the module's private tmpdir: its result file, and the secret properties file beside it
-    result_file = cmd[cmd.index('--result-file') + 1]
-    assert os.path.basename(result_file) == 'lakekeeper-result.json'
-    assert os.path.dirname(os.path.dirname(result_file)) == str(tmp_path / 'rtmp')
+    result_file = cmd[cmd.index("--result-file") + 1]
+    assert os.path.basename(result_file) == "lakekeeper-result.json"
+    assert os.path.dirname(os.path.dirname(result_file)) == str(tmp_path / "rtmp")
     names.update(result_file=result_file,
-                 properties_file=os.path.join(os.path.dirname(result_file), 'lakekeeper-secret.properties'))
-    expected_cmd = _fill(case['cmd'], names)
+                 properties_file=os.path.join(os.path.dirname(result_file), "lakekeeper-secret.properties"))
+    expected_cmd = _fill(case["cmd"], names)
     assert cmd == expected_cmd
     received = json.loads(echo.read_text())
     script_at = expected_cmd.index(engine)
-    assert received['argv'] == expected_cmd[script_at + 1:]
-    if 'engine' in case:
-        expected = _fill(case['engine'], names)
-        assert received['env'] == expected['env']
-        assert received['cwd'] == expected['cwd']
-    if case.get('spark_submit'):
-        assert json.loads(submit_log.read_text()) == _fill(case['submit'], names)
-        assert expected_cmd[1:script_at] == _fill(case['submit'], names)
-    for key, value in _fill(case.get('result') or {}, names).items():
+    assert received["argv"] == expected_cmd[script_at + 1:]
+    if "engine" in case:
+        expected = _fill(case["engine"], names)
+        assert received["env"] == expected["env"]
+        assert received["cwd"] == expected["cwd"]
+    if case.get("spark_submit"):
+        assert json.loads(submit_log.read_text()) == _fill(case["submit"], names)
+        assert expected_cmd[1:script_at] == _fill(case["submit"], names)
+    for key, value in _fill(case.get("result") or {}, names).items():
         assert res[key] == value, key
-    for key in case.get('absent') or []:
+    for key in case.get("absent") or []:
         assert key not in res, key
-    if 'statuses' in case:
-        assert [t['status'] for t in res['tables']] == case['statuses']
+    if "statuses" in case:
+        assert [t["status"] for t in res["tables"]] == case["statuses"]
 
 
-@pytest.mark.parametrize('section, match', [
-    ('  num_executors: ten\n', "spark_submit.num_executors must be an integer, got 'ten'"),
-    ('  deploy_mode: remote\n', 'value of deploy_mode must be one of: client, cluster, got: remote'),
-    ('  extra_conf: spark.a=b\n', 'spark_submit.extra_conf must be a mapping, got str'),
+@pytest.mark.parametrize("section, match", [
+    ("  num_executors: ten\n", "spark_submit.num_executors must be an integer, got 'ten'"),
+    ("  deploy_mode: remote\n", "value of deploy_mode must be one of: client, cluster, got: remote"),
+    ("  extra_conf: spark.a=b\n", "spark_submit.extra_conf must be a mapping, got str"),
 ])
 def test_config_file_spark_submit_validated_with_the_module_spec(engine, tmp_path, section, match):
-    config = tmp_path / 'lakekeeper.yaml'
-    config.write_text('spark_submit:\n' + section)
-    res = run(lakekeeper_compact, dict(table='db.t', config_file=str(config), spark_submit=dict(script_path=engine)),
+    config = tmp_path / "lakekeeper.yaml"
+    config.write_text("spark_submit:\n" + section)
+    res = run(lakekeeper_compact, dict(table="db.t", config_file=str(config), spark_submit=dict(script_path=engine)),
               tmp_path)
-    assert res['failed'] is True and match in res['msg']
+    assert res["failed"] is True and match in res["msg"]
