@@ -248,10 +248,11 @@ def run_contender(args, work: str, state: str, meta: dict, contender: str, table
         ok = rc == 0
         files_after = visible_files(out) if ok else None
         shutil.rmtree(out, ignore_errors=True)
-    elif contender == "ours":
+    elif contender in ("ours", "ours_rows"):  # ours_rows: --verify rows (what content verification costs)
         cmd = [py, os.path.join(ROOT, "spark_app", "run_lakekeeper.py"), "compact",
                "--tables" if table == "all" else "--table", names, "--state-dir", state, "--master", args.master,
                "--block-size", block, "--parallelism", str(args.parallelism)]
+        cmd += ["--verify", "rows"] if contender == "ours_rows" else []
         cmd += [x for k, v in confs.items() for x in ("--conf", f"{k}={v}")]
         secs, rc, stdout = sh(cmd, env=env, log=log)
         try:
@@ -423,6 +424,14 @@ def report(results: list[dict], contenders: list[str], tables: list[str]) -> str
         lines.append(f"{t:16} {fmt(med.get('floor')):>8} {fmt(med.get('ours')):>8} {fmt(med.get('lakekeeper')):>8} "
                      f"{'-' if ratio_f is None else f'{ratio_f:.2f}':>10} {'-' if ratio_l is None else f'{ratio_l:.2f}':>8} "
                      f"{sc:>15} {fl:>11} {'yes' if ok else 'NO':>3}   {per_run}")
+    if "ours_rows" in contenders:
+        lines += ["", "verify content / verify rows (ours / ours --verify rows, paired per run): what reading the copy "
+                      "back costs"]
+        for t in rows:
+            ratio, runs = paired_ratio(results, t, "ours", "ours_rows")
+            rs = median([r["seconds"] for r in results if r["table"] == t and r["contender"] == "ours_rows"])
+            lines.append(f"{t:16} rows {'-' if rs is None else f'{rs:.1f}'} s, content/rows "
+                         f"{'-' if ratio is None else f'{ratio:.2f}'} ({' '.join(map(str, runs)) or '-'})")
     return "\n".join(lines)
 
 
@@ -434,7 +443,8 @@ def main() -> int:
     p.add_argument("--parallelism", type=int, default=4, help="ours: --parallelism")
     p.add_argument("--master", default="local[2]")
     p.add_argument("--tables", default="flat,parted,orc,all")
-    p.add_argument("--contenders", default="floor,ours,lakekeeper")
+    p.add_argument("--contenders", default="floor,ours,lakekeeper",
+                   help="floor, ours, lakekeeper, ours_rows (ours with --verify rows: the cost of content verification)")
     p.add_argument("--lakekeeper-venv", default=os.path.expanduser("~/.cache/lakekeeper-bench/venv"))
     p.add_argument("--scale", type=int, default=0, help="also time analyze of a table with this many partitions")
     p.add_argument("--scale-runs", type=int, default=1)
@@ -468,7 +478,7 @@ def main() -> int:
                       f"files {r['files_after']} {'ok' if r['ok'] else 'FAILED (' + r['log'] + ')'} "
                       f"load {r['load']}", flush=True)
             for lane in [x for x in args.spark_lanes.split(",") if x]:
-                for c in [c for c in contenders if c in ("floor", "ours") and not (c == "floor" and t == "all")]:
+                for c in [c for c in contenders if c in ("floor", "ours", "ours_rows") and not (c == "floor" and t == "all")]:
                     r = run_contender(args, work, state, meta, c, t, run, lk_exe, lane=lane)
                     results.append(r)
                     print(f"run {run} {r['table']:7} {c:10} {r['seconds']:7.1f}s scans {r['scans']} "

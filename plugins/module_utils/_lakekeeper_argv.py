@@ -79,6 +79,7 @@ ENGINE_OPTIONS = (
     ("min_piece_mb", _flag("--min-piece-mb")),
     ("quiet_period", _flag("--quiet-period")),
     ("parallelism", _flag("--parallelism")),
+    ("verify", _flag("--verify")),
     # compaction modes and the partition filter (analyze and compact)
     ("mode", _flag("--mode")),
     ("min_input_files", _flag("--min-input-files")),

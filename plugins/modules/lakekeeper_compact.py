@@ -49,6 +49,18 @@ options:
         partitions that writers may still be filling.
       - When not set, the config file's value applies, else no partition is skipped on that account.
     type: str
+  verify:
+    description:
+      - What the staged copy of each partition is checked for before it is swapped in (C(--verify)).
+      - V(content) reads the copy back as the table's readers decode it (the native reader for Parquet and ORC,
+        the table's own SerDe and properties for text and Avro) and compares an order-independent checksum of every
+        row (all columns, NULL apart from empty) with the checksum of the rows written, taken in the pass that
+        wrote them; any difference leaves the partition untouched with code C(content_mismatch). It costs one
+        read of the compacted copy.
+      - V(rows) checks row counts, schema and codec from the files' metadata only.
+      - When not set, the config file's value or the engine's default (V(content)) applies.
+    type: str
+    choices: [content, rows]
   sort_by:
     description:
       - Data columns to sort the rows of each written file by (C(--sort-by)), e.g. to make min/max statistics of
@@ -275,6 +287,9 @@ tables:
           when neither minor nor major applies); C(reason) says why.
         - In minor mode C(files_rewritten) fragment files are rewritten and C(files_copied) copied unchanged;
           C(rows_before) and C(rows_after) count the rows of the rewritten files.
+        - C(verified) is the check the staged copy passed (V(content) or V(rows), O(verify)); with V(content) a
+          compacted entry has C(content_checksum), the checksum of its rows as read back, and a partition whose copy
+          does not read back as the original fails with C(code) V(content_mismatch) and both figures in C(reason).
         - A compacted entry has C(statistics) - C(numFiles), C(totalSize), C(numRows) as the Metastore holds them
           after the refresh (C(numRows) V(-1) when files written by others were carried along) - or
           C(statistics_error) when they could not be written (the compaction stands).
@@ -392,6 +407,7 @@ def main():
         sort_by=dict(type="list", elements="str"),
         min_piece_mb=dict(type="float"),
         quiet_period=dict(type="str"),
+        verify=dict(type="str", choices=["content", "rows"]),
         dedupe=dedupe_option(),
         refresh_command=dict(type="list", elements="str"),
     )

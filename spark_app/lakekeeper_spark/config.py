@@ -14,6 +14,8 @@ from .names import validate_ident
 
 MB = 1024 * 1024
 MODES = ("ratio", "minor", "major", "smart")
+# compact: what the staged copy is checked for before its swap (content.py)
+VERIFY_MODES = ("content", "rows")
 
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -146,6 +148,8 @@ class Settings:
     fragment_ratio: float = 0.125  # fragment: smaller than target x this
     min_target_ratio: float = 0.75  # undersized: smaller than target x this (and not a fragment)
     where: str | None = None  # partition filter (partition_filter.py); analyze and compact only
+    # compact: "content" (row checksums read back as readers decode them) or "rows" (metadata only)
+    verify: str = "content"
 
     @property
     def dedupe(self) -> bool:
@@ -191,6 +195,8 @@ class Settings:
         if self.target_file_size_mb is not None and self.target_file_size_mb <= 0:
             raise UsageError("target_file_size_mb must be > 0")
         self.mode = str(self.mode).strip().lower()
+        if self.verify not in VERIFY_MODES:
+            raise UsageError(f"invalid verify {self.verify!r}: {', '.join(VERIFY_MODES)}")
         if self.mode not in MODES:
             raise UsageError(f"invalid mode {self.mode!r}: {', '.join(MODES)}")
         if self.min_input_files < 2:
@@ -290,6 +296,7 @@ _FILE_KEYS = {
     "fragment_ratio": float,
     "min_target_ratio": float,
     "where": str,
+    "verify": str,
 }
 # ``dedupe:`` in the file is a mapping of these keys -> Settings attributes.
 _DEDUPE_KEYS = {"keys": "dedupe_keys", "order_by": "dedupe_order_by", "delete_marker": "dedupe_delete_marker",

@@ -24,6 +24,10 @@ Steps: every step the journal records (``journal``: ``table:compacting``,
 ``LAKEKEEPER_FAULT_AT=tamper_staging`` (the whole value)
     a compaction duplicates a staged file before verification: a bad copy
     (``tamper_staging``).
+``LAKEKEEPER_FAULT_AT=alter_staged_value`` (the whole value)
+    a compaction changes one value in its staged copy (same rows, schema and
+    codec) before the copy is read back: only content verification sees it
+    (``alter_staged_value``).
 """
 
 from __future__ import annotations
@@ -179,6 +183,35 @@ def tamper_staging(fs: Any, staging: str) -> None:
     file, so that verification must fail."""
     if os.environ.get("LAKEKEEPER_FAULT_AT") == "tamper_staging":
         fs.duplicate_file(f"{staging}/{fs.list_dir(staging).files[0].name}", f"{staging}/part-dup")
+
+
+def alter_staged_value(spark: Any, fs: Any, table: Any, staging: str, codec_name: str | None) -> None:
+    """``LAKEKEEPER_FAULT_AT=alter_staged_value``: one value of the first
+    staged file changed, nothing else (text: one character of the first
+    line; Parquet/ORC: the first string column of one row, the file
+    rewritten with the same codec)."""
+    if os.environ.get("LAKEKEEPER_FAULT_AT") != "alter_staged_value":
+        return
+    first = f"{staging}/{fs.list_dir(staging).files[0].name}"
+    if table.format == "text":
+        text = fs.read_text(first)
+        i = next(i for i, c in enumerate(text) if c.isalpha())
+        fs.delete(first, recursive=False)
+        fs.write_text(first, text[:i] + ("x" if text[i] != "x" else "y") + text[i + 1:])
+        return
+    from pyspark.sql import Row
+
+    df = spark.read.format(table.format).load(first)
+    rows = [r.asDict() for r in df.collect()]
+    col = next(f.name for f in df.schema.fields if f.dataType.typeName() == "string")
+    rows[0][col] = f"{rows[0][col]}!"
+    tmp = f"{staging}/_lk_altered"
+    writer = spark.createDataFrame([Row(**r) for r in rows], df.schema).repartition(1).write.format(table.format)
+    writer.option("compression", codec_name).save(tmp) if codec_name else writer.save(tmp)
+    (written,) = fs.list_dir(tmp).files
+    fs.delete(first, recursive=False)
+    fs.rename(f"{tmp}/{written.name}", first)
+    fs.delete(tmp)
 
 
 def run_parking(ctx: Any, tables: list[str], run_one: Callable[[str], dict[str, Any]]) -> list[dict[str, Any]]:

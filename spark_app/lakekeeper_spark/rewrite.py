@@ -30,6 +30,7 @@ import logging
 from typing import Any
 
 from .columns import RewriteColumns
+from . import content as content_check
 from .config import Settings
 from .errors import LakekeeperError
 from .compat.file_joins import join_files, join_support
@@ -51,6 +52,9 @@ class WriteResult:
     deletes: int | None = None
     # what this Spark could not do for the unit and did the plain way instead
     notes: list[str] = dataclasses.field(default_factory=list)
+    # verify "content": {"rows", "content"} of the rows written (content.py),
+    # from the write's own pass; None with verify "rows"
+    content: dict[str, Any] | None = None
 
     @property
     def rows_expected(self) -> int:
@@ -83,7 +87,7 @@ def write_staging(
     if columns.dedupe:
         raise ValueError(f"dedupe is not supported for {fmt}")
     if fmt in ("text", "avro"):
-        return _write_hive_serde(spark, table, unit, codec, columns.sort_by)
+        return _write_hive_serde(spark, table, unit, codec, columns.sort_by, settings.verify == "content")
     raise ValueError(f"unsupported format {fmt}")
 
 
@@ -210,7 +214,12 @@ def _write_native(spark: Any, fs: Any, table: TableInfo, unit: Unit, settings: S
         files = max(1, target_file_count(int(unit.stats.bytes * share), settings.target_file_bytes))
         df = _dedupe(df, columns, files, obs)
     else:
-        df = df.observe(obs, F.count(F.lit(1)).alias("rows"))
+        df = df.observe(obs, *(content_check.metrics(df) if settings.verify == "content"
+                               else [F.count(F.lit(1)).alias("rows")]))
+    kept_obs = None
+    if columns.dedupe and settings.verify == "content":  # the checksum of the rows the dedupe keeps
+        kept_obs = Observation("lk_" + uuid.uuid4().hex[:12])
+        df = df.observe(kept_obs, *content_check.metrics(df))
     if columns.sort_by:
         df = df.sortWithinPartitions(*_cols(columns.sort_by))
     writer = df.write.mode("errorifexists").format(fmt)
@@ -229,9 +238,10 @@ def _write_native(spark: Any, fs: Any, table: TableInfo, unit: Unit, settings: S
     got = obs.get
     rows = int(got["rows"])
     if not columns.dedupe:
-        return WriteResult(rows_source=rows, notes=notes)
+        return WriteResult(rows_source=rows, notes=notes,
+                           content=content_check.figures(got) if settings.verify == "content" else None)
     result = WriteResult(rows_source=rows, keys_source=int(got["keys"] or 0), deletes=int(got["deletes"] or 0),
-                         notes=notes)
+                         notes=notes, content=content_check.figures(kept_obs.get) if kept_obs is not None else None)
     ties = int(got["ties"] or 0)
     if ties:
         raise LakekeeperError(
@@ -282,7 +292,7 @@ def partition_filter(table: TableInfo, spec: dict[str, str] | None) -> Any:
 
 
 def _write_hive_serde(spark: Any, table: TableInfo, unit: Unit, codec: dict[str, Any],
-                      sort_by: tuple[str, ...] = ()) -> WriteResult:
+                      sort_by: tuple[str, ...] = (), with_content: bool = True) -> WriteResult:
     s = _unit_session(spark)
     c = codec.get("codec")
     if table.format == "text":
@@ -296,7 +306,10 @@ def _write_hive_serde(spark: Any, table: TableInfo, unit: Unit, codec: dict[str,
             s.conf.set("avro.output.codec", c)
     cols = [quote_column(n) for n, _type in table.data_columns]
     src = s.table(qualified(table.db, table.name)).where(partition_filter(table, unit.partition)).select(*cols)
-    rows_source = int(src.count())  # text and Avro have no row counts in metadata: a scan
+    # Text and Avro have no row counts in metadata: one aggregate pass counts
+    # the rows (and with verify "content" takes their checksum on the way).
+    content = content_check.checksum(src) if with_content else None
+    rows_source = content["rows"] if content is not None else int(src.count())
     view = "lk_unit_source"
     src.createOrReplaceTempView(view)
     props = dict(table.serde_properties)
@@ -319,4 +332,4 @@ def _write_hive_serde(spark: Any, table: TableInfo, unit: Unit, codec: dict[str,
         f"SELECT /*+ REPARTITION({n}) */ {', '.join(cols)} FROM {view}{sort_clause}"
     )
     s.catalog.dropTempView(view)
-    return WriteResult(rows_source=rows_source)
+    return WriteResult(rows_source=rows_source, content=content)

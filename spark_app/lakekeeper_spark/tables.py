@@ -7,6 +7,7 @@ from typing import Any
 
 from .context import Context
 from .errors import Refused, UsageError
+from .content import SCRATCH_OF_PROPERTY
 from .layout import BACKUP_OF_PROPERTY, parse_hidden_name, split_path
 from .model import Listing, TableInfo, TablePlan
 from .planner import plan_table
@@ -17,6 +18,9 @@ def check_eligible(info: TableInfo) -> None:
     full = info.full_name
     if info.table_type == "VIEW":
         raise Refused("view", f"{full} is a view; only external tables are compacted")
+    if info.properties.get(SCRATCH_OF_PROPERTY):
+        raise Refused("verify_scratch", f"{full} is a scratch table of a running verification "
+                                        f"(of {info.properties[SCRATCH_OF_PROPERTY]}); it is dropped after the read")
     source = info.properties.get(BACKUP_OF_PROPERTY)
     if source:  # whatever its name: the prefix may have changed since it was made
         raise Refused("backup_table", f"{full} is the lakekeeper backup of {source}; "

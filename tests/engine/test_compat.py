@@ -4,6 +4,8 @@ lane, so each lane checks its own line)."""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from lakekeeper_spark.compat import Runtime, runtime, unsupported_reason, version_tuple
@@ -49,4 +51,5 @@ def test_runtime_of_the_running_spark(spark):
     seq = conv.to_seq(["a", "b"])
     assert [str(x) for x in conv.to_list(seq)] == ["a", "b"]
     assert conv.to_dict(conv.to_map({"k": "v", "x": "y"})) == {"k": "v", "x": "y"}
-    assert set(rt.to_dict()) == {"spark", "scala", "hadoop", "hive_client", "parquet", "python"}
+    assert set(rt.to_dict()) == {"spark", "scala", "hadoop", "hive_client", "parquet", "python", "python_prefix"}
+    assert rt.python_prefix == sys.prefix

@@ -15,8 +15,10 @@ from ..backup import BackupInProgress, create_backup, repoint
 from ..columns import RewriteColumns, resolve_columns
 from ..context import Context, run_unit_jobs
 from ..errors import LakekeeperError, Refused, UsageError, java_message, root_cause
-from ..faults import tamper_staging
-from ..formats import detect_codec, payload_fraction
+from ..content import compare as compare_content
+from ..content import staged_checksum
+from ..faults import alter_staged_value, tamper_staging
+from ..formats import detect_codec, payload_fraction, spark_codec_name
 from ..journal import Journal
 from ..model import Decision, TableInfo, TablePlan, Unit
 from ..names import sql_path_literal
@@ -152,6 +154,7 @@ def _compact_unit(
         extra = _dedupe_result(written) if columns.dedupe else {}
         if written.notes:  # what this Spark could not do for the unit (done the plain way instead)
             extra["notes"] = list(written.notes)
+        extra.update(_verify_content(ctx, info, p, u, written, codec))
         copied = copy_kept_files(fs, u)
         tamper_staging(fs, u.staging)  # test hook: a bad copy
         journal.unit_step(idx, "verifying")
@@ -197,6 +200,19 @@ def _compact_unit(
                                     rows_before=rows_before, rows_after=rows_after, warnings=[message])
         return partition_result(u, "failed", f"{message}; {left}", code=code, rows_before=rows_before,
                                 rows_after=rows_after, pending_recovery=state == "pending")
+
+
+def _verify_content(ctx: Context, info: TableInfo, p: TablePlan, u: Unit, written: Any,
+                    codec: dict[str, Any]) -> dict[str, Any]:
+    """``verify: content``: the staged copy, read back as readers will read
+    it, has the checksum of the rows written (content.py); before the kept
+    files of minor mode are copied in (those are checked byte for byte)."""
+    alter_staged_value(ctx.spark, ctx.fs, info, u.staging, spark_codec_name(info.format, codec.get("codec")))  # test hook
+    if written.content is None:
+        return {"verified": "rows"}
+    got = staged_checksum(ctx.spark, ctx.fs, ctx.catalog, info, u, p.run_id)
+    compare_content(written.content, got)
+    return {"verified": "content", "content_checksum": got["content"]}
 
 
 def _dedupe_result(written: Any) -> dict[str, Any]:
