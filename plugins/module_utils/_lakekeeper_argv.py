@@ -14,7 +14,8 @@ keep secrets off the command line. Nothing here touches the filesystem or
 runs a process, so all of it is unit-tested directly. The engine's result is
 read by _lakekeeper_result.
 
-This file imports nothing from the collection, so tests outside the
+This file imports nothing from the collection (and ansible-core only where
+the config file is validated), so tests outside the
 collection tree can load it by path.
 """
 
@@ -23,8 +24,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 COMMANDS = ("analyze", "compact", "rollback", "cleanup", "recover")
 # The table selectors: exactly one of them (AnsibleModule and selector_args).
@@ -404,6 +403,10 @@ def _validate_spark_submit(merged):
         if value is not None and wanted in ("dict", "list") and not isinstance(value, (dict, list, tuple)):
             raise LakekeeperError("spark_submit.%s must be %s, got %s"
                                   % (key, _TYPE_NAMES[wanted], type(value).__name__))
+    # imported here: the engine's tests load this file by path on Spark lanes
+    # that have no ansible-core (only the config file check needs it)
+    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
     result = ArgumentSpecValidator(spec).validate(section)
     if result.error_messages:
         for key, value in result.validated_parameters.items():

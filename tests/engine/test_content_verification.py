@@ -16,8 +16,8 @@ pytestmark = pytest.mark.integration
     ("parquet", ""),
     ("textfile", "ROW FORMAT DELIMITED FIELDS TERMINATED BY ','"),
 ])
-def test_a_changed_value_is_caught_by_content_and_missed_by_rows(spark, engine, files, warehouse, monkeypatch,
-                                                                fmt, row_format):
+def test_a_changed_value_is_caught_by_content_and_missed_by_rows(
+        spark, engine, files, warehouse, monkeypatch, fmt, row_format):
     name = f"altered_{fmt}"
     loc = make_table(spark, warehouse, name, fmt=fmt, rows=300, partitions={"2024-01-01": 12, "2024-01-02": 3},
                      row_format=row_format)
