@@ -73,3 +73,20 @@ def test_content_is_verified_by_default_and_sees_null_apart_from_empty(spark, en
     assert same_rows(spark.table("lk.verified_orc"), rows)
     assert len(files.data_files(loc)) == 1
     spark.sql("DROP TABLE lk.verified_orc")
+
+
+def test_a_scratch_table_left_by_a_verification_is_never_compacted(spark, engine, warehouse):
+    """The scratch clone a text/Avro read-back makes (dropped right after)
+    is refused as a table while it exists, also by a database run."""
+    spark.sql("CREATE DATABASE IF NOT EXISTS lk_scratch")
+    spark.sql("DROP TABLE IF EXISTS lk_scratch.__lk_verify_events_0123456789ab")
+    spark.sql("CREATE EXTERNAL TABLE lk_scratch.__lk_verify_events_0123456789ab (id BIGINT) STORED AS PARQUET "
+              f"LOCATION '{warehouse}/lk_scratch_left' TBLPROPERTIES ('lakekeeper.verify_of'='lk_scratch.events', "
+              "'external.table.purge'='false')")
+    spark.range(40).repartition(8).write.insertInto("lk_scratch.__lk_verify_events_0123456789ab")
+    res = engine.one("compact", "lk_scratch.__lk_verify_events_0123456789ab")
+    assert (res["status"], res["code"]) == ("refused", "verify_scratch"), res
+    assert "scratch table of a running verification (of lk_scratch.events)" in res["reason"]
+    (db_run,) = engine.run("compact", database="lk_scratch")
+    assert (db_run["status"], db_run["code"]) == ("skipped", "verify_scratch"), db_run
+    spark.sql("DROP TABLE lk_scratch.__lk_verify_events_0123456789ab")
