@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""Fixtures of the playbook tests: the collection, built and installed.
+"""Session fixtures shared by tests/e2e and tests/playbooks: the collection,
+built and installed (created only when a test asks for it).
 
 By default the collection is built with ``ansible-galaxy collection build``
 and installed from the tarball with ``ansible-galaxy collection install
@@ -15,10 +16,15 @@ working tree instead (faster while editing the plugins).
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
-from e2e_helpers import BIN, ROOT, run, tool_env  # pylint: disable=import-error
+_E2E = os.path.join(os.path.dirname(os.path.abspath(__file__)), "e2e")
+if _E2E not in sys.path:
+    sys.path.insert(0, _E2E)
+
+from e2e_helpers import BIN, ROOT, run, tool_env  # noqa: E402  pylint: disable=import-error,wrong-import-position
 
 
 @pytest.fixture(scope="session")
