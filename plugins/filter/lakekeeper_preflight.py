@@ -37,7 +37,7 @@ def _hr(n):
 
 
 def _with_margin(needed, factor):
-    # the figure rounded to 3 decimals first, so that 10 x 1.1 is 11, not 12
+    # the figure rounded to 3 decimals first, so that 50 x 1.1 is 55, not 56
     return int(math.ceil(round(_int(needed) * factor, 3)))
 
 

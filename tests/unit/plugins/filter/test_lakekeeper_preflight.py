@@ -53,12 +53,12 @@ def test_the_margin_makes_the_space_quota_short_too():
 
 
 def test_the_margin_is_rounded_before_the_ceiling():
-    # 10 x 1.1 is 11.000000000000002 in floating point: 11 names, not 12
+    # 50 x 1.1 is 55.00000000000001 in floating point: 55 names, not 56
     t = copy.deepcopy(ORDERS)
-    t["space"]["dirs"][1].update({"quota": 60011, "needed_names": 10})
+    t["space"]["dirs"][1].update({"quota": 60055, "needed_names": 50})
     r = preflight_check([t], 0.1)
     ns = [c for c in r["tables"][0]["checks"] if c["kind"] == "namespace_quota"][0]
-    assert ns["needed"] == 11 and ns["ok"], ns
+    assert ns["needed"] == 55 and ns["ok"], ns
 
 
 def test_filesystem_capacity():
