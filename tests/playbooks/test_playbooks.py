@@ -361,6 +361,8 @@ PROBE = textwrap.dedent(
     - name: What the maintenance role makes of the example inventory
       hosts: lakekeeper_edge
       gather_facts: false
+      vars_files:
+        - MAPPING_FILE
       tasks:
         - name: Start a compaction run (selection and ingestion hosts are checked)
           ansible.builtin.include_role:
@@ -373,9 +375,9 @@ PROBE = textwrap.dedent(
 
         - name: Show the result
           ansible.builtin.debug:
-            msg: "PROBE {{ {'ingestion': maintenance_ingestion_hosts, 'run_id': maintenance_pipeline_run_id,
+            msg: "PROBE {{ {'ingestion': _maintenance_ingestion_hosts, 'run_id': _maintenance_pipeline_run_id,
                             'tables': _maintenance_tables, 'queue': maintenance_spark_submit.queue,
-                            'principal': maintenance_kinit_principal, 'margin': maintenance_preflight_margin_ratio,
+                            'principal': _maintenance_kinit_principal, 'margin': maintenance_preflight_margin_ratio,
                             'ship_env': maintenance_python_env | bool} | to_json }}"
     """
 )
@@ -383,12 +385,13 @@ PROBE = textwrap.dedent(
 
 @pytest.mark.e2e
 def test_example_inventory(collections_dir, tmp_path):
-    """The example inventory: each edge node gets its own cluster's ingestion
+    """The example inventory, through the playbooks' mapping of the lakekeeper_*
+    variables: each edge node gets its own cluster's ingestion
     hosts and settings, survey-style table strings are parsed; the four
     playbooks pass --syntax-check with it. Nothing connects to the hosts."""
     inventory = os.path.join(PLAYBOOKS, "inventory", "example")
     probe = tmp_path / "probe.yml"
-    probe.write_text(PROBE)
+    probe.write_text(PROBE.replace("MAPPING_FILE", os.path.join(PLAYBOOKS, "vars", "maintenance.yml")))
     run = run_playbook(str(probe), inventory, collections_dir, tmp_path,
                        ['{"lakekeeper_tables": "sales.orders, items\\nsales.orders", "lakekeeper_database": "sales"}'])
     assert run.rc == 0, run
