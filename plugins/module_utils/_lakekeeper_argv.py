@@ -129,6 +129,11 @@ SPARK_SUBMIT_KEYS = tuple(row[0] for row in SPARK_SUBMIT)
 # the embedded mode).
 SPARK_SUBMIT_ONLY_KEYS = tuple(row[0] for row in SPARK_SUBMIT if row[3])
 
+_NO_RETENTION_POLICY = (
+    "lakekeeper_cleanup needs a retention policy: set older_than (e.g. 7d: keep the backups younger than that) "
+    "or keep_last (keep the N newest backups of each table), or older_than: all to delete every backup that "
+    "is neither pinned nor within grace_period; nothing was deleted")
+
 _CLUSTER_MODE_REFUSED = (
     "spark_submit.deploy_mode=cluster is not supported: the driver would run inside the cluster and the module "
     "could not read its JSON result; use deploy_mode=client")
@@ -202,6 +207,15 @@ def selector_args(table=None, tables=None, database=None):
     if not _DATABASE_RE.match(database):
         raise LakekeeperError("database must be a single name without dots, commas or spaces, got %r" % database)
     return ["--database", database]
+
+
+def missing_retention_policy(params):
+    """Why a cleanup with these module parameters must not run (no
+    retention policy: neither older_than nor keep_last, no pin/unpin and no
+    config_file that could hold one - the engine checks that file), or None."""
+    if any(params.get(k) not in (None, "") for k in ("older_than", "keep_last", "pin", "unpin", "config_file")):
+        return None
+    return _NO_RETENTION_POLICY
 
 
 def _column(value, what):

@@ -105,13 +105,13 @@ def test_non_partitioned_parquet_full_cycle(spark, engine, files, warehouse):
     assert engine.one("rollback", t)["changed"] is False
 
     engine.one("compact", t)
-    res = engine.one("cleanup", t)
+    res = engine.one("cleanup", t, older_than="all")
     assert res["status"] == "cleaned" and res["backups_removed"][0]["bytes"] > 0
     assert res["freed_bytes"] == res["backups_removed"][0]["bytes"]
     assert backup_tables(spark, "flat_pq") == [] and own_hidden(files, loc) == []
     spark.sql(f"REFRESH TABLE {t}")
     assert same_rows(spark.table(t), rows)
-    assert engine.one("cleanup", t)["changed"] is False
+    assert engine.one("cleanup", t, older_than="all")["changed"] is False
 
 
 def test_two_level_partitions_with_one_outside_the_root(spark, engine, files, warehouse):
@@ -381,7 +381,7 @@ def test_database_mode_skips_backups_and_compacts_each_table(spark, engine, ware
     assert sorted((r["table"], r["status"]) for r in res) == [("lkdb.one", "skipped"), ("lkdb.two", "skipped")]
     res = engine.run("cleanup", database="lkdb", older_than="1d")
     assert all(r["status"] == "skipped" and len(r["kept"]) == 1 for r in res)
-    res = engine.run("cleanup", database="lkdb")
+    res = engine.run("cleanup", database="lkdb", older_than="all")
     assert all(r["status"] == "cleaned" for r in res)
     assert engine.run("analyze", database="nodb")[0]["status"] == "failed"
 
@@ -813,6 +813,9 @@ def test_statistics_retention_pins_and_analyze_sizes(spark, engine, files, wareh
     assert stats["totalSize"] == str(sum(f.size for f in files.fs.list_dir(f"{loc}/dt=a").files))
     assert {p["spec"]: p for p in res["partitions"]}["dt=a"]["statistics"] == stats
     assert engine.one("cleanup", t, unpin=runs[0])["status"] == "unpinned"
-    res = engine.one("cleanup", t)
+    res = engine.one("cleanup", t)  # no retention policy: refused, nothing deleted
+    assert (res["status"], res["code"]) == ("refused", "no_retention_policy") and "older_than: all" in res["reason"]
+    assert len(backup_tables(spark, "keep")) == 1
+    res = engine.one("cleanup", t, older_than="all")
     assert [b["run_id"] for b in res["backups_removed"]] == [runs[0]]
     assert backup_tables(spark, "keep") == [] and files.hidden(loc) == []

@@ -59,6 +59,7 @@ CLI = [
     ("no_selector", ["compact"], "one of the arguments --table --tables --database is required"),
     ("older_than_garbage", ["cleanup", "--database", "lk", "--older-than", "abc"], "invalid duration"),
     ("older_than_negative", ["cleanup", "--database", "lk", "--older-than=-3d"], "invalid duration"),
+    ("cleanup_without_policy", ["cleanup", "--database", "lk"], "cleanup needs a retention policy"),
     ("older_than_on_compact", ["compact", "--table", "lk.t", "--older-than", "7d"], "only applies to cleanup"),
     ("quiet_period_garbage", ["compact", "--table", "lk.t", "--quiet-period", "soon"], "invalid duration"),
     ("quiet_period_on_analyze", ["analyze", "--table", "lk.t", "--quiet-period", "10m"], "only applies to compact"),
