@@ -244,7 +244,8 @@ def test_config_file_spark_submit_merged_on_the_target(engine, tmp_path, monkeyp
     assert res["failed"] is False
     flags = json.loads((tmp_path / "submit.json").read_text())
     props_file = flags[flags.index("--properties-file") + 1]
-    assert flags == ["--master", "yarn", "--deploy-mode", "client", "--principal", "myuser@MY.REALM.COM",
+    assert flags == ["--master", "yarn", "--deploy-mode", "client", "--name", "lakekeeper-compact-db.events",
+                     "--principal", "myuser@MY.REALM.COM",
                      "--keytab", str(keytab), "--conf", "spark.yarn.queue=urgent",
                      "--conf", "spark.yarn.kerberos.relogin.period=1h",
                      "--properties-file", props_file, "--load-spark-defaults",
