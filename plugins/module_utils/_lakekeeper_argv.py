@@ -74,6 +74,7 @@ ENGINE_OPTIONS = (
     ("grace_period", _flag("--grace-period")),
     ("pin", _flag("--pin")),
     ("unpin", _flag("--unpin")),
+    ("run_id", _flag("--run-id")),
     ("log_level", _flag("--log-level")),
     ("min_piece_mb", _flag("--min-piece-mb")),
     ("quiet_period", _flag("--quiet-period")),

@@ -51,6 +51,9 @@ def _parser() -> argparse.ArgumentParser:
     pin = common.add_mutually_exclusive_group()
     pin.add_argument("--pin", metavar="RUN_ID", help="cleanup: pin the backup of this run (never cleaned)")
     pin.add_argument("--unpin", metavar="RUN_ID", help="cleanup: unpin the backup of this run")
+    common.add_argument("--run-id", dest="rollback_run", metavar="RUN_ID",
+                        help="rollback: restore the backup of this run instead of the newest (refused when a later "
+                             "run changed the same partitions)")
     common.add_argument("--quiet-period", dest="quiet_period",
                         help="compact: skip partitions with a file younger than this (30s, 10m, 1h)")
     common.add_argument("--parallelism", type=int, dest="parallelism",
@@ -112,7 +115,7 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
         "block_size_mb", "compaction_ratio_threshold", "target_file_size_mb", "backup_prefix",
         "dry_run", "log_level", "older_than", "parallelism", "min_piece_mb", "quiet_period",
         "mode", "min_input_files", "fragment_ratio", "min_target_ratio", "where",
-        "keep_last", "grace_period", "pin", "unpin", "verify")}
+        "keep_last", "grace_period", "pin", "unpin", "verify", "rollback_run")}
     rewrite = ("sort_by", "dedupe_keys", "dedupe_order_by", "dedupe_delete_marker", "dedupe_delete_value")
     overrides.update({k: getattr(args, k) for k in rewrite})
     settings = build_settings(file_values, overrides)
@@ -122,6 +125,8 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
             raise UsageError(f"{flag} only applies to cleanup (and analyze, for its retention verdicts)")
     if (args.pin or args.unpin) and args.command != "cleanup":
         raise UsageError("--pin and --unpin only apply to cleanup")
+    if args.rollback_run is not None and args.command != "rollback":
+        raise UsageError("--run-id only applies to rollback")
     if args.command == "cleanup" and not (settings.pin or settings.unpin):
         missing = missing_policy(policy_of(settings))
         if missing:  # refused before Spark starts: deleting every backup must be asked for

@@ -60,6 +60,8 @@ CLI = [
     ("older_than_garbage", ["cleanup", "--database", "lk", "--older-than", "abc"], "invalid duration"),
     ("older_than_negative", ["cleanup", "--database", "lk", "--older-than=-3d"], "invalid duration"),
     ("cleanup_without_policy", ["cleanup", "--database", "lk"], "cleanup needs a retention policy"),
+    ("run_id_on_compact", ["compact", "--table", "lk.t", "--run-id", "20261122T013000-3f9a1c"],
+     "--run-id only applies to rollback"),
     ("older_than_on_compact", ["compact", "--table", "lk.t", "--older-than", "7d"], "only applies to cleanup"),
     ("quiet_period_garbage", ["compact", "--table", "lk.t", "--quiet-period", "soon"], "invalid duration"),
     ("quiet_period_on_analyze", ["analyze", "--table", "lk.t", "--quiet-period", "10m"], "only applies to compact"),
