@@ -36,9 +36,9 @@ attributes:
     details:
       - Runs the engine with C(--dry-run) and reports whether a backup would be dropped, with RV(cmd).
   diff_mode:
-    support: partial
+    support: full
     details:
-      - File counts per partition when the engine reports them.
+      - The backup tables of each table before and after the cleanup (in check mode, after the cleanup it would do).
   idempotent:
     support: full
     details:
@@ -271,14 +271,15 @@ stderr_lines:
   type: list
   elements: str
 diff:
-  description: File counts per table before and after (in check mode, what the engine planned).
+  description:
+    - The backup tables of each table before and after the cleanup (in check mode, those the cleanup would keep).
   returned: in diff mode
   type: dict
   sample:
     before:
-      db.events: {files: 60, partitions: {"": 60}}
+      db.events: {backups: [db.__bkp_events_20261122_013000_3f9a1c, db.__bkp_events_20261128_013000_9c4e1a]}
     after:
-      db.events: {files: 1, partitions: {"": 1}}
+      db.events: {backups: [db.__bkp_events_20261128_013000_9c4e1a]}
 """
 
 

@@ -598,6 +598,21 @@ class TestDiff:
         assert rs.build_diff(doc) == {"before": {"db.flat": {"files": 60, "partitions": {"": 60}}},
                                       "after": {"db.flat": {"files": 1, "partitions": {"": 1}}}}
 
+    def test_cleanup_shows_the_backups_it_drops(self):
+        removed = [{"backup_table": "db.__bkp_t_2", "run_id": "r2", "bytes": 10, "verdict": "delete"},
+                   {"backup_table": "db.__bkp_t_1", "run_id": "r1", "bytes": 20, "verdict": "delete"}]
+        kept = [{"backup_table": "db.__bkp_t_3", "run_id": "r3", "verdict": "keep", "reason": "pinned"}]
+        doc = {"tables": [
+            {"table": "db.t", "status": "planned", "backups_removed": removed, "kept": kept},
+            {"table": "db.u", "status": "skipped", "backups_removed": [], "kept": [], "reason": "no backups"},
+            {"table": "db.v", "status": "skipped", "backups_removed": [], "kept": kept[:1]},
+        ]}
+        for dry_run in (True, False):  # check mode: what the cleanup would drop
+            assert rs.build_diff(doc, dry_run=dry_run) == {
+                "before": {"db.t": {"backups": ["db.__bkp_t_1", "db.__bkp_t_2", "db.__bkp_t_3"]},
+                           "db.v": {"backups": ["db.__bkp_t_3"]}},
+                "after": {"db.t": {"backups": ["db.__bkp_t_3"]}, "db.v": {"backups": ["db.__bkp_t_3"]}}}
+
 
 class TestFailureMessage:
     def test_per_table_reason_and_what_was_left(self):
