@@ -55,8 +55,7 @@ def _introspect(context, collections_dir, out):
     res = subprocess.run([sys.executable, script, "introspect", "--write-bindep=" + bindep, "--write-pip=" + pip,
                           collections_dir], capture_output=True, text=True, check=False, env=tool_env())
     assert res.returncode == 0, res.stdout + res.stderr
-    read = lambda path: open(path).read() if os.path.exists(path) else ""  # noqa: E731
-    return read(pip), read(bindep)
+    return tuple(open(path).read() if os.path.exists(path) else "" for path in (pip, bindep))
 
 
 def test_execution_environment_holds_only_the_controllers_requirements(built_collection, tmp_path):
