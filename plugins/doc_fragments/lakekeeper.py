@@ -120,6 +120,19 @@ options:
             engine's JSON result back from a local file.
         type: str
         choices: [client, cluster]
+      name:
+        description:
+          - The application's name in the cluster's lists (YARN ResourceManager, Spark history) (C(--name)).
+          - Defaults to V(lakekeeper-<command>-<table or database>) (the first table and how many more for
+            O(tables)), followed by V(-awx-<job id>) when the play runs in an AWX or Ansible Tower job
+            (its C(awx_job_id)/C(tower_job_id) variable, or C(AWX_JOB_ID)/C(JOB_ID) in the controller's
+            environment).
+        type: str
+      proxy_user:
+        description:
+          - Run the application as this user (C(--proxy-user)); the submitting user (its O(spark_submit.principal))
+            must be allowed to impersonate it (C(hadoop.proxyuser.*) in the cluster's C(core-site.xml)).
+        type: str
       principal:
         description: Kerberos principal (C(--principal)).
         type: str
@@ -164,6 +177,17 @@ options:
         type: dict
       extra_files:
         description: Files distributed with C(--files a,b), for example C(hive-site.xml).
+        type: list
+        elements: str
+      extra_args:
+        description:
+          - Further C(spark-submit) arguments, an argument list (never a shell string), passed as given after the
+            other flags and before the application, for example V([--conf, spark.dynamicAllocation.maxExecutors=20,
+            --packages, org.example:lib:1.0]).
+          - A flag that has its own key here (C(--master), C(--deploy-mode), C(--name), C(--proxy-user),
+            C(--principal), C(--keytab), C(--queue), C(--archives), C(--files), C(--properties-file), the
+            executor and driver sizes) is refused; secrets belong in O(spark_submit.extra_conf), whose
+            secret-looking values are kept off the command line.
         type: list
         elements: str
   spark_submit_path:

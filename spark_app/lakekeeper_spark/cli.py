@@ -22,6 +22,7 @@ from .errors import LakekeeperError, UsageError, innermost_cause, java_message, 
 from .faults import parking_enabled, run_parking
 from .layout import backup_table_pattern, new_run_id
 from .names import parse_table_list, parse_table_name, validate_ident
+from .retention import missing_policy, policy_of
 
 log = logging.getLogger("lakekeeper")
 
@@ -40,7 +41,9 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--target-file-size", type=float, dest="target_file_size_mb", metavar="MB")
     common.add_argument("--backup-prefix", dest="backup_prefix")
     common.add_argument("--dry-run", action="store_true", default=None, dest="dry_run")
-    common.add_argument("--older-than", dest="older_than", help="cleanup: 30m, 12h, 7d")
+    common.add_argument("--older-than", dest="older_than",
+                        help="cleanup: keep backups younger than this (30m, 12h, 7d), or 'all' to keep none on "
+                             "that account; cleanup needs this or --keep-last")
     common.add_argument("--keep-last", type=int, dest="keep_last",
                         help="cleanup: keep the N newest backups of each table")
     common.add_argument("--grace-period", dest="grace_period",
@@ -48,6 +51,9 @@ def _parser() -> argparse.ArgumentParser:
     pin = common.add_mutually_exclusive_group()
     pin.add_argument("--pin", metavar="RUN_ID", help="cleanup: pin the backup of this run (never cleaned)")
     pin.add_argument("--unpin", metavar="RUN_ID", help="cleanup: unpin the backup of this run")
+    common.add_argument("--run-id", dest="rollback_run", metavar="RUN_ID",
+                        help="rollback: restore the backup of this run instead of the newest (refused when a later "
+                             "run changed the same partitions)")
     common.add_argument("--quiet-period", dest="quiet_period",
                         help="compact: skip partitions with a file younger than this (30s, 10m, 1h)")
     common.add_argument("--parallelism", type=int, dest="parallelism",
@@ -109,7 +115,7 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
         "block_size_mb", "compaction_ratio_threshold", "target_file_size_mb", "backup_prefix",
         "dry_run", "log_level", "older_than", "parallelism", "min_piece_mb", "quiet_period",
         "mode", "min_input_files", "fragment_ratio", "min_target_ratio", "where",
-        "keep_last", "grace_period", "pin", "unpin", "verify")}
+        "keep_last", "grace_period", "pin", "unpin", "verify", "rollback_run")}
     rewrite = ("sort_by", "dedupe_keys", "dedupe_order_by", "dedupe_delete_marker", "dedupe_delete_value")
     overrides.update({k: getattr(args, k) for k in rewrite})
     settings = build_settings(file_values, overrides)
@@ -119,6 +125,12 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
             raise UsageError(f"{flag} only applies to cleanup (and analyze, for its retention verdicts)")
     if (args.pin or args.unpin) and args.command != "cleanup":
         raise UsageError("--pin and --unpin only apply to cleanup")
+    if args.rollback_run is not None and args.command != "rollback":
+        raise UsageError("--run-id only applies to rollback")
+    if args.command == "cleanup" and not (settings.pin or settings.unpin):
+        missing = missing_policy(policy_of(settings))
+        if missing:  # refused before Spark starts: deleting every backup must be asked for
+            raise UsageError(missing)
     if args.quiet_period is not None and args.command != "compact":
         raise UsageError("--quiet-period only applies to compact")
     if args.verify is not None and args.command != "compact":

@@ -124,11 +124,12 @@ class Settings:
     backup_prefix: str = "__bkp"
     dry_run: bool = False
     log_level: str = "INFO"
-    older_than_seconds: int | None = None
+    older_than_seconds: int | None = None  # cleanup: keep backups younger than this; 0 is "all"
     keep_last: int | None = None  # cleanup: keep the N newest backups of a table
     grace_seconds: int = 0  # cleanup: never delete a backup younger than this
     pin: str | None = None  # cleanup: run id (or backup table name) to pin instead of cleaning
     unpin: str | None = None  # cleanup: run id (or backup table name) to unpin
+    rollback_run: str | None = None  # rollback: restore this run's backup, not the newest (--run-id)
     quiet_period_seconds: int | None = None  # compact: skip units with a file younger than this
     parallelism: int = 4  # units (partitions) compacted at the same time
     # compact: a file may be written as pieces of at least this size by parallel tasks, then joined (0: never)
@@ -347,9 +348,11 @@ def build_settings(file_values: dict[str, Any], overrides: dict[str, Any]) -> Se
     s = Settings()
     for key, value in merged.items():
         if key == "older_than":
-            s.older_than_seconds = parse_duration(value)
+            # "all": every unpinned backup outside the grace period (retention.OLDER_THAN_ALL)
+            all_ = isinstance(value, str) and value.strip().lower() == "all"
+            s.older_than_seconds = 0 if all_ else parse_duration(value)
             continue
-        if key in ("pin", "unpin"):  # command line only
+        if key in ("pin", "unpin", "rollback_run"):  # command line only
             setattr(s, key, str(value))
             continue
         if key == "grace_period":

@@ -460,7 +460,7 @@ def build_file_world(work: Path) -> World:
         w.stages["kill_compact"]["results"] = {r["table"]: r for r in json.loads(finished.read_text())}
     w.engine("kill_rollback", "rollback", rb, env={"LAKEKEEPER_FAULT_AT": ";".join(rb_specs)})
     w.engine("recover", "recover", crash + late + rb[1:])
-    w.engine("cleanup", "cleanup", cleaned)
+    w.engine("cleanup", "cleanup", cleaned, extra=["--older-than", "all"])
     with free_writer(w, free, "compact"):
         w.engine("compact", "compact", free + auto + errs + writers + [owned] + ["nodb.t", "bi.nope"] + bad,
                  env=dict(w.pause_env(pause_specs), LAKEKEEPER_FAULT_AT=";".join(raise_specs)),

@@ -108,6 +108,6 @@ def test_cli_under_spark_submit_on_the_standalone_cluster(testbed, tmp_path):
     assert engine("rollback")["tables"][0]["status"] == "rolled_back"
     assert second_process() == expected
     engine("compact")
-    doc = engine("cleanup")
+    doc = engine("cleanup", "--older-than", "all")
     assert doc["tables"][0]["status"] == "cleaned"
     assert second_process() == expected
