@@ -83,8 +83,8 @@ def test_cli_under_spark_submit_on_the_standalone_cluster(testbed, tmp_path):
     r = testbed.spark_submit(setup)
     assert r.returncode == 0, r.stderr[-3000:]
 
-    def engine(command: str) -> dict:
-        doc, output = submit_engine(testbed, tmp_path, command, "--table", "cli.events")
+    def engine(command: str, *args: str) -> dict:
+        doc, output = submit_engine(testbed, tmp_path, command, *args, "--table", "cli.events")
         outputs.append(output)
         return doc
 
