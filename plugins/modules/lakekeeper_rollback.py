@@ -41,6 +41,12 @@ options:
     type: str
     choices: [rollback, recover]
     default: rollback
+  break_lease:
+    description:
+      - With O(mode=recover), take over the table's lease even when it is not stale yet (C(--break-lease)), for a
+        holder known to be dead (for example its host is lost) before O(lease_timeout) has passed.
+      - Never use it while the holder may still run - two runs on one table can corrupt it.
+    type: bool
 seealso:
   - module: lakekeeper.hive.lakekeeper_analyze
   - module: lakekeeper.hive.lakekeeper_compact
@@ -219,7 +225,8 @@ from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_module
 def main():
     argspec = lakekeeper_argspec()
     # the engine command: rollback or recover
-    argspec.update_argspec(mode=dict(type="str", choices=["rollback", "recover"], default="rollback"))
+    argspec.update_argspec(mode=dict(type="str", choices=["rollback", "recover"], default="rollback"),
+                           break_lease=dict(type="bool"))
     run_module(argspec.create_ansible_module(), Engine("lakekeeper_rollback", command_option="mode"))
 
 
