@@ -369,11 +369,16 @@ class HadoopFS:
         if local is not None:
             import os
 
-            os.makedirs(os.path.dirname(local), exist_ok=True)
-            try:
-                fd = os.open(local, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                return False
+            for attempt in range(3):  # the directory may be removed (empty) by a run releasing its lease
+                os.makedirs(os.path.dirname(local), exist_ok=True)
+                try:
+                    fd = os.open(local, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                    break
+                except FileExistsError:
+                    return False
+                except FileNotFoundError:
+                    if attempt == 2:
+                        raise
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 fh.write(text)
                 fh.flush()
