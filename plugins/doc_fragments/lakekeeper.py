@@ -70,6 +70,15 @@ options:
         its Spark application (C(--parallelism)); each running unit gets its own FAIR scheduler pool.
       - When not set, the config file's value or the engine's default (4) applies.
     type: int
+  lease_timeout:
+    description:
+      - One run per table - a compact, rollback, cleanup or recover holds the table's lease (a small file in the
+        table's journal directory, refreshed by a heartbeat) while it works on the table; another run finds the table
+        with status C(locked) and changes nothing (C(--lease-timeout)).
+      - A lease without heartbeat for this long (V(30m), V(2h)) is stale and the next run takes it over and recovers
+        what its run left; a lease whose process on the same host is gone is stale at once.
+      - When not set, the config file's value or the engine's default (V(30m)) applies.
+    type: str
 notes:
   - The engine is the PySpark application bundled in the collection (C(spark_app/run_lakekeeper.py)); the action
     plugin caches it on the target in O(app_cache_dir) (transferred only when its checksum changes), unless

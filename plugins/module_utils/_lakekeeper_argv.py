@@ -80,6 +80,9 @@ ENGINE_OPTIONS = (
     ("quiet_period", _flag("--quiet-period")),
     ("parallelism", _flag("--parallelism")),
     ("verify", _flag("--verify")),
+    # one run per table: when a lease is stale; recover only: take over a live one
+    ("lease_timeout", _flag("--lease-timeout")),
+    ("break_lease", lambda value: ["--break-lease"] if value else []),
     # compaction modes and the partition filter (analyze and compact)
     ("mode", _flag("--mode")),
     ("min_input_files", _flag("--min-input-files")),

@@ -49,6 +49,12 @@ options:
       - Restore the backup of this run (its run id, or its backup table name) instead of the most recent one
         (C(--run-id)). Only with O(mode=rollback).
     type: str
+  break_lease:
+    description:
+      - With O(mode=recover), take over the table's lease even when it is not stale yet (C(--break-lease)), for a
+        holder known to be dead (for example its host is lost) before O(lease_timeout) has passed.
+      - Never use it while the holder may still run - two runs on one table can corrupt it.
+    type: bool
 seealso:
   - module: lakekeeper.hive.lakekeeper_analyze
   - module: lakekeeper.hive.lakekeeper_compact
@@ -234,7 +240,7 @@ def main():
     argspec = lakekeeper_argspec()
     # the engine command: rollback or recover
     argspec.update_argspec(mode=dict(type="str", choices=["rollback", "recover"], default="rollback"),
-                           run_id=dict(type="str"))
+                           run_id=dict(type="str"), break_lease=dict(type="bool"))
     run_module(argspec.create_ansible_module(), Engine("lakekeeper_rollback", command_option="mode"))
 
 

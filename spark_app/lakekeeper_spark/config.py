@@ -151,6 +151,9 @@ class Settings:
     where: str | None = None  # partition filter (partition_filter.py); analyze and compact only
     # compact: "content" (row checksums read back as readers decode them) or "rows" (metadata only)
     verify: str = "content"
+    # one run per table (lease.py): a lease whose heartbeat is older than this is stale
+    lease_timeout_seconds: int = 30 * 60
+    break_lease: bool = False  # recover: take over the lease even if it looks live (holder known dead)
 
     @property
     def dedupe(self) -> bool:
@@ -196,6 +199,8 @@ class Settings:
         if self.target_file_size_mb is not None and self.target_file_size_mb <= 0:
             raise UsageError("target_file_size_mb must be > 0")
         self.mode = str(self.mode).strip().lower()
+        if self.lease_timeout_seconds < 5:
+            raise UsageError("lease_timeout must be at least 5s (the heartbeat comes every timeout/5)")
         if self.verify not in VERIFY_MODES:
             raise UsageError(f"invalid verify {self.verify!r}: {', '.join(VERIFY_MODES)}")
         if self.mode not in MODES:
@@ -298,6 +303,7 @@ _FILE_KEYS = {
     "min_target_ratio": float,
     "where": str,
     "verify": str,
+    "lease_timeout": str,
 }
 # ``dedupe:`` in the file is a mapping of these keys -> Settings attributes.
 _DEDUPE_KEYS = {"keys": "dedupe_keys", "order_by": "dedupe_order_by", "delete_marker": "dedupe_delete_marker",
@@ -357,6 +363,12 @@ def build_settings(file_values: dict[str, Any], overrides: dict[str, Any]) -> Se
             continue
         if key == "grace_period":
             s.grace_seconds = parse_duration(value) or 0
+            continue
+        if key == "lease_timeout":
+            s.lease_timeout_seconds = parse_duration(value) or 0
+            continue
+        if key == "break_lease":  # command line only
+            s.break_lease = bool(value)
             continue
         if key == "quiet_period":
             s.quiet_period_seconds = parse_duration(value)
