@@ -397,6 +397,14 @@ def refresh(module, doc, launch, result, msg):
     return msg
 
 
+def warn_locked(module, doc):
+    """A table another run holds (``locked``: nothing was done to it) is not a
+    failure of this run, but it was not maintained: say so once per table."""
+    for table in doc.get("tables") or []:
+        if isinstance(table, dict) and table.get("status") == "locked":
+            module.warn("%s was left alone: %s" % (table.get("table"), table.get("reason") or "locked"))
+
+
 def run_module(module, engine):
     """Run the engine for ``module`` (built from an _lakekeeper_argspec spec) and exit."""
     params = module.params
@@ -413,6 +421,7 @@ def run_module(module, engine):
     result["rc"] = rc
     doc = parse(module, engine, command, result, rc, stdout, stderr, result_text)
 
+    warn_locked(module, doc)
     msg = doc.get("msg") or "%s: %d table(s)" % (command, len(result["tables"]))
     msg = refresh(module, doc, launch, result, msg)
     if module.check_mode:

@@ -122,7 +122,8 @@ tables:
     status:
       description: >-
         C(compacted), C(skipped), C(planned) (dry run), C(analyzed), C(rolled_back), C(cleaned), C(recovered),
-        C(failed) or C(refused).
+        C(failed), C(refused) or C(locked) (another run holds the table's lease, named in C(reason) and
+        C(lease_holder): nothing was done; not a failure, the module warns).
       type: str
       returned: always
     reason:

@@ -26,6 +26,7 @@ import pytest
 import yaml
 
 from ansible.module_utils import basic
+from ansible.module_utils.common import warnings as ansible_warnings
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.lakekeeper.hive.plugins.modules import lakekeeper_analyze
@@ -57,6 +58,10 @@ t = {'table': table, 'status': status, 'reason': 'stub', 'changed': changed,
      'partitions': [{'spec': '', 'files_before': 60, 'files_after': 60 if dry else 1, 'target_files': 1,
                      'status': 'planned' if dry else 'compacted'}]}
 failed = behaviour == 'fail'
+if behaviour == 'locked':
+    changed = False
+    t.update(status='locked', code='locked', changed=False, reason='the table is being worked on by run R0; '
+             'nothing was done', lease_holder={'run_id': 'R0', 'host': 'edge01'})
 if failed:
     t.update(status='failed', reason='row count mismatch', changed=False, backup_table='db.__bkp_t_1')
 doc = {'command': command, 'run_id': 'R1', 'dry_run': dry, 'changed': changed and not failed, 'failed': failed,
@@ -101,8 +106,13 @@ class FailJson(Exception):
 
 @pytest.fixture(autouse=True)
 def exits(monkeypatch):
+    # the module's warnings, as AnsibleModule.exit_json returns them (ansible-core keeps them per process)
+    monkeypatch.setattr(ansible_warnings, "_global_warnings", {})
+
     def exit_json(self, **kwargs):
         kwargs.setdefault("failed", False)
+        if ansible_warnings.get_warning_messages():
+            kwargs["warnings"] = list(ansible_warnings.get_warning_messages())
         raise ExitJson(kwargs)
 
     def fail_json(self, msg, **kwargs):
@@ -380,6 +390,8 @@ def test_case(case, engine, tmp_path, monkeypatch):
         assert key not in res, key
     if "statuses" in case:
         assert [t["status"] for t in res["tables"]] == case["statuses"]
+    for warning in case.get("warns") or []:
+        assert warning in res.get("warnings", []), res.get("warnings")
 
 
 @pytest.mark.parametrize("section, match", [
