@@ -249,6 +249,15 @@ tables:
         C(lease_holder): nothing was done; not a failure, the module warns).
       type: str
       returned: always
+    code:
+      description:
+        - The reason code of a table that failed or was refused (the engine contract lists them all), for example
+          V(unsupported_format), V(backup_table), V(content_mismatch); a text table whose properties a rewrite
+          cannot honour is refused with V(header_footer_lines) (C(skip.header.line.count) or
+          C(skip.footer.line.count) set) or V(serde_property) (C(line.delim) other than a newline,
+          C(timestamp.formats) with timestamp columns).
+      type: str
+      returned: when the table failed or was refused
     reason:
       description: Why the engine did what it did (or failed).
       type: str
@@ -291,6 +300,11 @@ tables:
         - C(verified) is the check the staged copy passed (V(content) or V(rows), O(verify)); with V(content) a
           compacted entry has C(content_checksum), the checksum of its rows as read back, and a partition whose copy
           does not read back as the original fails with C(code) V(content_mismatch) and both figures in C(reason).
+        - A text or Avro partition is read and written with its own storage descriptor (SerDe, formats, SerDe
+          properties, kept when the table's changed without CASCADE) and every table property its SerDe reads. A
+          partition the rewrite cannot keep as its readers see it has C(status) V(refused), is left untouched, and
+          has C(code) V(partition_format) (its own format is not the table's) or V(header_footer_lines) /
+          V(serde_property) (as for a table); when nothing else is compacted the table is V(refused) with that code.
         - A compacted entry has C(statistics) - C(numFiles), C(totalSize), C(numRows) as the Metastore holds them
           after the refresh (C(numRows) V(-1) when files written by others were carried along) - or
           C(statistics_error) when they could not be written (the compaction stands).

@@ -15,7 +15,7 @@ from .compat import collections as scala_collections
 from .compat.catalog_internals import CatalogInternals
 from .compat.hive_client import HiveClient
 from .errors import LakekeeperError
-from .model import PartitionInfo, TableInfo
+from .model import PartitionInfo, Storage, TableInfo
 from .names import qualified, quote_ident, sql_path_literal, sql_string_literal, validate_ident
 
 log = logging.getLogger(__name__)
@@ -186,6 +186,31 @@ class Catalog:
         spec = self._map(p.spec())
         loc = self._opt(p.storage().locationUri())
         return {c: spec[c] for c in cols}, str(loc.toString()) if loc is not None else ""
+
+    def partition_storage(self, db: str, table: str, spec: dict[str, str]) -> Storage:
+        """A partition's own storage descriptor (SerDe, formats, SerDe
+        properties) and parameters: one Metastore call."""
+        raw = self._raw_partition(db, table, spec)
+        storage = raw.storage()
+        return Storage(
+            serde=self._opt(storage.serde()),
+            input_format=self._opt(storage.inputFormat()),
+            output_format=self._opt(storage.outputFormat()),
+            serde_properties=self._map(storage.properties()),
+            parameters=self._map(raw.parameters()),
+        )
+
+    def copy_partition_storage(self, db: str, source: str, target: str, spec: dict[str, str],
+                               location: str) -> None:
+        """Give partition ``spec`` of ``target`` (a scratch clone of
+        ``source``) the storage descriptor and parameters of the same
+        partition of ``source``, at ``location``."""
+        sql_path_literal(location)
+        src = self._raw_partition(db, source, spec)
+        dst = self._raw_partition(db, target, spec)
+        storage = self._internals.storage_with_location(src.storage(), location)
+        self._alter_partition(db, target, dst, storage=storage, params=src.parameters())
+        self._internals.refresh_table(db, target)
 
     def partition_clause(self, spec: dict[str, str]) -> str:
         return "PARTITION (" + ", ".join(f"{quote_ident(k)}={sql_string_literal(v)}" for k, v in spec.items()) + ")"

@@ -15,7 +15,8 @@ it; arrays, maps and structs are hashed through their JSON text.
   Avro unit.
 - The staged side is read back through the reader the unit's readers use:
   the native Parquet/ORC reader with the table's schema, and for text and
-  Avro the table's own SerDe, its properties and table properties (a scratch
+  Avro the unit's own SerDe, its properties and table properties (a partition
+  keeps its own storage descriptor, copied from the Metastore; a scratch
   EXTERNAL table over the staging directory, ``external.table.purge=false``,
   dropped right after; it is refused as a table to compact meanwhile). That
   read is what ``content`` costs over ``rows``.
@@ -104,7 +105,10 @@ def staged_checksum(spark: Any, fs: Any, catalog: Any, table: TableInfo, unit: U
 def _through_serde(s: Any, fs: Any, catalog: Any, table: TableInfo, unit: Unit, run_id: str) -> dict[str, Any]:
     """Text and Avro: a scratch EXTERNAL clone of the table (its SerDe,
     formats, SerDe and table properties, purge disabled), dropped after the
-    read. Hadoop's input formats skip an input path whose own name is
+    read; for a partition, the scratch partition gets that partition's own
+    storage descriptor and parameters straight from the Metastore (not the
+    descriptor the write used), so Spark's reader layers them over the
+    table's exactly as for the real partition. Hadoop's input formats skip an input path whose own name is
     hidden, so the staged files are read from a visible subdirectory of the
     (hidden) staging directory, and moved back up afterwards; a failure
     anywhere here fails the unit, whose staging is then discarded whole."""
@@ -118,8 +122,9 @@ def _through_serde(s: Any, fs: Any, catalog: Any, table: TableInfo, unit: Unit, 
     catalog.create_clone(table, table.db, name, view, {SCRATCH_OF_PROPERTY: table.full_name,
                                                        "lakekeeper.run_id": run_id})
     try:
-        if table.is_partitioned:
+        if table.is_partitioned:  # the partition's own descriptor, as the Metastore holds it
             catalog.add_partitions(table.db, name, [(unit.partition or {}, view)])
+            catalog.copy_partition_storage(table.db, table.name, name, unit.partition or {}, view)
         cols = [quote_column(n) for n, _type in table.data_columns]
         return checksum(s.table(qualified(table.db, name)).select(*cols))
     finally:

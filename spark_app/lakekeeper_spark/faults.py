@@ -28,6 +28,10 @@ Steps: every step the journal records (``journal``: ``table:compacting``,
     a compaction changes one value in its staged copy (same rows, schema and
     codec) before the copy is read back: only content verification sees it
     (``alter_staged_value``).
+``LAKEKEEPER_FAULT_AT=table_descriptor`` (the whole value)
+    text/Avro partitions are written with the table's storage descriptor
+    instead of their own (``write_with_table_descriptor``): only a read-back
+    through the partition's own descriptor sees it.
 """
 
 from __future__ import annotations
@@ -183,6 +187,14 @@ def tamper_staging(fs: Any, staging: str) -> None:
     file, so that verification must fail."""
     if os.environ.get("LAKEKEEPER_FAULT_AT") == "tamper_staging":
         fs.duplicate_file(f"{staging}/{fs.list_dir(staging).files[0].name}", f"{staging}/part-dup")
+
+
+def write_with_table_descriptor() -> bool:
+    """``LAKEKEEPER_FAULT_AT=table_descriptor``: text/Avro units are written
+    with the table's storage descriptor instead of their partition's own
+    (what the engine did before), so that content verification, which reads
+    the staged copy back through the partition's own, must catch it."""
+    return os.environ.get("LAKEKEEPER_FAULT_AT") == "table_descriptor"
 
 
 def alter_staged_value(spark: Any, fs: Any, table: Any, staging: str, codec_name: str | None) -> None:

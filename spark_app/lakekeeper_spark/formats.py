@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from .model import TableInfo
+from .model import Storage, TableInfo
 
 log = logging.getLogger(__name__)
 
@@ -31,9 +31,11 @@ TEXT_CODECS = {
 }
 
 
-def detect_format(info: TableInfo) -> str | None:
-    """parquet, orc, avro, text, or None for anything else."""
-    provider = (info.provider or "").lower()
+def detect_format(info: TableInfo | Storage) -> str | None:
+    """parquet, orc, avro, text, or None for anything else (OpenCSVSerde,
+    RegexSerDe, JsonSerDe, SequenceFile...): of a table, or of a
+    partition's own storage descriptor."""
+    provider = (getattr(info, "provider", None) or "").lower()
     if provider in ("parquet", "orc"):
         return provider
     if provider not in ("", "hive"):
@@ -44,6 +46,70 @@ def detect_format(info: TableInfo) -> str | None:
     if fmt is None and (info.input_format or "").endswith("MapredParquetInputFormat"):
         return "parquet"
     return fmt
+
+
+# Keys the write's own DDL sets (or that describe the table, not its rows):
+# never passed on as SerDe properties.
+_NOT_SERDE = {
+    "transient_lastDdlTime", "EXTERNAL", "numFiles", "numRows", "totalSize", "rawDataSize",
+    "numFilesErasureCoded", "COLUMN_STATS_ACCURATE", "external.table.purge", "last_modified_by",
+    "last_modified_time", "comment", "columns", "columns.types", "columns.comments", "name",
+    "serialization.lib", "serialization.ddl", "file.inputformat", "file.outputformat", "location",
+    "partition_columns", "partition_columns.types", "bucket_count", "bucket_field_name",
+}
+
+
+def reader_properties(table: TableInfo, storage: Storage | None = None) -> dict[str, str]:
+    """The properties a table's (or a partition's) SerDe is initialised with
+    when Hive or Spark reads it, layered the way they layer them: the
+    table's SerDe properties, overridden by its table properties (Hive's
+    ``MetaStoreUtils.getSchema``: ``TBLPROPERTIES('serialization.null.format'
+    ='')`` wins over the SerDe's), and for a partition, its own SerDe
+    properties and then its parameters over those (``SerDeUtils``' overlay,
+    Spark's ``HadoopTableReader``). Statistics and bookkeeping keys left out."""
+    layers = [table.serde_properties, table.properties]
+    if storage is not None:
+        layers += [storage.serde_properties, storage.parameters]
+    out: dict[str, str] = {}
+    for layer in layers:
+        out.update({k: v for k, v in layer.items() if v is not None})
+    return {k: v for k, v in out.items() if k not in _NOT_SERDE and not k.startswith("spark.sql.")}
+
+
+def _count(props: dict[str, str], key: str) -> int:
+    try:
+        return int(str(props.get(key, "0")).strip() or "0")
+    except ValueError:
+        return -1  # unreadable: treated as set
+
+
+def unfaithful_properties(fmt: str, props: dict[str, str], columns: list[tuple[str, str]]) -> tuple[str, str] | None:
+    """(code, reason) when a text table's (or partition's) properties make a
+    SerDe rewrite change what readers see; None when every property the
+    SerDe reads is carried onto the write (they all are, see
+    ``reader_properties``) and honoured by it."""
+    if fmt != "text":
+        return None
+    header = _count(props, "skip.header.line.count")
+    footer = _count(props, "skip.footer.line.count")
+    if header or footer:
+        which = ", ".join(f"{k}={props[k]}" for k in ("skip.header.line.count", "skip.footer.line.count")
+                          if k in props)
+        return ("header_footer_lines",
+                f"{which}: Hive and Impala skip these lines at the start/end of every file, Spark reads "
+                f"them as rows; merging files changes how many such lines there are, so one of them would "
+                f"see different rows")
+    line = props.get("line.delim")
+    if line is not None and line not in ("\n", "10"):
+        return ("serde_property",
+                f"line.delim={line!r}: the text output format writes it between rows, but Hadoop's "
+                f"TextInputFormat reads lines split at newlines; the rewrite would not read back as the original")
+    if props.get("timestamp.formats") and any("timestamp" in t.lower() for _n, t in columns):
+        return ("serde_property",
+                f"timestamp.formats={props['timestamp.formats']!r}: LazySimpleSerDe reads timestamps in these "
+                f"formats but writes its default one, so the files' text would change (readers that do not "
+                f"apply timestamp.formats, e.g. Impala, would see other values)")
+    return None
 
 
 def _jpath(spark: Any, uri: str) -> Any:

@@ -50,6 +50,19 @@ class PartitionInfo:
 
 
 @dataclasses.dataclass
+class Storage:
+    """A partition's own storage descriptor, as the Metastore keeps it: it
+    may differ from the table's (``ALTER TABLE ... SET SERDEPROPERTIES``
+    without ``CASCADE`` leaves existing partitions as they were)."""
+
+    serde: str | None
+    input_format: str | None
+    output_format: str | None
+    serde_properties: dict[str, str]
+    parameters: dict[str, str]  # the partition's parameters (readers layer them over its SerDe properties)
+
+
+@dataclasses.dataclass
 class TableInfo:
     db: str
     name: str
@@ -86,11 +99,12 @@ class FileStats:
 
 @dataclasses.dataclass
 class Decision:
-    action: str  # "compact" or "skip"
+    action: str  # "compact", "skip", or "refuse" (compact would change what readers see; see ``code``)
     reason: str
     target_files: int  # files the unit holds after compaction (minor: merged + copied)
     rule: str = "ratio"  # the rule that chose or declined: ratio, minor, major
     rewrite: tuple[str, ...] | None = None  # minor: the fragment files to rewrite; None: every file
+    code: str | None = None  # action "refuse": the reason code (the unit cannot be rewritten faithfully)
 
 
 @dataclasses.dataclass
@@ -106,6 +120,8 @@ class Unit:
     decision: Decision
     staging: str
     old: str
+    # a partition's own storage descriptor (tables.resolve_storage); None: the table's
+    storage: Storage | None = None
 
     @property
     def rewrite_files(self) -> list[FileEntry]:

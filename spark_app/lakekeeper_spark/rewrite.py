@@ -9,8 +9,11 @@ written as several pieces by parallel tasks and the pieces are then joined
 without decoding (``join_pieces``: ORC stripes, Parquet row groups copied
 behind one footer), so the encoding, the costly part, uses every slot.
 Text and Avro: read through the
-table's Hive SerDe and write with the same SerDe, properties and codec via
-``INSERT OVERWRITE DIRECTORY``, repartitioned to the target file count.
+table's Hive SerDe (each partition through its own descriptor, as readers
+read it) and write with the unit's own SerDe, formats and codec via
+``INSERT OVERWRITE DIRECTORY``, repartitioned to the target file count, with
+every property its readers' SerDe is initialised with (SerDe properties,
+table properties, a partition's own; ``formats.reader_properties``).
 
 ``sort_by``: each write task sorts its own rows (``sortWithinPartitions``,
 ``SORT BY`` on the SerDe path), so every output file is sorted and no global
@@ -34,7 +37,8 @@ from . import content as content_check
 from .config import Settings
 from .errors import LakekeeperError
 from .compat.file_joins import join_files, join_support
-from .formats import spark_codec_name
+from .faults import write_with_table_descriptor
+from .formats import reader_properties, spark_codec_name
 from .model import TableInfo, Unit
 from .names import qualified, quote_column, sql_path_literal, sql_string_literal
 from .planner import WriteLayout, group_pieces, target_file_count, write_layout
@@ -312,7 +316,13 @@ def _write_hive_serde(spark: Any, table: TableInfo, unit: Unit, codec: dict[str,
     rows_source = content["rows"] if content is not None else int(src.count())
     view = "lk_unit_source"
     src.createOrReplaceTempView(view)
-    props = dict(table.serde_properties)
+    # The unit's own descriptor: a partition keeps the SerDe, formats and
+    # properties it was created with; every property its readers' SerDe is
+    # initialised with (table properties too, e.g. serialization.null.format,
+    # serialization.encoding) goes onto the write, layered as they layer it.
+    storage = None if write_with_table_descriptor() else unit.storage  # test hook: the table's instead
+    desc = storage or table
+    props = reader_properties(table, storage)
     if table.format == "avro":
         # The Avro SerDe names records after the output; give it the writer
         # schema of the existing files so the new files carry the same one.
@@ -322,13 +332,13 @@ def _write_hive_serde(spark: Any, table: TableInfo, unit: Unit, codec: dict[str,
     # SORT BY sorts the rows of each write task, after the repartition: every file is sorted.
     sort_sql = ", ".join(quote_column(c) for c in sort_by)
     sort_clause = f" SORT BY {sort_sql}" if sort_by else ""
-    log.info("%s: writing %d files into %s through %s", unit.spec or table.full_name, unit.stats.files,
-             unit.staging, table.serde)
+    log.info("%s: writing %d files into %s through %s (%s descriptor)", unit.spec or table.full_name,
+             unit.stats.files, unit.staging, desc.serde, "its own" if storage is not None else "the table's")
     s.sql(
         f"INSERT OVERWRITE DIRECTORY {sql_path_literal(unit.staging)} "
-        f"ROW FORMAT SERDE {sql_string_literal(table.serde or '')} WITH SERDEPROPERTIES ({prop_sql}) "
-        f"STORED AS INPUTFORMAT {sql_string_literal(table.input_format or '')} "
-        f"OUTPUTFORMAT {sql_string_literal(table.output_format or '')} "
+        f"ROW FORMAT SERDE {sql_string_literal(desc.serde or '')} WITH SERDEPROPERTIES ({prop_sql}) "
+        f"STORED AS INPUTFORMAT {sql_string_literal(desc.input_format or '')} "
+        f"OUTPUTFORMAT {sql_string_literal(desc.output_format or '')} "
         f"SELECT /*+ REPARTITION({n}) */ {', '.join(cols)} FROM {view}{sort_clause}"
     )
     s.catalog.dropTempView(view)

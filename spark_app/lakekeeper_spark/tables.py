@@ -8,8 +8,9 @@ from typing import Any
 from .context import Context
 from .errors import Refused, UsageError
 from .content import SCRATCH_OF_PROPERTY
+from .formats import detect_format, reader_properties, unfaithful_properties
 from .layout import BACKUP_OF_PROPERTY, parse_hidden_name, split_path
-from .model import Listing, TableInfo, TablePlan
+from .model import Decision, Listing, TableInfo, TablePlan
 from .planner import plan_table
 
 
@@ -42,6 +43,43 @@ def check_eligible(info: TableInfo) -> None:
         raise Refused("no_location", f"{full} has no location")
     if info.is_partitioned and any(c.lower().startswith(("_", ".")) for c, _type in info.partition_columns):
         raise Refused("hidden_partition_column", f"{full} has a partition column starting with '_' or '.'")
+
+
+def check_rewritable(info: TableInfo) -> None:
+    """Table properties a text rewrite cannot honour (compact and analyze
+    only: rollback, cleanup and recover of such a table still work)."""
+    unfaithful = unfaithful_properties(info.format or "", reader_properties(info), info.data_columns)
+    if unfaithful:
+        raise Refused(unfaithful[0], f"{info.full_name}: {unfaithful[1]}")
+
+
+def resolve_storage(ctx: Context, info: TableInfo, p: TablePlan) -> None:
+    """Each partition to compact is read and written with its own storage
+    descriptor (``Unit.storage``), which may differ from the table's: its
+    SerDe properties, formats or SerDe as they were when it was created,
+    if the table's changed later without CASCADE. A partition whose format
+    is not the table's, or whose properties a rewrite cannot honour, is
+    refused (decision ``refuse`` with a code), nothing of it touched. One
+    Metastore call per partition to compact."""
+    if not info.is_partitioned or (info.provider or "").lower() in ("parquet", "orc"):
+        return  # the table's own descriptor (checked by check_rewritable), or a Spark data source table
+    for u in p.to_compact:
+        storage = ctx.catalog.partition_storage(info.db, info.name, u.partition or {})
+        fmt = detect_format(storage)
+        why = None
+        if fmt != info.format:
+            why = ("partition_format",
+                   f"partition {u.spec} is stored as {fmt or 'an unsupported format'} (serde {storage.serde}, "
+                   f"input {storage.input_format}), the table as {info.format}: it is not rewritten with the "
+                   f"table's format")
+        else:
+            why = unfaithful_properties(fmt, reader_properties(info, storage), info.data_columns)
+            if why:
+                why = (why[0], f"partition {u.spec}: {why[1]}")
+        if why:
+            u.decision = Decision("refuse", why[1], u.stats.files, u.decision.rule, code=why[0])
+        else:
+            u.storage = storage
 
 
 def load_table(ctx: Context, full_name: str) -> TableInfo:

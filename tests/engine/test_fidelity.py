@@ -108,3 +108,193 @@ def test_hive_default_control_character_delimiters(spark, engine, files, warehou
     assert written[-1] == "" and sorted(written[:-1]) == sorted(lines)
     assert engine.one("rollback", "lk.ctrl_text")["status"] == "rolled_back"
     spark.sql("DROP TABLE lk.ctrl_text")
+
+
+def _write_lines(files, uri: str, lines: list[bytes]) -> None:
+    files.write_bytes(uri, b"".join(line + b"\n" for line in lines))
+
+
+def _lines_of(files, loc: str) -> list[bytes]:
+    """Every line of the unit's data files, as Hive's TextInputFormat splits them."""
+    out: list[bytes] = []
+    for uri in files.data_files(loc):
+        data = files.read_bytes(uri)
+        assert data.endswith(b"\n"), uri
+        out += data[:-1].split(b"\n")
+    return sorted(out)
+
+
+def test_table_properties_the_serde_reads_reach_the_written_files(spark, engine, files, warehouse):
+    """A text table as Sqoop leaves one (``--fields-terminated-by '|'
+    --escaped-by '\\\\' --null-string ''``, ISO-8859-1 bytes), whose
+    ``serialization.null.format`` and ``serialization.encoding`` are table
+    properties: LazySimpleSerDe reads them from TBLPROPERTIES too, and there
+    they win over the SerDe's own (``NULL DEFINED AS 'SV'`` below: the text
+    SV is a string). Before, only the SerDe properties reached the write:
+    NULLs were written as SV, text as UTF-8, and the unit failed
+    content_mismatch (and without content verification changed values)."""
+    loc = f"{warehouse}/tblprops_text"
+    t = "lk.tblprops_text"
+    spark.sql(f"DROP TABLE IF EXISTS {t}")
+    spark.sql(
+        f"CREATE EXTERNAL TABLE {t} (id BIGINT, name STRING, tags ARRAY<STRING>, attrs MAP<STRING,STRING>, "
+        "note STRING) ROW FORMAT DELIMITED FIELDS TERMINATED BY '|' ESCAPED BY '\\\\' "
+        "COLLECTION ITEMS TERMINATED BY ',' MAP KEYS TERMINATED BY ':' NULL DEFINED AS 'SV' "
+        f"STORED AS TEXTFILE LOCATION '{loc}' "
+        "TBLPROPERTIES ('serialization.null.format'='', 'serialization.encoding'='ISO-8859-1')")
+    lines = []
+    for f in range(10):
+        chunk = []
+        for i in range(f * 12, f * 12 + 12):
+            note = "" if i % 7 == 0 else ("SV" if i % 5 == 0 else (f"a\\|b {i}" if i % 3 == 0 else f"note {i}"))
+            chunk.append(f"{i}|caf\u00e9 {i}|t{i},u|k:{i},l:x|{note}".encode("latin-1"))
+        lines += chunk
+        _write_lines(files, f"{loc}/part-m-{f:05d}", chunk)
+    spark.sql(f"REFRESH TABLE {t}")
+    as_json = ["id", "name", "tags", "to_json(attrs) AS attrs", "note"]  # maps: neither set-comparable nor frozen
+    before = spark.table(t).selectExpr(*as_json)  # in their order
+    rows = spark.createDataFrame(before.collect(), before.schema)
+    assert rows.count() == 120 and rows.where("note IS NULL").count() == 18
+    assert rows.where("note = 'SV'").count() == 20 and rows.where("note LIKE 'a|b %'").count() == 28
+    assert rows.where("name = 'caf\u00e9 7' AND tags[1] = 'u' AND attrs = '{\"k\":\"7\",\"l\":\"x\"}'").count() == 1
+
+    res = engine.one("compact", t)
+    assert res["status"] == "compacted", res
+    assert len(files.data_files(loc)) == 1
+    spark.sql(f"REFRESH TABLE {t}")
+    assert same_rows(spark.table(t).selectExpr(*as_json), rows)
+    assert _lines_of(files, loc) == sorted(lines)  # byte for byte: '' for NULL, Latin-1, \| escaped
+    assert engine.one("rollback", t)["status"] == "rolled_back"
+    spark.sql(f"DROP TABLE {t}")
+
+
+@pytest.mark.parametrize("case, ddl, props, code", [
+    ("header", "", {"skip.header.line.count": "1"}, "header_footer_lines"),
+    ("footer", "", {"skip.footer.line.count": "1"}, "header_footer_lines"),
+    ("tsformats", "", {"timestamp.formats": "yyyy-MM-dd'T'HH:mm:ss"}, "serde_property"),
+    ("linedelim", "", {"line.delim": "\\u0002"}, "serde_property"),
+])
+def test_text_properties_a_rewrite_cannot_honour_are_refused(spark, engine, files, warehouse, case, ddl, props,
+                                                             code):
+    """Header/footer lines (Hive and Impala skip them in every file, Spark
+    reads them as rows: merging files changes what one of them sees),
+    ``timestamp.formats`` (read, never written), a line delimiter that is
+    not a newline: refused before anything is written. Before, each was
+    compacted."""
+    loc = f"{warehouse}/refused_{case}"
+    t = f"lk.refused_{case}"
+    spark.sql(f"DROP TABLE IF EXISTS {t}")
+    tbl = ", ".join(f"'{k}'='{v}'".replace("'T'", "\\'T\\'") for k, v in props.items())
+    spark.sql(f"CREATE EXTERNAL TABLE {t} (id STRING, ts TIMESTAMP) ROW FORMAT DELIMITED FIELDS TERMINATED BY ',' "
+              f"STORED AS TEXTFILE LOCATION '{loc}' TBLPROPERTIES ({tbl})")
+    for f in range(6):
+        body = [f"{f * 10 + i},2024-01-0{1 + i % 9}T10:00:00".encode() for i in range(10)]
+        _write_lines(files, f"{loc}/data-{f}.csv", [b"id,ts"] + body + ([b"total,"] if case == "footer" else []))
+    original = files.snapshot(loc)
+    spark.sql(f"REFRESH TABLE {t}")
+    if case == "header":  # Spark keeps each file's header as a row, Hive skips it
+        assert spark.table(t).where("id = 'id'").count() == 6
+    res = engine.one("compact", t)
+    assert (res["status"], res["code"]) == ("refused", code), res
+    assert next(iter(props)) in res["reason"], res
+    assert files.snapshot(loc) == original and files.hidden(loc) == []
+    assert engine.one("analyze", t)["code"] == code
+    assert engine.one("cleanup", t)["status"] != "refused"  # backups of such a table are still managed
+    spark.sql(f"DROP TABLE {t}")
+
+
+def _two_descriptor_table(spark, files, warehouse, name: str) -> tuple[str, dict[str, list[bytes]]]:
+    """dt=old created while the table's field delimiter was ',', dt=new after
+    ``ALTER TABLE ... SET SERDEPROPERTIES ('field.delim'='|')`` (no CASCADE:
+    dt=old keeps ','), files written by an ingestion tool with each
+    partition's own delimiter."""
+    loc = f"{warehouse}/{name}"
+    t = f"lk.{name}"
+    spark.sql(f"DROP TABLE IF EXISTS {t}")
+    spark.sql(f"CREATE EXTERNAL TABLE {t} (id BIGINT, v STRING) PARTITIONED BY (dt STRING) "
+              f"ROW FORMAT DELIMITED FIELDS TERMINATED BY ',' STORED AS TEXTFILE LOCATION '{loc}'")
+    spark.sql(f"ALTER TABLE {t} ADD PARTITION (dt='old')")
+    spark.sql(f"ALTER TABLE {t} SET SERDEPROPERTIES ('field.delim'='|', 'serialization.format'='|')")
+    spark.sql(f"ALTER TABLE {t} ADD PARTITION (dt='new')")
+    lines: dict[str, list[bytes]] = {"old": [], "new": []}
+    for f in range(8):
+        old = [f"{i},{'v-%d' % i if i % 4 else chr(92) + 'N'}".encode() for i in range(f * 10, f * 10 + 10)]
+        new = [f"{i}|w-{i}, with a comma".encode() for i in range(f * 10, f * 10 + 10)]
+        _write_lines(files, f"{loc}/dt=old/part-{f}", old)
+        _write_lines(files, f"{loc}/dt=new/part-{f}", new)
+        lines["old"] += old
+        lines["new"] += new
+    spark.sql(f"REFRESH TABLE {t}")
+    return loc, lines
+
+
+def test_each_partition_is_written_with_its_own_storage_descriptor(spark, engine, files, warehouse):
+    """A partition keeps the SerDe properties it was created with when the
+    table's change without CASCADE; readers read it with its own. Before,
+    dt=old was written with the table's '|', read back the same way by the
+    verification, and compacted: every reader then saw NULLs."""
+    loc, lines = _two_descriptor_table(spark, files, warehouse, "own_descriptor")
+    t = "lk.own_descriptor"
+    rows = frozen(spark, t)
+    assert rows.where("dt = 'old' AND v LIKE 'v-%'").count() == 60 and rows.where("v IS NULL").count() == 20
+    assert rows.where("dt = 'new' AND v LIKE 'w-%, with a comma'").count() == 80
+
+    res = engine.one("compact", t)
+    assert res["status"] == "compacted", res
+    assert [p["status"] for p in res["partitions"]] == ["compacted", "compacted"], res
+    spark.sql(f"REFRESH TABLE {t}")
+    assert same_rows(spark.table(t), rows)
+    for dt in ("old", "new"):  # byte for byte: each partition with its own delimiter
+        assert len(files.data_files(f"{loc}/dt={dt}")) == 1
+        assert _lines_of(files, f"{loc}/dt={dt}") == sorted(lines[dt]), dt
+    assert engine.one("rollback", t)["status"] == "rolled_back"
+    spark.sql(f"DROP TABLE {t}")
+
+
+def test_content_verification_reads_a_partition_with_its_own_descriptor(
+        spark, engine, files, warehouse, monkeypatch):
+    """The fault hook writes text partitions with the table's descriptor (the
+    old write): content verification, reading the staged copy through the
+    partition's own descriptor, catches dt=old and leaves it untouched (it
+    used to read it back through the table's descriptor too, and saw
+    nothing); dt=new, whose descriptor is the table's, compacts."""
+    loc, _lines = _two_descriptor_table(spark, files, warehouse, "verify_descriptor")
+    t = "lk.verify_descriptor"
+    rows = frozen(spark, t)
+    original = files.snapshot(f"{loc}/dt=old")
+    monkeypatch.setenv("LAKEKEEPER_FAULT_AT", "table_descriptor")
+    res = engine.one("compact", t)
+    monkeypatch.delenv("LAKEKEEPER_FAULT_AT")
+    by_spec = {p["spec"]: p for p in res["partitions"]}
+    assert res["status"] == "failed" and by_spec["dt=old"]["code"] == "content_mismatch", res
+    assert by_spec["dt=new"]["status"] == "compacted", res
+    assert files.snapshot(f"{loc}/dt=old") == original and files.hidden(f"{loc}/dt=old") == []
+    spark.sql(f"REFRESH TABLE {t}")
+    assert same_rows(spark.table(t), rows)
+    assert engine.one("rollback", t)["status"] == "rolled_back"
+    spark.sql(f"DROP TABLE {t}")
+
+
+def test_a_partition_in_another_format_is_refused(spark, engine, files, warehouse):
+    """A partition whose own SerDe is not the table's (here OpenCSVSerde on
+    one partition of a LazySimpleSerDe table) is refused with a reason,
+    untouched; the other partition compacts. Before, it was written with the
+    table's SerDe."""
+    loc = make_table(spark, warehouse, "other_serde", fmt="textfile", rows=200,
+                     partitions={"2024-01-01": 8, "2024-01-02": 8},
+                     row_format="ROW FORMAT DELIMITED FIELDS TERMINATED BY ','")
+    t = "lk.other_serde"
+    spark.sql(f"ALTER TABLE {t} PARTITION (dt='2024-01-01') "
+              "SET SERDE 'org.apache.hadoop.hive.serde2.OpenCSVSerde'")
+    spark.sql(f"REFRESH TABLE {t}")
+    original = files.snapshot(f"{loc}/dt=2024-01-01")
+    res = engine.one("compact", t)
+    by_spec = {p["spec"]: p for p in res["partitions"]}
+    assert res["status"] == "compacted", res
+    part = by_spec["dt=2024-01-01"]
+    assert (part["status"], part["code"]) == ("refused", "partition_format"), part
+    assert "OpenCSVSerde" in part["reason"], part
+    assert by_spec["dt=2024-01-02"]["status"] == "compacted", res
+    assert files.snapshot(f"{loc}/dt=2024-01-01") == original
+    assert engine.one("rollback", t)["status"] == "rolled_back"
+    spark.sql(f"DROP TABLE {t}")

@@ -713,3 +713,37 @@ def test_group_pieces_makes_even_files_of_every_piece():
         loads = [sum(sizes[i] for i in g) for g in groups]
         assert max(loads) - min(loads) <= max(sizes)  # largest-first into the lightest: within one piece
     assert planner.group_pieces([5, 5, 5, 5, 5, 5], 3) == [[0, 3], [1, 4], [2, 5]]
+
+
+def test_serde_properties_are_layered_as_readers_layer_them():
+    """Table SerDe properties < table properties < a partition's SerDe
+    properties < its parameters (Hive's getSchema and SerDeUtils' overlay,
+    Spark's HadoopTableReader); statistics and Spark's keys left out."""
+    from lakekeeper_spark.formats import detect_format, reader_properties, unfaithful_properties
+    from lakekeeper_spark.model import Storage
+
+    lazy, text_in = "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe", "org.apache.hadoop.mapred.TextInputFormat"
+    info = TableInfo(db="d", name="t", table_type="EXTERNAL", location="file:/t", provider="hive", serde=lazy,
+                     input_format=text_in, output_format="o",
+                     serde_properties={"field.delim": ",", "serialization.null.format": "SV", "escape.delim": "\\"},
+                     properties={"serialization.null.format": "", "numRows": "5", "transient_lastDdlTime": "1",
+                                 "spark.sql.create.version": "4.3.0", "serialization.encoding": "ISO-8859-1"},
+                     data_columns=[("id", "bigint"), ("ts", "timestamp")], partition_columns=[("dt", "string")])
+    assert reader_properties(info) == {"field.delim": ",", "serialization.null.format": "", "escape.delim": "\\",
+                                       "serialization.encoding": "ISO-8859-1"}
+    part = Storage(serde=lazy, input_format=text_in, output_format="o",
+                   serde_properties={"field.delim": "|", "serialization.null.format": "P"},
+                   parameters={"numFiles": "3", "serialization.encoding": "UTF-8"})
+    assert reader_properties(info, part) == {"field.delim": "|", "serialization.null.format": "P",
+                                             "escape.delim": "\\", "serialization.encoding": "UTF-8"}
+    assert detect_format(part) == "text"
+    assert detect_format(Storage("org.apache.hadoop.hive.serde2.OpenCSVSerde", text_in, "o", {}, {})) is None
+    cols = info.data_columns
+    assert unfaithful_properties("text", reader_properties(info, part), cols) is None
+    assert unfaithful_properties("text", {"skip.header.line.count": "0", "line.delim": "\n"}, cols) is None
+    assert unfaithful_properties("text", {"skip.header.line.count": "1"}, cols)[0] == "header_footer_lines"
+    assert unfaithful_properties("text", {"skip.footer.line.count": "x"}, cols)[0] == "header_footer_lines"
+    assert unfaithful_properties("text", {"line.delim": "\r"}, cols)[0] == "serde_property"
+    assert unfaithful_properties("text", {"timestamp.formats": "millis"}, cols)[0] == "serde_property"
+    assert unfaithful_properties("text", {"timestamp.formats": "millis"}, [("id", "bigint")]) is None
+    assert unfaithful_properties("avro", {"skip.header.line.count": "1"}, cols) is None

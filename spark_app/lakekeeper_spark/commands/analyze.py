@@ -18,7 +18,7 @@ from ..recovery import backup_units, pending_runs
 from ..results import partition_result, table_result
 from ..retention import backup_verdicts
 from ..space import space_check
-from ..tables import leftovers, load_table, plan
+from ..tables import check_rewritable, leftovers, load_table, plan
 
 
 def unit_histograms(u: Unit, compact: bool) -> tuple[list[int], list[int]]:
@@ -52,6 +52,7 @@ def backup_facts(ctx: Context, info: TableInfo) -> list[dict[str, Any]]:
 
 def analyze_table(ctx: Context, full_name: str) -> dict[str, Any]:
     info = load_table(ctx, full_name)
+    check_rewritable(info)  # text properties a rewrite cannot honour
     p = plan(ctx, info)
     todo = p.to_compact
     parts, before_all, after_all = [], [], []

@@ -27,7 +27,7 @@ from ..results import partition_result, table_result
 from ..rewrite import write_staging
 from ..space import space_check
 from ..swap import adopt_late_files, check_unchanged, swap_in
-from ..tables import leftovers, load_table, plan
+from ..tables import check_rewritable, leftovers, load_table, plan, resolve_storage
 from ..verify import verify_staging
 
 log = logging.getLogger(__name__)
@@ -35,12 +35,15 @@ log = logging.getLogger(__name__)
 
 def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     info = load_table(ctx, full_name)
+    check_rewritable(info)  # text properties a rewrite cannot honour
     columns = resolve_columns(ctx.settings, info)  # sort_by / dedupe columns: refused before anything runs
     recovered = [] if ctx.settings.dry_run else recover_table(ctx, info)
     p = plan(ctx, info)
     apply_quiet_period(p, ctx.settings.quiet_period_seconds)
+    resolve_storage(ctx, info, p)  # each partition's own descriptor; refuses what a rewrite would change
     todo = p.to_compact
-    skipped = [partition_result(u, "skipped", u.decision.reason) for u in p.units if u not in todo]
+    skipped = [_not_compacted(u) for u in p.units if u not in todo]
+    refused = [r for r in skipped if r["status"] == "refused"]
     known = set(Journal.run_ids(ctx.fs, p.journal_dir)) | {ctx.run_id}
     base = dict(run_id=ctx.run_id, location=info.location, format=info.format, recovered=recovered,
                 leftovers=leftovers(ctx, p, known))
@@ -51,14 +54,18 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
         parts = [partition_result(u, "planned", u.decision.reason) for u in todo] + skipped
         return table_result(
             full_name,
-            "planned" if todo else "skipped",
+            "planned" if todo else ("refused" if refused else "skipped"),
             f"would compact {len(todo)} of {len(p.units)} unit(s)" if todo else _skip_reason(p, ctx.settings.where),
             changed=False,
             would_change=bool(todo),
             partitions=_ordered(p, parts),
+            **({"code": refused[0]["code"]} if refused and not todo else {}),
             **base,
         )
     if not todo:
+        if refused:  # nothing else to do: the table is refused for what its units hold
+            return table_result(full_name, "refused", refused[0]["reason"], changed=bool(recovered),
+                                partitions=_ordered(p, skipped), code=refused[0]["code"], **base)
         return table_result(full_name, "skipped", _skip_reason(p, ctx.settings.where), changed=bool(recovered),
                             partitions=_ordered(p, skipped), **base)
 
@@ -165,6 +172,13 @@ def _finish_table(ctx: Context, info: TableInfo, p: TablePlan, journal: Journal,
         code=code,
         **base,
     )
+
+
+def _not_compacted(u: Unit) -> dict[str, Any]:
+    """A unit left alone: skipped by the plan, or refused (``code``)."""
+    if u.decision.action == "refuse":
+        return partition_result(u, "refused", u.decision.reason, code=u.decision.code)
+    return partition_result(u, "skipped", u.decision.reason)
 
 
 def unit_slots(ctx: Context, units: int) -> int:
