@@ -101,7 +101,7 @@ msg:
   description: One line for a person, the engine's summary (prefixed with C((dry run)) in check mode) or why it failed.
   returned: always
   type: str
-  sample: 1 table compacted, 0 skipped, 0 failed
+  sample: "analyze: 2 analyzed"
 tables:
   description:
     - The engine's per-table facts, as in its JSON result (docs/engine-contract.md of the collection).
@@ -326,7 +326,7 @@ cmd:
   returned: always
   type: str
   sample: >-
-    /usr/bin/python3 /root/.cache/lakekeeper/app-3f9a1c2b4d5e/run_lakekeeper.py compact --table db.events
+    /usr/bin/python3 /root/.cache/lakekeeper/app-3f9a1c2b4d5e/run_lakekeeper.py analyze --table db.events
     --state-dir /root/.lakekeeper/state --master 'local[*]' --result-file /tmp/ansible-moduletmp-1/lakekeeper-result.json
 rc:
   description: Exit code of the engine (0 success, 1 a table failed or was refused, 2 bad command line or config, 3 the engine could not start).
@@ -337,7 +337,7 @@ command:
   description: The engine command that ran.
   returned: always
   type: str
-  sample: compact
+  sample: analyze
 dry_run:
   description: Whether the engine ran with C(--dry-run) (check mode).
   returned: always

@@ -111,7 +111,7 @@ msg:
   description: One line for a person, the engine's summary (prefixed with C((dry run)) in check mode) or why it failed.
   returned: always
   type: str
-  sample: 1 table compacted, 0 skipped, 0 failed
+  sample: "cleanup: 1 cleaned, 1 skipped"
 tables:
   description:
     - The engine's per-table facts, as in its JSON result (docs/engine-contract.md of the collection).
@@ -121,19 +121,29 @@ tables:
   elements: dict
   sample:
     - table: db.events
-      status: compacted
-      reason: 2 of 3 partitions compacted
+      status: cleaned
+      reason: removed 1 backup(s), freed 1048576 bytes
       changed: true
       would_change: true
-      backup_table: db.__bkp_events_20261122_013000
-      run_id: 20261122T013000-3f9a1c
-      location: hdfs://nn/warehouse/db/events
-      format: parquet
-      partitions:
-        - spec: year=2024/month=01
-          files_before: 500
-          files_after: 2
-          status: compacted
+      run_id: 20261129T013000-5d8e2f
+      backups_removed:
+        - backup_table: db.__bkp_events_20261122_013000_3f9a1c
+          run_id: 20261122T013000-3f9a1c
+          bytes: 1048576
+          units: 1
+          age_seconds: 604800
+          pinned: false
+          verdict: delete
+          reason: not pinned, outside the grace period of 0s, older than 86400s
+      kept:
+        - backup_table: db.__bkp_events_20261128_013000_9c4e1a
+          run_id: 20261128T013000-9c4e1a
+          age_seconds: 86400
+          pinned: false
+          verdict: keep
+          reason: younger than older_than (86400s old, older_than 86400s)
+      freed_bytes: 1048576
+      recovered: []
   contains:
     table:
       description: The table, C(DB.TABLE).
@@ -229,7 +239,7 @@ cmd:
   returned: always
   type: str
   sample: >-
-    /usr/bin/python3 /root/.cache/lakekeeper/app-3f9a1c2b4d5e/run_lakekeeper.py compact --table db.events
+    /usr/bin/python3 /root/.cache/lakekeeper/app-3f9a1c2b4d5e/run_lakekeeper.py cleanup --table db.events
     --state-dir /root/.lakekeeper/state --master 'local[*]' --result-file /tmp/ansible-moduletmp-1/lakekeeper-result.json
 rc:
   description: Exit code of the engine (0 success, 1 a table failed or was refused, 2 bad command line or config, 3 the engine could not start).
@@ -240,7 +250,7 @@ command:
   description: The engine command that ran.
   returned: always
   type: str
-  sample: compact
+  sample: cleanup
 dry_run:
   description: Whether the engine ran with C(--dry-run) (check mode).
   returned: always

@@ -214,7 +214,7 @@ msg:
   description: One line for a person, the engine's summary (prefixed with C((dry run)) in check mode) or why it failed.
   returned: always
   type: str
-  sample: 1 table compacted, 0 skipped, 0 failed
+  sample: "compact: 1 compacted, 1 skipped"
 tables:
   description:
     - The engine's per-table facts, as in its JSON result (docs/engine-contract.md of the collection).

@@ -91,7 +91,7 @@ msg:
   description: One line for a person, the engine's summary (prefixed with C((dry run)) in check mode) or why it failed.
   returned: always
   type: str
-  sample: 1 table compacted, 0 skipped, 0 failed
+  sample: "rollback: 2 rolled_back"
 tables:
   description:
     - The engine's per-table facts, as in its JSON result (docs/engine-contract.md of the collection).
@@ -101,19 +101,25 @@ tables:
   elements: dict
   sample:
     - table: db.events
-      status: compacted
-      reason: 2 of 3 partitions compacted
+      status: rolled_back
+      reason: restored 1 unit(s) from db.__bkp_events_20261122_013000_3f9a1c
       changed: true
       would_change: true
-      backup_table: db.__bkp_events_20261122_013000
-      run_id: 20261122T013000-3f9a1c
-      location: hdfs://nn/warehouse/db/events
-      format: parquet
+      backup_table: db.__bkp_events_20261122_013000_3f9a1c
+      run_id: 20261123T020000-7b2e4d
+      recovered: []
       partitions:
         - spec: year=2024/month=01
-          files_before: 500
-          files_after: 2
-          status: compacted
+          location: hdfs://nn/warehouse/db/events/year=2024/month=01
+          files_before: 2
+          files_after: 500
+          bytes_before: 1003520
+          bytes_after: 1048576
+          rows_before: 20000
+          rows_after: 20000
+          status: rolled_back
+          reason: restore hdfs://nn/warehouse/db/events/.year=2024/month=01.lk_old_20261122T013000-3f9a1c
+          statistics: {numFiles: "500", totalSize: "1048576", numRows: "20000"}
   contains:
     table:
       description: The table, C(DB.TABLE).
@@ -179,7 +185,7 @@ cmd:
   returned: always
   type: str
   sample: >-
-    /usr/bin/python3 /root/.cache/lakekeeper/app-3f9a1c2b4d5e/run_lakekeeper.py compact --table db.events
+    /usr/bin/python3 /root/.cache/lakekeeper/app-3f9a1c2b4d5e/run_lakekeeper.py rollback --table db.events
     --state-dir /root/.lakekeeper/state --master 'local[*]' --result-file /tmp/ansible-moduletmp-1/lakekeeper-result.json
 rc:
   description: Exit code of the engine (0 success, 1 a table failed or was refused, 2 bad command line or config, 3 the engine could not start).
@@ -190,7 +196,7 @@ command:
   description: The engine command that ran.
   returned: always
   type: str
-  sample: compact
+  sample: rollback
 dry_run:
   description: Whether the engine ran with C(--dry-run) (check mode).
   returned: always
@@ -227,9 +233,9 @@ diff:
   type: dict
   sample:
     before:
-      db.events: {files: 60, partitions: {"": 60}}
-    after:
       db.events: {files: 1, partitions: {"": 1}}
+    after:
+      db.events: {files: 60, partitions: {"": 60}}
 """
 
 

@@ -16,6 +16,8 @@ import sys
 import tarfile
 import time
 
+from return_docs import return_errors  # pylint: disable=import-error
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BIN = os.path.dirname(os.path.abspath(sys.executable))
 
@@ -53,7 +55,9 @@ def run_lifecycle(collection_path, workdir, state_dir, data_dir, database):
     one (analyze, analyze through spark-submit, compact in check mode,
     compact, compact again, rollback, compact with a refresh command, cleanup
     in check mode, cleanup, a missing table), each checked by the playbook's
-    own asserts. Returns the playbook's duration."""
+    own asserts; then the application name the spark-submit run had in Spark
+    and every module's RETURN documentation against its real result
+    (return_docs.py). Returns the playbook's duration."""
     os.makedirs(str(workdir))
     for table, expected in (("events", 60), ("clicks", 60)):
         files = [f for _d, _s, names in os.walk(os.path.join(data_dir, table)) for f in names
@@ -68,6 +72,7 @@ def run_lifecycle(collection_path, workdir, state_dir, data_dir, database):
                        app_cache_dir=os.path.join(str(workdir), "app-cache"),
                        config_file=os.path.join(str(workdir), "lakekeeper.yaml"),
                        refresh_script=os.path.join(ROOT, "tests", "e2e", "record_argv.py"),
+                       results_file=os.path.join(str(workdir), "results.json"),
                        e2e_extras=os.environ.get("LAKEKEEPER_E2E_EXTRAS", "1") != "0"), f)
     # The playbook runs from workdir, so stray files (derby.log, ...) would show in its listing below.
     playbook = os.path.join(str(workdir), "lifecycle.yml")
@@ -81,10 +86,23 @@ def run_lifecycle(collection_path, workdir, state_dir, data_dir, database):
     seconds = time.time() - started
     assert res.returncode == 0, "lifecycle playbook failed:\n" + tail(res.stdout)
     assert "E2E_SUMMARY" in res.stdout
+    if os.environ.get("LAKEKEEPER_E2E_EXTRAS", "1") != "0":
+        # spark-submit's --name reached Spark (the engine no longer renames the application)
+        (log,) = os.listdir(os.path.join(str(state_dir), "eventlog"))
+        with open(os.path.join(str(state_dir), "eventlog", log), encoding="utf-8") as handle:
+            start = [json.loads(line) for line in handle if '"SparkListenerApplicationStart"' in line]
+        assert [e["App Name"] for e in start] == ["lakekeeper-analyze-%s.events-awx-4242" % database], start
+    # Every module's RETURN documentation against its real result in this run.
+    with open(os.path.join(str(workdir), "results.json"), encoding="utf-8") as handle:
+        results = json.load(handle)
+    assert sorted(results) == ["lakekeeper_analyze", "lakekeeper_cleanup", "lakekeeper_compact", "lakekeeper_rollback"]
+    errors = [e for module, result in sorted(results.items()) for e in return_errors(module, result)]
+    assert not errors, "\n".join(errors)
     # The cached application: one app-<sha12> directory, unpacked once.
     cached = os.listdir(os.path.join(str(workdir), "app-cache"))
     assert len(cached) == 1 and cached[0].startswith("app-"), cached
     # Nothing of the engine's working files outside the state dir.
     assert sorted(os.listdir(str(workdir))) == sorted(
-        ["app-cache", "inventory.ini", "lakekeeper.yaml", "lifecycle.yml", "ltmp", "rtmp", "vars.json"])
+        ["app-cache", "inventory.ini", "lakekeeper.yaml", "lifecycle.yml", "ltmp", "results.json", "rtmp",
+         "vars.json"])
     return seconds
