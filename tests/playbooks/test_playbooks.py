@@ -30,7 +30,7 @@ way an AWX survey passes them.
   reports, FAIR pools; the whole CLI sequence runs on each older Spark lane,
   tests/testbed/test_engine_on_testbed.py), compact.yml (the pre-flight
   reading real HDFS quotas), a second Spark process reads the tables through
-  the Metastore and sees the same rows, rollback.yml, cleanup.yml, and a
+  the Metastore and sees the same rows, rollback.yml, cleanup.yml with "all" (every unpinned backup), and a
   last read.
 
 Run: ``.venv/bin/python -m pytest tests/playbooks`` (``-m 'not testbed'`` for
@@ -561,7 +561,7 @@ def test_playbooks_on_the_testbed(collections_dir, testbed, tmp_path):
         assert hooks_log.read_text().split() == ["pause", "resume", "pause", "resume"]
         assert (tmp_path / "env" / "lakekeeper_env.tar.gz").stat().st_mtime == env_built  # not rebuilt
         run = run_playbook(os.path.join(PLAYBOOKS, "cleanup.yml"), inventory, collections_dir, tmp_path,
-                           ["lakekeeper_tables=pb.items", "lakekeeper_older_than=1s"])
+                           ["lakekeeper_tables=pb.items", "lakekeeper_older_than=all"])
         assert run.rc == 0, run
         assert run.stats["lakekeeper_tables_cleaned"] == 1 and run.stats["lakekeeper_freed_bytes"] > 0, run
 
