@@ -150,6 +150,9 @@ class Settings:
     where: str | None = None  # partition filter (partition_filter.py); analyze and compact only
     # compact: "content" (row checksums read back as readers decode them) or "rows" (metadata only)
     verify: str = "content"
+    # compact: compact units whose files' columns drift from the table's (renamed/dropped columns) by name
+    # anyway, as Spark and Hive read them (schema_drift.py); off: such units are refused
+    allow_by_name_projection: bool = False
 
     @property
     def dedupe(self) -> bool:
@@ -297,6 +300,7 @@ _FILE_KEYS = {
     "min_target_ratio": float,
     "where": str,
     "verify": str,
+    "allow_by_name_projection": bool,
 }
 # ``dedupe:`` in the file is a mapping of these keys -> Settings attributes.
 _DEDUPE_KEYS = {"keys": "dedupe_keys", "order_by": "dedupe_order_by", "delete_marker": "dedupe_delete_marker",

@@ -91,6 +91,7 @@ class Decision:
     target_files: int  # files the unit holds after compaction (minor: merged + copied)
     rule: str = "ratio"  # the rule that chose or declined: ratio, minor, major
     rewrite: tuple[str, ...] | None = None  # minor: the fragment files to rewrite; None: every file
+    code: str | None = None  # a skip that is a refusal (e.g. schema_drift): its reason code
 
 
 @dataclasses.dataclass
