@@ -56,6 +56,12 @@ def _conf(key):
     return lambda value: ["--conf", "%s=%s" % (key, _text(value))]
 
 
+def _switch(name):
+    """``name`` alone when true; nothing when false (the config file's
+    value, else the engine's default, applies)."""
+    return lambda value: [name] if value else []
+
+
 def _comma_list(name):
     """``name a,b``."""
     return lambda value: [name, ",".join(str(v) for v in value)]
@@ -79,6 +85,7 @@ ENGINE_OPTIONS = (
     ("quiet_period", _flag("--quiet-period")),
     ("parallelism", _flag("--parallelism")),
     ("verify", _flag("--verify")),
+    ("allow_by_name_projection", _switch("--allow-by-name-projection")),
     # compaction modes and the partition filter (analyze and compact)
     ("mode", _flag("--mode")),
     ("min_input_files", _flag("--min-input-files")),

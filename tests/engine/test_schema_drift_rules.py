@@ -126,3 +126,17 @@ def test_check_units_refuses_before_anything_and_reads_one_footer_per_job():
     assert allowed.decision.action == "compact" and "schema drift compacted by name" in notes["2"][0]
     text = _unit("3", ["a.txt"])
     assert schema_drift.check_units(_info("text"), [text], columns) == {} and text.decision.action == "compact"
+
+
+def test_option_on_the_command_line_and_in_the_config_file():
+    from lakekeeper_spark.cli import parse_args
+    from lakekeeper_spark.config import build_settings
+    from lakekeeper_spark.errors import UsageError
+
+    _args, settings, _tables = parse_args(["compact", "--table", "d.t", "--allow-by-name-projection"])
+    assert settings.allow_by_name_projection is True
+    _args, settings, _tables = parse_args(["compact", "--table", "d.t"])
+    assert settings.allow_by_name_projection is False
+    with pytest.raises(UsageError, match="only applies to compact"):
+        parse_args(["analyze", "--table", "d.t", "--allow-by-name-projection"])
+    assert build_settings({"allow_by_name_projection": "yes"}, {}).allow_by_name_projection is True
