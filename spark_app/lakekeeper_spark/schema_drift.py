@@ -128,7 +128,7 @@ def unit_drift(info: TableInfo, unit: Unit, read_columns: Any, cache: dict[str, 
     when they all read the same for every reader. ``read_columns(uri)`` gives
     a file's ``(name, type)`` columns from its footer (``formats.file_columns``);
     one file per write job is read (``writer_key``), on up to ``threads``
-    threads; ``cache`` holds the verdict per distinct file schema."""
+    threads when there are many; ``cache`` holds the verdict per distinct file schema."""
     groups: dict[str, str] = {}
     for f in unit.rewrite_files:
         groups.setdefault(writer_key(f.name), f.name)
@@ -138,7 +138,9 @@ def unit_drift(info: TableInfo, unit: Unit, read_columns: Any, cache: dict[str, 
     def read(name: str) -> tuple[str, list[tuple[str, str]]]:
         return name, read_columns(f"{base}/{name}")
 
-    workers = max(1, min(threads, len(names)))
+    # Threads (each its own gateway connection) only where they pay: HDFS
+    # latency per footer, many footers.
+    workers = max(1, min(threads, len(names) // 8))
     if workers == 1:
         found = [read(n) for n in names]
     else:
