@@ -70,6 +70,15 @@ options:
         its Spark application (C(--parallelism)); each running unit gets its own FAIR scheduler pool.
       - When not set, the config file's value or the engine's default (4) applies.
     type: int
+  lease_timeout:
+    description:
+      - One run per table - a compact, rollback, cleanup or recover holds the table's lease (a small file in the
+        table's journal directory, refreshed by a heartbeat) while it works on the table; another run finds the table
+        with status C(locked) and changes nothing (C(--lease-timeout)).
+      - A lease without heartbeat for this long (V(30m), V(2h)) is stale and the next run takes it over and recovers
+        what its run left; a lease whose process on the same host is gone is stale at once.
+      - When not set, the config file's value or the engine's default (V(30m)) applies.
+    type: str
 notes:
   - The engine is the PySpark application bundled in the collection (C(spark_app/run_lakekeeper.py)); the action
     plugin caches it on the target in O(app_cache_dir) (transferred only when its checksum changes), unless
@@ -120,6 +129,19 @@ options:
             engine's JSON result back from a local file.
         type: str
         choices: [client, cluster]
+      name:
+        description:
+          - The application's name in the cluster's lists (YARN ResourceManager, Spark history) (C(--name)).
+          - Defaults to V(lakekeeper-<command>-<table or database>) (the first table and how many more for
+            O(tables)), followed by V(-awx-<job id>) when the play runs in an AWX or Ansible Tower job
+            (its C(awx_job_id)/C(tower_job_id) variable, or C(AWX_JOB_ID)/C(JOB_ID) in the controller's
+            environment).
+        type: str
+      proxy_user:
+        description:
+          - Run the application as this user (C(--proxy-user)); the submitting user (its O(spark_submit.principal))
+            must be allowed to impersonate it (C(hadoop.proxyuser.*) in the cluster's C(core-site.xml)).
+        type: str
       principal:
         description: Kerberos principal (C(--principal)).
         type: str
@@ -164,6 +186,17 @@ options:
         type: dict
       extra_files:
         description: Files distributed with C(--files a,b), for example C(hive-site.xml).
+        type: list
+        elements: str
+      extra_args:
+        description:
+          - Further C(spark-submit) arguments, an argument list (never a shell string), passed as given after the
+            other flags and before the application, for example V([--conf, spark.dynamicAllocation.maxExecutors=20,
+            --packages, org.example:lib:1.0]).
+          - A flag that has its own key here (C(--master), C(--deploy-mode), C(--name), C(--proxy-user),
+            C(--principal), C(--keytab), C(--queue), C(--archives), C(--files), C(--properties-file), the
+            executor and driver sizes) is refused; secrets belong in O(spark_submit.extra_conf), whose
+            secret-looking values are kept off the command line.
         type: list
         elements: str
   spark_submit_path:

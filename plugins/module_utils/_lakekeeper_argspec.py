@@ -76,6 +76,7 @@ def lakekeeper_argspec():
             backup_prefix=dict(type="str"),
             log_level=dict(type="str", choices=["DEBUG", "INFO", "WARNING", "ERROR"]),
             parallelism=dict(type="int"),
+            lease_timeout=dict(type="str"),
             spark_submit=dict(type="dict", options=spark_submit_suboptions()),
             spark_submit_path=dict(type="path"),
             spark_home=dict(type="path"),

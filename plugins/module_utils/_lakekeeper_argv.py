@@ -80,12 +80,16 @@ ENGINE_OPTIONS = (
     ("grace_period", _flag("--grace-period")),
     ("pin", _flag("--pin")),
     ("unpin", _flag("--unpin")),
+    ("run_id", _flag("--run-id")),
     ("log_level", _flag("--log-level")),
     ("min_piece_mb", _flag("--min-piece-mb")),
     ("quiet_period", _flag("--quiet-period")),
     ("parallelism", _flag("--parallelism")),
     ("verify", _flag("--verify")),
     ("allow_by_name_projection", _switch("--allow-by-name-projection")),
+    # one run per table: when a lease is stale; recover only: take over a live one
+    ("lease_timeout", _flag("--lease-timeout")),
+    ("break_lease", lambda value: ["--break-lease"] if value else []),
     # compaction modes and the partition filter (analyze and compact)
     ("mode", _flag("--mode")),
     ("min_input_files", _flag("--min-input-files")),
@@ -118,6 +122,9 @@ SPARK_SUBMIT = (
     ("enabled", dict(type="bool"), None, False),
     ("master", dict(type="str"), _flag("--master"), False),
     ("deploy_mode", dict(type="str", choices=["client", "cluster"]), _flag("--deploy-mode"), True),
+    # the application's name in the cluster's lists (default: default_app_name, set by build_command)
+    ("name", dict(type="str"), _flag("--name"), True),
+    ("proxy_user", dict(type="str"), _flag("--proxy-user"), True),
     ("principal", dict(type="str"), _flag("--principal"), True),
     ("keytab", dict(type="path", no_log=False), _flag("--keytab"), True),
     ("queue", dict(type="str"), _conf("spark.yarn.queue"), True),
@@ -130,11 +137,30 @@ SPARK_SUBMIT = (
     ("script_path", dict(type="path"), None, False),
     ("extra_conf", dict(type="dict"), None, False),
     ("extra_files", dict(type="list", elements="str"), _comma_list("--files"), True),
+    # free-form spark-submit arguments, last before the application (check_extra_args)
+    ("extra_args", dict(type="list", elements="str"), None, True),
 )
 SPARK_SUBMIT_KEYS = tuple(row[0] for row in SPARK_SUBMIT)
 # Keys that only mean something to spark-submit (ignored, with a warning, in
 # the embedded mode).
 SPARK_SUBMIT_ONLY_KEYS = tuple(row[0] for row in SPARK_SUBMIT if row[3])
+
+_NO_RETENTION_POLICY = (
+    "lakekeeper_cleanup needs a retention policy: set older_than (e.g. 7d: keep the backups younger than that) "
+    "or keep_last (keep the N newest backups of each table), or older_than: all to delete every backup that "
+    "is neither pinned nor within grace_period; nothing was deleted")
+
+# spark-submit flags that have their own spark_submit key: refused in
+# extra_args, where spark-submit's last-one-wins would silently override it.
+_OWN_KEY_FLAGS = {
+    "--master": "master", "--deploy-mode": "deploy_mode", "--name": "name", "--proxy-user": "proxy_user",
+    "--principal": "principal", "--keytab": "keytab", "--queue": "queue", "--archives": "archives",
+    "--executor-memory": "executor_memory", "--num-executors": "num_executors",
+    "--executor-cores": "executor_cores", "--driver-memory": "driver_memory", "--files": "extra_files",
+    "--properties-file": "extra_conf (secret-looking keys go to a properties file)",
+}
+# The default application name carries at most this much of the selection.
+_APP_NAME_TARGET_MAX = 80
 
 _CLUSTER_MODE_REFUSED = (
     "spark_submit.deploy_mode=cluster is not supported: the driver would run inside the cluster and the module "
@@ -209,6 +235,15 @@ def selector_args(table=None, tables=None, database=None):
     if not _DATABASE_RE.match(database):
         raise LakekeeperError("database must be a single name without dots, commas or spaces, got %r" % database)
     return ["--database", database]
+
+
+def missing_retention_policy(params):
+    """Why a cleanup with these module parameters must not run (no
+    retention policy: neither older_than nor keep_last, no pin/unpin and no
+    config_file that could hold one - the engine checks that file), or None."""
+    if any(params.get(k) not in (None, "") for k in ("older_than", "keep_last", "pin", "unpin", "config_file")):
+        return None
+    return _NO_RETENTION_POLICY
 
 
 def _column(value, what):
@@ -442,6 +477,31 @@ def refuse_cluster_mode(ss):
         raise LakekeeperError(_CLUSTER_MODE_REFUSED)
 
 
+def check_extra_args(ss):
+    """``spark_submit.extra_args``: strings, none of them a flag that has its
+    own key (given twice, spark-submit would silently take the last)."""
+    for arg in ss.get("extra_args") or []:
+        if arg is None or str(arg) == "":
+            raise LakekeeperError("spark_submit.extra_args: an empty argument")
+        flag = str(arg).split("=", 1)[0]
+        if flag in _OWN_KEY_FLAGS:
+            raise LakekeeperError("spark_submit.extra_args: %s has its own key, spark_submit.%s; set it there"
+                                  % (flag, _OWN_KEY_FLAGS[flag]))
+
+
+def default_app_name(command, selectors, job_id=None):
+    """``lakekeeper-<command>-<DB.TABLE | DB | first table+N>[-awx-<job id>]``:
+    what the cluster's application list shows for a run."""
+    flag, value = selectors[0], str(selectors[1])
+    if flag == "--tables":
+        names = value.split(",")
+        value = names[0] + ("+%d" % (len(names) - 1) if len(names) > 1 else "")
+    name = "lakekeeper-%s-%s" % (command, value[:_APP_NAME_TARGET_MAX])
+    if job_id not in (None, ""):
+        name += "-awx-%s" % job_id
+    return name
+
+
 def ignored_embedded_keys(ss):
     """spark-submit-only keys that are set while spark_submit is disabled."""
     if ss.get("enabled"):
@@ -468,13 +528,15 @@ def spark_submit_flags(ss, driver_python=None, properties_file=None):
                 argv += ["--properties-file", properties_file, "--load-spark-defaults"]
             if driver_python:
                 argv += ["--conf", "spark.pyspark.driver.python=%s" % driver_python]
+        elif key == "extra_args":
+            argv += [_text(a) for a in value or []]
         elif fmt and value not in (None, "", []):
             argv += fmt(value)
     return argv
 
 
 def build_command(command, selectors, ss, script, options=None, config_file=None, dry_run=False,
-                  state_dir=None, result_file=None, python=None, spark_submit=None):
+                  state_dir=None, result_file=None, python=None, spark_submit=None, job_id=None):
     """The complete argv of one engine run.
 
     Embedded (``ss['enabled']`` false)::
@@ -494,6 +556,9 @@ def build_command(command, selectors, ss, script, options=None, config_file=None
     Secret-looking extra_conf values are left out of the argv: both forms
     then carry ``--properties-file <secret_properties_path(result_file)>``,
     a file the caller writes with properties_text before the run.
+
+    spark-submit always gets ``--name``: ``ss['name']``, else
+    default_app_name (with the AWX ``job_id`` when given).
     """
     secret = split_conf(ss.get("extra_conf"))[1]
     properties_file = secret_properties_path(result_file) if secret else None
@@ -501,6 +566,9 @@ def build_command(command, selectors, ss, script, options=None, config_file=None
         if not spark_submit:
             raise LakekeeperError("spark-submit binary not given")
         refuse_cluster_mode(ss)
+        check_extra_args(ss)
+        if not ss.get("name"):
+            ss = dict(ss, name=default_app_name(command, selectors, job_id))
         head = [spark_submit] + spark_submit_flags(ss, driver_python=python, properties_file=properties_file) + [script]
         tail = engine_args(command, selectors, options, config_file=config_file, dry_run=dry_run,
                            state_dir=state_dir, result_file=result_file)

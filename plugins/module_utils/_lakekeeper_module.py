@@ -34,7 +34,11 @@ else:
 
 from ansible.module_utils.basic import missing_required_lib
 
-from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_app import APP_ENTRY, ensure_app
+from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_app import (
+    APP_ENTRY,
+    INTERNAL_OPTION,
+    ensure_app,
+)
 from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_argv import (
     DEFAULT_STATE_DIR,
     ENGINE_OPTION_NAMES,
@@ -298,7 +302,8 @@ def build_argv(module, engine, command, selectors, ss, launch, config_file, resu
     argv = _fail_on(module, build_command, command, selectors, ss, launch.script,
                     options=engine.options(module.params), config_file=config_file, dry_run=module.check_mode,
                     state_dir=launch.state_dir, result_file=result_file, python=launch.python,
-                    spark_submit=launch.spark_submit)
+                    spark_submit=launch.spark_submit,
+                    job_id=(module.params.get(INTERNAL_OPTION) or {}).get("job_id"))
     secret_conf = split_conf(ss.get("extra_conf"))[1]
     if secret_conf:
         try:

@@ -115,11 +115,19 @@ def _count(part, key):
     return value
 
 
+def _backup_names(entries):
+    return [str(e.get("backup_table")) for e in entries or [] if isinstance(e, dict) and e.get("backup_table")]
+
+
 def build_diff(doc, dry_run=False):
     """Before/after file counts per table (and per partition).
 
     In a dry run a planned partition's ``after`` is its ``target_files`` (the
     engine's ``files_after`` then still counts what is on disk).
+
+    A cleanup's table (``backups_removed``/``kept``) shows its backup tables
+    instead: all of them before, the ones kept after (in a dry run, those the
+    cleanup would keep).
     """
     before = {}
     after = {}
@@ -127,6 +135,13 @@ def build_diff(doc, dry_run=False):
         if not isinstance(table, dict):
             continue
         name = table_name(table)
+        if isinstance(table.get("backups_removed"), list):
+            kept = _backup_names(table.get("kept"))
+            removed = _backup_names(table["backups_removed"])
+            if removed or kept:
+                before[name] = {"backups": sorted(removed + kept)}
+                after[name] = {"backups": sorted(kept)}
+            continue
         b_parts = {}
         a_parts = {}
         for part in _partitions(table):

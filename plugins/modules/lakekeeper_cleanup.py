@@ -18,8 +18,10 @@ description:
   - Retention, like the Hudi cleaner - every policy is a reason to keep a backup, a backup is deleted only when no
     reason holds; in order - O(pin)ned backups are never deleted; a backup younger than O(grace_period) is never
     deleted, whatever the other policies say; the O(keep_last) newest backups of a table (pinned ones count) are
-    kept; a backup younger than O(older_than) is kept. Without O(keep_last) and O(older_than), every backup that is
-    neither pinned nor within the grace period is deleted.
+    kept; a backup younger than O(older_than) is kept.
+  - A retention policy is required - O(older_than) or O(keep_last) (or either in O(config_file)); without one the
+    module fails before anything runs, deleting nothing. O(older_than=all) deletes every backup that is neither
+    pinned nor within the grace period.
   - With O(pin) or O(unpin), only pins or unpins the backup of that run and deletes nothing.
   - Irreversible - a cleaned table can no longer be rolled back.
 author:
@@ -34,9 +36,9 @@ attributes:
     details:
       - Runs the engine with C(--dry-run) and reports whether a backup would be dropped, with RV(cmd).
   diff_mode:
-    support: partial
+    support: full
     details:
-      - File counts per partition when the engine reports them.
+      - The backup tables of each table before and after the cleanup (in check mode, after the cleanup it would do).
   idempotent:
     support: full
     details:
@@ -44,8 +46,10 @@ attributes:
 options:
   older_than:
     description:
-      - Only backups older than this duration, for example V(30m), V(12h) or V(7d) (C(--older-than)). All backups when
-        not set.
+      - Keep the backups younger than this duration, for example V(30m), V(12h) or V(7d) (C(--older-than)).
+      - V(all) keeps none on that account - every backup that is neither pinned nor within O(grace_period) is deleted
+        (unless O(keep_last) keeps it).
+      - This or O(keep_last) is required (here or in O(config_file)), except with O(pin) or O(unpin).
     type: str
   keep_last:
     description:
@@ -73,9 +77,10 @@ seealso:
 
 EXAMPLES = r"""
 ---
-- name: Drop the backups (and their original files) of a table
+- name: Drop every backup (and its original files) of a table, except pinned ones
   lakekeeper.hive.lakekeeper_cleanup:
     table: mydb.events
+    older_than: all
     config_file: /etc/lakekeeper/lakekeeper.yaml
 
 - name: Drop the backups older than 7 days in a database
@@ -267,14 +272,15 @@ stderr_lines:
   type: list
   elements: str
 diff:
-  description: File counts per table before and after (in check mode, what the engine planned).
+  description:
+    - The backup tables of each table before and after the cleanup (in check mode, those the cleanup would keep).
   returned: in diff mode
   type: dict
   sample:
     before:
-      db.events: {files: 60, partitions: {"": 60}}
+      db.events: {backups: [db.__bkp_events_20261122_013000_3f9a1c, db.__bkp_events_20261128_013000_9c4e1a]}
     after:
-      db.events: {files: 1, partitions: {"": 1}}
+      db.events: {backups: [db.__bkp_events_20261128_013000_9c4e1a]}
 """
 
 
@@ -282,6 +288,7 @@ from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_argspe
     lakekeeper_argspec,
     retention_options,
 )
+from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_argv import missing_retention_policy
 from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_module import Engine, run_module
 
 
@@ -293,7 +300,11 @@ def main():
         unpin=dict(type="str"),
     )
     argspec.update(mutually_exclusive=[("pin", "unpin")])
-    run_module(argspec.create_ansible_module(), Engine("lakekeeper_cleanup", command="cleanup"))
+    module = argspec.create_ansible_module()
+    missing = missing_retention_policy(module.params)
+    if missing:
+        module.fail_json(msg=missing)
+    run_module(module, Engine("lakekeeper_cleanup", command="cleanup"))
 
 
 if __name__ == "__main__":

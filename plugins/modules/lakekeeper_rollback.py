@@ -14,6 +14,9 @@ version_added: 0.1.0
 description:
   - Runs the lakekeeper engine command C(rollback) (O(mode=rollback)) - the most recent backup of each selected table
     is used to put its original files back, then the backup table is dropped.
+  - With O(run_id), the backup of that run is restored instead (undo run O(run_id), for example from an earlier job's
+    RV(run_id)); a table is refused (C(code=newer_run)) when a later run changed one of the same partitions, and
+    refused (C(code=not_found)) when it has no backup of that run (a O(database) run passes over such tables).
   - With O(mode=recover), runs the engine command C(recover), which repairs what a crashed compaction left behind.
 author:
   - Lakekeeper for Ansible contributors (!UNKNOWN)
@@ -41,6 +44,17 @@ options:
     type: str
     choices: [rollback, recover]
     default: rollback
+  run_id:
+    description:
+      - Restore the backup of this run (its run id, or its backup table name) instead of the most recent one
+        (C(--run-id)). Only with O(mode=rollback).
+    type: str
+  break_lease:
+    description:
+      - With O(mode=recover), take over the table's lease even when it is not stale yet (C(--break-lease)), for a
+        holder known to be dead (for example its host is lost) before O(lease_timeout) has passed.
+      - Never use it while the holder may still run - two runs on one table can corrupt it.
+    type: bool
 seealso:
   - module: lakekeeper.hive.lakekeeper_analyze
   - module: lakekeeper.hive.lakekeeper_compact
@@ -52,6 +66,12 @@ EXAMPLES = r"""
 - name: Restore a table to its state before the last compaction
   lakekeeper.hive.lakekeeper_rollback:
     table: mydb.events
+    config_file: /etc/lakekeeper/lakekeeper.yaml
+
+- name: Undo one earlier compaction run (its run_id from that job's result), if no later run changed the same partitions
+  lakekeeper.hive.lakekeeper_rollback:
+    tables: [mydb.events, mydb.clicks]
+    run_id: 20261122T013000-3f9a1c
     config_file: /etc/lakekeeper/lakekeeper.yaml
 
 - name: Recover tables after a crashed compaction (engine command "recover")
@@ -223,7 +243,8 @@ from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_module
 def main():
     argspec = lakekeeper_argspec()
     # the engine command: rollback or recover
-    argspec.update_argspec(mode=dict(type="str", choices=["rollback", "recover"], default="rollback"))
+    argspec.update_argspec(mode=dict(type="str", choices=["rollback", "recover"], default="rollback"),
+                           run_id=dict(type="str"), break_lease=dict(type="bool"))
     run_module(argspec.create_ansible_module(), Engine("lakekeeper_rollback", command_option="mode"))
 
 

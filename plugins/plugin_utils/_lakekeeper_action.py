@@ -18,7 +18,10 @@ SHA-256 over the application's files:
   into the task's remote temporary directory and the module unpacks it
   atomically (Python ``tarfile``, no ``tar``/``unzip`` needed on the target);
 * the module gets the checksum and, when transferred, the archive path through
-  the internal option ``_lakekeeper_app``.
+  the internal option ``_lakekeeper_app``, and the AWX job id (``awx_job_id``
+  or ``tower_job_id`` of the job's variables, else ``AWX_JOB_ID``/``JOB_ID``
+  in the controller's environment), which goes into the Spark application's
+  default name.
 
 ``spark_submit.script_path`` in the task's arguments disables all of this (the
 user runs an application already deployed on the target).
@@ -105,6 +108,21 @@ def app_archive(root, files=None):
     return buf.getvalue()
 
 
+def awx_job_id(task_vars, environ):
+    """The AWX (or Ansible Tower) job id of the run, or None: AWX passes
+    ``awx_job_id``/``tower_job_id`` as variables and ``JOB_ID`` in the
+    environment of the controller's process (not to the target)."""
+    for name in ("awx_job_id", "tower_job_id"):
+        value = (task_vars or {}).get(name)
+        if value not in (None, ""):
+            return str(value)
+    for name in ("AWX_JOB_ID", "JOB_ID"):
+        value = (environ or {}).get(name)
+        if value:
+            return str(value)
+    return None
+
+
 class LakekeeperAction(ActionBase):
     """Ship the bundled Spark application, then run the module."""
 
@@ -147,8 +165,14 @@ class LakekeeperAction(ActionBase):
 
         transferred = False
         try:
+            internal = {}
             if not script_path:
-                args[INTERNAL_OPTION], transferred = self._ship_app(args)
+                internal, transferred = self._ship_app(args)
+            job_id = awx_job_id(task_vars, os.environ)
+            if job_id:
+                internal["job_id"] = job_id
+            if internal:
+                args[INTERNAL_OPTION] = internal
             result.update(self._execute_module(module_name=self._task.resolved_action or self._task.action,
                                                module_args=args, task_vars=task_vars))
         finally:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import logging
 import os
 import sys
+import threading
 import time
 from typing import Any, Callable
 
@@ -22,6 +24,7 @@ from .errors import LakekeeperError, UsageError, innermost_cause, java_message, 
 from .faults import parking_enabled, run_parking
 from .layout import backup_table_pattern, new_run_id
 from .names import parse_table_list, parse_table_name, validate_ident
+from .retention import missing_policy, policy_of
 
 log = logging.getLogger("lakekeeper")
 
@@ -40,7 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--target-file-size", type=float, dest="target_file_size_mb", metavar="MB")
     common.add_argument("--backup-prefix", dest="backup_prefix")
     common.add_argument("--dry-run", action="store_true", default=None, dest="dry_run")
-    common.add_argument("--older-than", dest="older_than", help="cleanup: 30m, 12h, 7d")
+    common.add_argument("--older-than", dest="older_than",
+                        help="cleanup: keep backups younger than this (30m, 12h, 7d), or 'all' to keep none on "
+                             "that account; cleanup needs this or --keep-last")
     common.add_argument("--keep-last", type=int, dest="keep_last",
                         help="cleanup: keep the N newest backups of each table")
     common.add_argument("--grace-period", dest="grace_period",
@@ -48,6 +53,9 @@ def _parser() -> argparse.ArgumentParser:
     pin = common.add_mutually_exclusive_group()
     pin.add_argument("--pin", metavar="RUN_ID", help="cleanup: pin the backup of this run (never cleaned)")
     pin.add_argument("--unpin", metavar="RUN_ID", help="cleanup: unpin the backup of this run")
+    common.add_argument("--run-id", dest="rollback_run", metavar="RUN_ID",
+                        help="rollback: restore the backup of this run instead of the newest (refused when a later "
+                             "run changed the same partitions)")
     common.add_argument("--quiet-period", dest="quiet_period",
                         help="compact: skip partitions with a file younger than this (30s, 10m, 1h)")
     common.add_argument("--parallelism", type=int, dest="parallelism",
@@ -75,6 +83,13 @@ def _parser() -> argparse.ArgumentParser:
                         help="compact: compact Parquet/ORC units whose files' columns drift from the table's "
                              "(renamed, dropped, reordered columns, other types) by name, as Spark reads them, "
                              "instead of refusing them (schema_drift)")
+    common.add_argument("--lease-timeout", dest="lease_timeout",
+                        help="compact/rollback/cleanup/recover: a table's lease without heartbeat for this long is "
+                             "stale and is taken over (default 30m; a holder on this host whose process is gone: "
+                             "at once)")
+    common.add_argument("--break-lease", action="store_true", default=None, dest="break_lease",
+                        help="recover: take over the table's lease even if it looks live (its holder is known "
+                             "to be dead, e.g. its host is lost)")
     common.add_argument("--min-input-files", type=int, dest="min_input_files",
                         help="minor: fragment files needed (default 12)")
     common.add_argument("--fragment-ratio", type=float, dest="fragment_ratio",
@@ -114,7 +129,8 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
         "block_size_mb", "compaction_ratio_threshold", "target_file_size_mb", "backup_prefix",
         "dry_run", "log_level", "older_than", "parallelism", "min_piece_mb", "quiet_period",
         "mode", "min_input_files", "fragment_ratio", "min_target_ratio", "where",
-        "keep_last", "grace_period", "pin", "unpin", "verify", "allow_by_name_projection")}
+        "keep_last", "grace_period", "pin", "unpin", "verify", "rollback_run", "lease_timeout", "break_lease",
+        "allow_by_name_projection")}
     rewrite = ("sort_by", "dedupe_keys", "dedupe_order_by", "dedupe_delete_marker", "dedupe_delete_value")
     overrides.update({k: getattr(args, k) for k in rewrite})
     settings = build_settings(file_values, overrides)
@@ -124,8 +140,16 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
             raise UsageError(f"{flag} only applies to cleanup (and analyze, for its retention verdicts)")
     if (args.pin or args.unpin) and args.command != "cleanup":
         raise UsageError("--pin and --unpin only apply to cleanup")
+    if args.rollback_run is not None and args.command != "rollback":
+        raise UsageError("--run-id only applies to rollback")
+    if args.command == "cleanup" and not (settings.pin or settings.unpin):
+        missing = missing_policy(policy_of(settings))
+        if missing:  # refused before Spark starts: deleting every backup must be asked for
+            raise UsageError(missing)
     if args.quiet_period is not None and args.command != "compact":
         raise UsageError("--quiet-period only applies to compact")
+    if args.break_lease and args.command != "recover":
+        raise UsageError("--break-lease only applies to recover")
     if args.verify is not None and args.command != "compact":
         raise UsageError("--verify only applies to compact")
     if args.allow_by_name_projection is not None and args.command != "compact":
@@ -180,21 +204,48 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None)
         backup_name = backup_table_pattern(ctx.settings.backup_prefix)
         tables = [f"{database}.{t}" for t in ctx.catalog.list_tables(database) if not backup_name.match(t)]
 
+    ctx.job_slots()  # made now: the tables' contexts below share the one budget
+    issued: set[str] = set()
+    issued_lock = threading.Lock()
+
+    def table_run_id() -> str:
+        """Each table its own run id (the first the application's): two
+        tables over one location must never share staging or journal names."""
+        with issued_lock:
+            run_id = ctx.run_id if ctx.run_id not in issued else new_run_id()
+            while run_id in issued:
+                run_id = new_run_id()
+            issued.add(run_id)
+            return run_id
+
     def run_one(name: str) -> dict[str, Any]:
         started = time.time()
         log.info("%s %s", command, name)
+        tctx = dataclasses.replace(ctx, run_id=table_run_id(), lease=None)
         try:
-            res = handlers[command](ctx, name)
-        except LakekeeperError as exc:
-            res = error_result(name, exc, ctx.run_id)
-            if database_mode and exc.status == "refused":
-                res["status"] = "skipped"  # a database run passes over what it may not touch
-            elif exc.status != "refused" and exc.code != "not_found":
-                _recover_after_error(ctx, command, name, res)
-        except Exception as exc:  # noqa: BLE001 - one table's failure must not stop the others
-            log.exception("%s %s failed", command, name)
-            res = table_result(name, "failed", root_cause(exc), code="error", run_id=ctx.run_id)
-            _recover_after_error(ctx, command, name, res)
+            try:
+                if command in LEASED_COMMANDS and not ctx.settings.dry_run:
+                    tctx.lease = _take_lease(tctx, command, name)
+                res = handlers[command](tctx, name)
+            except LakekeeperError as exc:
+                res = error_result(name, exc, tctx.run_id)
+                if getattr(exc, "holder", None) is not None:
+                    res["lease_holder"] = exc.holder
+                if getattr(exc, "partial", None):  # the error came after units had changed
+                    res.update(exc.partial, changed=True)
+                if database_mode and exc.status == "refused":
+                    res["status"] = "skipped"  # a database run passes over what it may not touch
+                elif exc.status not in ("refused", "locked") and exc.code != "not_found":
+                    _recover_after_error(tctx, command, name, res)
+            except Exception as exc:  # noqa: BLE001 - one table's failure must not stop the others
+                log.exception("%s %s failed", command, name)
+                res = table_result(name, "failed", root_cause(exc), code="error", run_id=tctx.run_id)
+                _recover_after_error(tctx, command, name, res)
+        finally:
+            if tctx.lease is not None:
+                tctx.lease.release()
+        if tctx.lease is not None and tctx.lease.taken_over:
+            res["lease_taken_over"] = tctx.lease.taken_over
         res["seconds"] = round(time.time() - started, 3)
         log.info("%s %s: %s (%s)", command, name, res["status"], res["reason"])
         return res
@@ -206,6 +257,21 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None)
     # `parallelism` concurrent Spark jobs (context.run_unit_jobs), so a
     # table with few units does not leave executors idle.
     return bounded_map(run_one, tables, ctx.settings.parallelism, "lakekeeper-table")
+
+
+LEASED_COMMANDS = ("compact", "rollback", "cleanup", "recover")
+
+
+def _take_lease(ctx: Any, command: str, name: str) -> Any:
+    """The table's lease (lease.py), before anything (its recovery
+    included) is done to it; raises ``LeaseHeld`` (status ``locked``)."""
+    from .layout import journal_dir
+    from .lease import acquire
+    from .tables import load_table
+
+    info = load_table(ctx, name)
+    return acquire(ctx.fs, journal_dir(info), ctx.run_id, name, command, ctx.settings.lease_timeout_seconds,
+                   break_lease=command == "recover" and ctx.settings.break_lease)
 
 
 def _recover_after_error(ctx: Any, command: str, name: str, res: dict[str, Any]) -> None:

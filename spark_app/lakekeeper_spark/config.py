@@ -124,11 +124,12 @@ class Settings:
     backup_prefix: str = "__bkp"
     dry_run: bool = False
     log_level: str = "INFO"
-    older_than_seconds: int | None = None
+    older_than_seconds: int | None = None  # cleanup: keep backups younger than this; 0 is "all"
     keep_last: int | None = None  # cleanup: keep the N newest backups of a table
     grace_seconds: int = 0  # cleanup: never delete a backup younger than this
     pin: str | None = None  # cleanup: run id (or backup table name) to pin instead of cleaning
     unpin: str | None = None  # cleanup: run id (or backup table name) to unpin
+    rollback_run: str | None = None  # rollback: restore this run's backup, not the newest (--run-id)
     quiet_period_seconds: int | None = None  # compact: skip units with a file younger than this
     parallelism: int = 4  # units (partitions) compacted at the same time
     # compact: a file may be written as pieces of at least this size by parallel tasks, then joined (0: never)
@@ -153,6 +154,9 @@ class Settings:
     # compact: compact units whose files' columns drift from the table's (renamed/dropped columns) by name
     # anyway, as Spark and Hive read them (schema_drift.py); off: such units are refused
     allow_by_name_projection: bool = False
+    # one run per table (lease.py): a lease whose heartbeat is older than this is stale
+    lease_timeout_seconds: int = 30 * 60
+    break_lease: bool = False  # recover: take over the lease even if it looks live (holder known dead)
 
     @property
     def dedupe(self) -> bool:
@@ -198,6 +202,8 @@ class Settings:
         if self.target_file_size_mb is not None and self.target_file_size_mb <= 0:
             raise UsageError("target_file_size_mb must be > 0")
         self.mode = str(self.mode).strip().lower()
+        if self.lease_timeout_seconds < 5:
+            raise UsageError("lease_timeout must be at least 5s (the heartbeat comes every timeout/5)")
         if self.verify not in VERIFY_MODES:
             raise UsageError(f"invalid verify {self.verify!r}: {', '.join(VERIFY_MODES)}")
         if self.mode not in MODES:
@@ -301,6 +307,7 @@ _FILE_KEYS = {
     "where": str,
     "verify": str,
     "allow_by_name_projection": bool,
+    "lease_timeout": str,
 }
 # ``dedupe:`` in the file is a mapping of these keys -> Settings attributes.
 _DEDUPE_KEYS = {"keys": "dedupe_keys", "order_by": "dedupe_order_by", "delete_marker": "dedupe_delete_marker",
@@ -351,13 +358,21 @@ def build_settings(file_values: dict[str, Any], overrides: dict[str, Any]) -> Se
     s = Settings()
     for key, value in merged.items():
         if key == "older_than":
-            s.older_than_seconds = parse_duration(value)
+            # "all": every unpinned backup outside the grace period (retention.OLDER_THAN_ALL)
+            all_ = isinstance(value, str) and value.strip().lower() == "all"
+            s.older_than_seconds = 0 if all_ else parse_duration(value)
             continue
-        if key in ("pin", "unpin"):  # command line only
+        if key in ("pin", "unpin", "rollback_run"):  # command line only
             setattr(s, key, str(value))
             continue
         if key == "grace_period":
             s.grace_seconds = parse_duration(value) or 0
+            continue
+        if key == "lease_timeout":
+            s.lease_timeout_seconds = parse_duration(value) or 0
+            continue
+        if key == "break_lease":  # command line only
+            s.break_lease = bool(value)
             continue
         if key == "quiet_period":
             s.quiet_period_seconds = parse_duration(value)

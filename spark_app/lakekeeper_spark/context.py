@@ -27,6 +27,7 @@ class Context:
     catalog: Catalog
     settings: Settings
     run_id: str
+    lease: Any = None  # the table's lease (lease.Lease) while a command works on one table
     _slots: Any = dataclasses.field(default=None, repr=False)
     _slots_lock: Any = dataclasses.field(default_factory=threading.Lock, repr=False)
 

@@ -3,9 +3,17 @@
 The same calls serve ``hdfs://`` and ``file://``. Their rename semantics
 differ (HDFS moves a directory *into* an existing target directory and
 returns false for a missing source; the local filesystem replaces an empty
-target and throws for a missing source), so ``rename`` here never trusts the
-return value alone: it checks that the target is absent before and that the
-source is gone and the target present after.
+target and throws for a missing source), so ``rename`` here goes through
+``FileContext.rename(src, dst, Options.Rename.NONE)``: on both it fails
+(``FileAlreadyExistsException``) when the target exists, whatever it is,
+instead of moving the source inside a directory re-created there, and it
+fails for a missing source or target parent. The result is still checked
+(source gone, target present).
+
+``create_new`` is the atomic "create unless it exists" the lease needs
+(HDFS: ``create(path, overwrite=false)``, decided by the NameNode; the local
+filesystem's ``create`` checks and then opens, so plain local paths are
+created with ``O_CREAT|O_EXCL`` instead).
 """
 
 from __future__ import annotations
@@ -233,7 +241,8 @@ class HadoopFS:
         return True
 
     def rename(self, src: str, dst: str) -> None:
-        """Rename that means the same on every filesystem, or raises."""
+        """Rename that means the same on every filesystem, or raises: never
+        onto (or into) an existing target (``Options.Rename.NONE``)."""
         fs = self.fs(src)
         s, d = self.path(src), self.path(dst)
         if not fs.exists(s):
@@ -243,13 +252,30 @@ class HadoopFS:
         if not fs.exists(d.getParent()):
             raise LakekeeperError("fs_error", f"rename target's parent {d.getParent().toString()} does not exist")
         try:
-            ok = fs.rename(s, d)
+            self._file_context(src).rename(s, d, self._rename_none())
         except Exception as exc:  # noqa: BLE001 - Py4JJavaError carries the Java exception
-            raise LakekeeperError("fs_error", f"rename {src} -> {dst} failed: {java_message(exc)}") from exc
-        if not ok or fs.exists(s) or not fs.exists(d):
-            raise LakekeeperError(
-                "fs_error", f"rename {src} -> {dst} did not complete (returned {bool(ok)})"
-            )
+            text = java_message(exc)
+            if "FileAlreadyExistsException" in text or "already exists" in text:
+                raise LakekeeperError("fs_error", f"rename target {dst} appeared during the rename; {src} was "
+                                                  f"not moved into it ({text})") from exc
+            raise LakekeeperError("fs_error", f"rename {src} -> {dst} failed: {text}") from exc
+        if fs.exists(s) or not fs.exists(d):
+            raise LakekeeperError("fs_error", f"rename {src} -> {dst} did not complete")
+
+    def _file_context(self, uri: str) -> Any:
+        p = self.fs(uri).makeQualified(self.path(uri)).toUri()
+        key = f"fc:{p.getScheme()}://{p.getAuthority() or ''}"
+        if key not in self._fs_cache:
+            self._fs_cache[key] = self._jvm.org.apache.hadoop.fs.FileContext.getFileContext(p, self._conf)
+        return self._fs_cache[key]
+
+    def _rename_none(self) -> Any:
+        if "rename_none" not in self._fs_cache:
+            rename = getattr(self._jvm.org.apache.hadoop.fs, "Options$Rename")
+            arr = self._spark.sparkContext._gateway.new_array(rename, 1)
+            arr[0] = rename.NONE
+            self._fs_cache["rename_none"] = arr
+        return self._fs_cache["rename_none"]
 
     def copy_permissions(self, src: str, dst: str, recursive_files: bool = True) -> list[str]:
         """Give ``dst`` (and its files) the owner, group and mode of ``src``
@@ -334,6 +360,70 @@ class HadoopFS:
             out.hsync()
         finally:
             out.close()
+
+    def create_new(self, uri: str, text: str) -> bool:
+        """Create ``uri`` with ``text`` unless it exists, atomically: True
+        when this call created it, False when it was there (or being
+        created by another client)."""
+        local = self._local_path(uri)
+        if local is not None:
+            import os
+
+            for attempt in range(3):  # the directory may be removed (empty) by a run releasing its lease
+                os.makedirs(os.path.dirname(local), exist_ok=True)
+                try:
+                    fd = os.open(local, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                    break
+                except FileExistsError:
+                    return False
+                except FileNotFoundError:
+                    if attempt == 2:
+                        raise
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+            return True
+        try:
+            self.write_text(uri, text)
+        except Exception as exc:  # noqa: BLE001 - Py4JJavaError carries the Java exception
+            msg = java_message(exc) + " " + str(exc)[:2000]
+            if "FileAlreadyExistsException" in msg or "AlreadyBeingCreatedException" in msg:
+                return False
+            raise
+        return True
+
+    @staticmethod
+    def _local_path(uri: str) -> str | None:
+        plain = _plain_uri(uri)
+        if plain is None or plain[0] != "file://":
+            return None
+        return plain[1][len("file:"):]
+
+    def touch(self, uri: str, mtime_ms: int) -> None:
+        """Set a file's modification time (the lease's heartbeat)."""
+        self.fs(uri).setTimes(self.path(uri), int(mtime_ms), -1)
+
+    def mtime(self, uri: str) -> int | None:
+        """A file's modification time (ms), None when it does not exist."""
+        fs, p = self.fs(uri), self.path(uri)
+        try:
+            return int(fs.getFileStatus(p).getModificationTime())
+        except Exception as exc:  # noqa: BLE001
+            if "FileNotFoundException" in java_message(exc) or not fs.exists(p):
+                return None
+            raise
+
+    def delete_if_empty(self, uri: str) -> bool:
+        """Remove a directory only if it is empty (never recursively, so a
+        file created in it meanwhile survives)."""
+        fs, p = self.fs(uri), self.path(uri)
+        try:
+            if not fs.exists(p) or fs.listStatus(p):
+                return False
+            return bool(fs.delete(p, False))
+        except Exception:  # noqa: BLE001 - not empty any more, or gone: leave it
+            return False
 
     def read_text(self, uri: str) -> str:
         stream = self.fs(uri).open(self.path(uri))

@@ -143,8 +143,7 @@ class Journal:
     def remove(self) -> None:
         """Drop this run's records, and the journal directory once empty."""
         self.fs.delete(self.run_dir)
-        if self.fs.exists(self.dir) and not self.fs.list_names(self.dir):
-            self.fs.delete(self.dir)
+        self.fs.delete_if_empty(self.dir)  # never recursively: the table's lease may be in it
 
 
 def replace_record(fs: HadoopFS, uri: str, text: str, sweep: bool = True) -> None:

@@ -14,6 +14,10 @@ For a compaction unit (live L, staging S, moved-aside original O):
     L and O present       -> swapped: make sure the backup points at O (forward)
     L, O and S present    -> a writer re-created L between the renames: its
                              files join O, then as "L absent, O and S"
+    L and O absent        -> before the move aside: the source vanished (its
+                             partition dropped during the run): delete S,
+                             abort the unit (``source_vanished``); later:
+                             ``recovery_failed``, nothing touched
 
 Every forward path moves files that are in O but were not planned (written
 by someone else during the swap) into L. For a rollback unit (live L,
@@ -45,6 +49,8 @@ from .swap import adopt_files, finish_trash, remove_empty_dir, swap_back
 log = logging.getLogger(__name__)
 
 _FINAL = {"done", "aborted", "rolled_back"}
+# Unit steps recorded before the live directory is moved aside (``moving_aside`` is recorded just before that rename).
+_BEFORE_MOVE_ASIDE = {"planned", "writing_staging", "verifying"}
 
 
 def _finished(doc: dict[str, Any], units: dict[int, dict[str, Any]]) -> bool:
@@ -157,6 +163,16 @@ def settle_unit(ctx: Context, journal: Journal, u: dict[str, Any], record: dict[
         repoint()
         journal.unit_step(idx, "done", recovered=True, compacted=compacted, late_files=late)
         return act("completed_backup", late_files=late), True
+    if step in _BEFORE_MOVE_ASIDE:
+        # The source went away before this run moved anything (a partition dropped and its directory
+        # deleted during the run): the staged copy of data nobody wants any more goes, the unit is
+        # aborted. (At ``moving_aside`` or later the staging may be the only copy left: untouched.)
+        if has_s:
+            fs.delete(S)
+        drop_from_backup()
+        journal.unit_step(idx, "aborted", code="source_vanished",
+                          reason=f"{L} disappeared before it was moved aside")
+        return act("source_vanished"), False
     raise LakekeeperError(
         "recovery_failed",
         f"{L} and its moved-aside original {O} are both missing (staging {S} "

@@ -17,14 +17,28 @@ reason reported):
    are kept;
 4. ``older_than D``: a backup younger than D is kept.
 
-Without ``keep_last`` and ``older_than`` every backup outside 1 and 2 is
-deleted.
+A cleanup needs at least one of ``keep_last`` and ``older_than``
+(``missing_policy``): deleting every unpinned backup outside the grace
+period must be asked for, with ``older_than: all`` (``older_than_seconds``
+0, ``OLDER_THAN_ALL``). The verdicts of a policy without either (what
+``analyze`` shows when given none) are those of ``older_than: all``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Any
+
+
+# ``older_than: all`` (``--older-than all``): every backup that is neither
+# pinned nor within the grace period may go; held as older_than_seconds 0.
+OLDER_THAN_ALL = "all"
+
+NO_POLICY_MESSAGE = (
+    "cleanup needs a retention policy, and none was given: set keep_last (--keep-last N: keep the N newest "
+    "backups of each table) or older_than (--older-than 7d: keep the backups younger than that), or "
+    "older_than: all (--older-than all) to delete every backup that is not pinned and not within the grace "
+    "period; a rollback is impossible once its backup is gone")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,10 +95,20 @@ def retention_verdicts(backups: list[BackupFacts], policy: RetentionPolicy, now:
             why = ["not pinned", f"outside the grace period of {policy.grace_seconds}s"]
             if policy.keep_last is not None:
                 why.append(f"not one of the {policy.keep_last} newest")
-            if policy.older_than_seconds is not None:
+            if policy.older_than_seconds == 0:
+                why.append("older_than all")
+            elif policy.older_than_seconds is not None:
                 why.append(f"older than {policy.older_than_seconds}s")
             out.append(Verdict(b, True, ", ".join(why), age))
     return out
+
+
+def missing_policy(policy: RetentionPolicy) -> str | None:
+    """Why a cleanup under ``policy`` must not run (neither keep_last nor
+    older_than given), or None."""
+    if policy.keep_last is None and policy.older_than_seconds is None:
+        return NO_POLICY_MESSAGE
+    return None
 
 
 def policy_of(settings: Any) -> RetentionPolicy:

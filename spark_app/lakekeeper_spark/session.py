@@ -24,9 +24,12 @@ def build_session(
 ) -> Any:
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.appName(app_name)
+    builder = SparkSession.builder
     if not under_spark_submit():
-        builder = builder.master(master or "local[*]")
+        # under spark-submit the launch names the application (--name; the
+        # modules give lakekeeper-<command>-<table>): a name set here would
+        # replace it before a client-mode driver registers with YARN
+        builder = builder.appName(app_name).master(master or "local[*]")
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         builder = builder.config("spark.ui.enabled", "false").config("spark.scheduler.mode", "FAIR")
     else:
@@ -53,6 +56,6 @@ def build_session(
         builder = builder.config(key, value)
     spark = builder.enableHiveSupport().getOrCreate()
     spark.sparkContext.setLogLevel("ERROR" if log_level == "ERROR" else "WARN")
-    log.info("Spark %s, master %s, scheduler mode %s", spark.version, spark.sparkContext.master,
-             spark.sparkContext.getConf().get("spark.scheduler.mode", "FIFO"))
+    log.info("Spark %s, application %s, master %s, scheduler mode %s", spark.version, spark.sparkContext.appName,
+             spark.sparkContext.master, spark.sparkContext.getConf().get("spark.scheduler.mode", "FIFO"))
     return spark

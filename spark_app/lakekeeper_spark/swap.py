@@ -44,7 +44,8 @@ def check_unchanged(fs: HadoopFS, unit: Unit) -> None:
     files that were planned (names, sizes, modification times)."""
     now = fs.list_dir(unit.location)
     if not now.exists:
-        raise LakekeeperError("concurrent_write", f"{unit.location} disappeared during compaction")
+        raise LakekeeperError("source_vanished", f"{unit.location} disappeared during compaction (its partition "
+                                                 f"dropped or its directory deleted); nothing to swap")
     if now.fingerprint() != unit.listing.fingerprint() or now.subdirs != unit.listing.subdirs:
         before = {f.name for f in unit.listing.files}
         after = {f.name for f in now.files}

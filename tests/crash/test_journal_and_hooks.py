@@ -52,6 +52,12 @@ class FakeFS:
             return True
         return False
 
+    def delete_if_empty(self, uri):
+        uri = uri.rstrip("/")
+        if uri not in self.dirs or self.list_names(uri):
+            return False
+        return self.delete(uri)
+
     def rename(self, src, dst):
         assert src in self.files and dst not in self.files
         self.files[dst] = self.files.pop(src)

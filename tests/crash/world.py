@@ -25,7 +25,9 @@ file world (embedded Derby, file://):
 
 HDFS world (test bed: HDFS 2.7, Metastore service): the rename-critical
 steps, a rollback step, owner/mode, permission denied and a space quota hit
-during the write.
+during the write; and one run per table: a second compact and a cleanup
+started as separate processes while a compaction of the same table waits
+before its swap.
 
 Everything is built once per pytest process (``file_world`` /
 ``hdfs_world``) and cached; tests assert on slices of the facts.
@@ -460,7 +462,7 @@ def build_file_world(work: Path) -> World:
         w.stages["kill_compact"]["results"] = {r["table"]: r for r in json.loads(finished.read_text())}
     w.engine("kill_rollback", "rollback", rb, env={"LAKEKEEPER_FAULT_AT": ";".join(rb_specs)})
     w.engine("recover", "recover", crash + late + rb[1:])
-    w.engine("cleanup", "cleanup", cleaned)
+    w.engine("cleanup", "cleanup", cleaned, extra=["--older-than", "all"])
     with free_writer(w, free, "compact"):
         w.engine("compact", "compact", free + auto + errs + writers + [owned] + ["nodb.t", "bi.nope"] + bad,
                  env=dict(w.pause_env(pause_specs), LAKEKEEPER_FAULT_AT=";".join(raise_specs)),
@@ -545,6 +547,9 @@ def build_hdfs_world(work: Path, testbed) -> World:
                                                "file_mode": 0o640}, group="owner", expect={"": "fwd"})
     denied = w.add(sec, "denied", "bad:permission_denied", group="bad")
     quota = w.add(sec, "quota", "bad:quota", group="bad", root=f"{w.base}/data/{sec}_quota/quota")
+    # one run per table: while a compaction of this table waits right before its swap (backup made),
+    # a second compact and a cleanup of the same table run as separate processes (test_leases.py)
+    leased = w.add(f"hls_{tag}", "pair", "flat", group="lease", expect={"": "fwd"})
     w.setup()
     w.engine("kill_compact", "compact", [owned] + crash, env={"LAKEKEEPER_FAULT_AT": ";".join(specs)})
     w.engine("kill_rollback", "rollback", rb, env={"LAKEKEEPER_FAULT_AT": ";".join(rb_specs)})
@@ -565,8 +570,16 @@ def build_hdfs_world(work: Path, testbed) -> World:
             raise RuntimeError(res.stdout + res.stderr)
     w.engine("as_bob", "compact", [denied], env={"HADOOP_USER_NAME": "bob"})
     # (as root: the space pre-flight reads quotas of every ancestor up to /, which a plain user may not)
-    w.engine("quota", "compact", [quota], env=w.pause_env([hook("writing_staging", quota, 0)]),
-             on_poll=w.pause_handler({pause_tag(quota, "writing_staging"): set_quota}))
+
+    def second_runs() -> None:
+        w.engine("lease_compact", "compact", [leased])
+        w.engine("lease_cleanup", "cleanup", [leased], extra=["--older-than", "all"])
+    # (the table of the lease pair rides along: this run is its first compaction)
+    w.engine("quota", "compact", [quota, leased],
+             env=dict(w.pause_env([hook("writing_staging", quota, 0), hook("moving_aside", leased, 0)]),
+                      LAKEKEEPER_PAUSE_TIMEOUT="1200"),
+             on_poll=w.pause_handler({pause_tag(quota, "writing_staging"): set_quota,
+                                      pause_tag(leased, "moving_aside"): second_runs}))
     w.verify()
     return w
 

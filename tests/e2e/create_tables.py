@@ -5,7 +5,7 @@
 
 """Create the E2E test tables in an embedded Derby Metastore.
 
-    python create_tables.py STATE_DIR DATA_DIR
+    python create_tables.py STATE_DIR DATA_DIR [DATABASE ...]
 
 Uses the layout of the engine's embedded mode (docs/engine-contract.md,
 ``--state-dir``): Derby Metastore in STATE_DIR/metastore_db, warehouse in
@@ -13,7 +13,10 @@ STATE_DIR/warehouse. Creates, as Hive EXTERNAL parquet tables whose data lives
 under DATA_DIR:
 
 * ``e2e.events``: not partitioned, 60 small files;
-* ``e2e.clicks``: partitioned by ``day``, 2 partitions of 30 small files.
+* ``e2e.clicks``: partitioned by ``day``, 2 partitions of 30 small files;
+
+and the same two tables in each further DATABASE, under DATA_DIR/DATABASE
+(one JVM sets up the worlds of several scenarios).
 
 Embedded Derby allows one JVM at a time: nothing else may use STATE_DIR while
 this runs. Prints a JSON summary on stdout.
@@ -26,7 +29,29 @@ import os
 import sys
 
 
-def main(state_dir, data_dir):
+def create(spark, database, data):
+    """events and clicks of DATABASE under DATA; returns their summary."""
+    spark.sql("CREATE DATABASE IF NOT EXISTS %s" % database)
+    events = os.path.join(data, "events")
+    (spark.range(0, 6000).selectExpr("id", "CAST(id % 7 AS INT) AS k", "CONCAT('v', CAST(id AS STRING)) AS v")
+     .repartition(60).write.mode("overwrite").parquet("file://" + events))
+    spark.sql("CREATE EXTERNAL TABLE %s.events (id BIGINT, k INT, v STRING) STORED AS PARQUET "
+              "LOCATION 'file://%s'" % (database, events))
+
+    clicks = os.path.join(data, "clicks")
+    (spark.range(0, 3000).selectExpr("id", "IF(id % 2 = 0, '2024-01-01', '2024-01-02') AS day")
+     .repartition(30).write.mode("overwrite").partitionBy("day").parquet("file://" + clicks))
+    spark.sql("CREATE EXTERNAL TABLE %s.clicks (id BIGINT) PARTITIONED BY (day STRING) STORED AS PARQUET "
+              "LOCATION 'file://%s'" % (database, clicks))
+    spark.sql("MSCK REPAIR TABLE %s.clicks" % database)
+    return {
+        "events": {"location": events, "rows": spark.table("%s.events" % database).count()},
+        "clicks": {"location": clicks, "rows": spark.table("%s.clicks" % database).count(),
+                   "partitions": sorted(r[0] for r in spark.sql("SHOW PARTITIONS %s.clicks" % database).collect())},
+    }
+
+
+def main(state_dir, data_dir, more=()):
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession  # pylint: disable=import-outside-toplevel
 
@@ -49,33 +74,15 @@ def main(state_dir, data_dir):
     )
     spark.sparkContext.setLogLevel("ERROR")
     try:
-        spark.sql("CREATE DATABASE IF NOT EXISTS e2e")
-
-        events = os.path.join(data, "events")
-        (spark.range(0, 6000).selectExpr("id", "CAST(id % 7 AS INT) AS k", "CONCAT('v', CAST(id AS STRING)) AS v")
-         .repartition(60).write.mode("overwrite").parquet("file://" + events))
-        spark.sql("CREATE EXTERNAL TABLE e2e.events (id BIGINT, k INT, v STRING) STORED AS PARQUET "
-                  "LOCATION 'file://%s'" % events)
-
-        clicks = os.path.join(data, "clicks")
-        (spark.range(0, 3000).selectExpr("id", "IF(id % 2 = 0, '2024-01-01', '2024-01-02') AS day")
-         .repartition(30).write.mode("overwrite").partitionBy("day").parquet("file://" + clicks))
-        spark.sql("CREATE EXTERNAL TABLE e2e.clicks (id BIGINT) PARTITIONED BY (day STRING) STORED AS PARQUET "
-                  "LOCATION 'file://%s'" % clicks)
-        spark.sql("MSCK REPAIR TABLE e2e.clicks")
-
-        summary = {
-            "events": {"location": events, "rows": spark.table("e2e.events").count()},
-            "clicks": {"location": clicks, "rows": spark.table("e2e.clicks").count(),
-                       "partitions": sorted(r[0] for r in spark.sql("SHOW PARTITIONS e2e.clicks").collect())},
-        }
+        summary = create(spark, "e2e", data)
+        summary["more"] = {db: create(spark, db, os.path.join(data, db)) for db in more}
     finally:
         spark.stop()
     print(json.dumps(summary))
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
+    if len(sys.argv) < 3:
         sys.stderr.write(__doc__)
         sys.exit(2)
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1], sys.argv[2], sys.argv[3:])

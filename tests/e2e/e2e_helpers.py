@@ -3,14 +3,18 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""Helpers of the playbook tests (imported by conftest.py and test_e2e.py)."""
+"""Helpers of the playbook tests (imported by tests/conftest.py, test_e2e.py
+and tests/playbooks)."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
+import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BIN = os.path.dirname(os.path.abspath(sys.executable))
@@ -36,3 +40,51 @@ def run(cmd, timeout=600, **kwargs):
 def tarball_names(path):
     with tarfile.open(path) as archive:
         return archive.getnames()
+
+
+def tail(text, count=150):
+    return "\n".join(text.splitlines()[-count:])
+
+
+def run_lifecycle(collection_path, workdir, state_dir, data_dir, database):
+    """tests/e2e/playbooks/lifecycle.yml on the tables events and clicks of
+    DATABASE (made by create_tables.py, data under DATA_DIR, Metastore in
+    STATE_DIR), with the built and installed collection: the modules one by
+    one (analyze, analyze through spark-submit, compact in check mode,
+    compact, compact again, rollback, compact with a refresh command, cleanup
+    in check mode, cleanup, a missing table), each checked by the playbook's
+    own asserts. Returns the playbook's duration."""
+    os.makedirs(str(workdir))
+    for table, expected in (("events", 60), ("clicks", 60)):
+        files = [f for _d, _s, names in os.walk(os.path.join(data_dir, table)) for f in names
+                 if f.endswith(".parquet")]
+        assert len(files) == expected, (table, len(files))
+    inventory = os.path.join(str(workdir), "inventory.ini")
+    with open(inventory, "w", encoding="utf-8") as f:
+        f.write("localhost ansible_connection=local ansible_python_interpreter=%s\n" % sys.executable)
+    extra = os.path.join(str(workdir), "vars.json")
+    with open(extra, "w", encoding="utf-8") as f:
+        json.dump(dict(state_dir=str(state_dir), data_dir=str(data_dir), e2e_db=database,
+                       app_cache_dir=os.path.join(str(workdir), "app-cache"),
+                       config_file=os.path.join(str(workdir), "lakekeeper.yaml"),
+                       refresh_script=os.path.join(ROOT, "tests", "e2e", "record_argv.py"),
+                       e2e_extras=os.environ.get("LAKEKEEPER_E2E_EXTRAS", "1") != "0"), f)
+    # The playbook runs from workdir, so stray files (derby.log, ...) would show in its listing below.
+    playbook = os.path.join(str(workdir), "lifecycle.yml")
+    shutil.copy(os.path.join(ROOT, "tests", "e2e", "playbooks", "lifecycle.yml"), playbook)
+    started = time.time()
+    res = run([os.path.join(BIN, "ansible-playbook"), "-i", inventory, "-e", "@%s" % extra, playbook],
+              timeout=900, cwd=str(workdir),
+              env=tool_env(ANSIBLE_COLLECTIONS_PATH=collection_path,
+                           ANSIBLE_LOCAL_TEMP=os.path.join(str(workdir), "ltmp"),
+                           ANSIBLE_REMOTE_TEMP=os.path.join(str(workdir), "rtmp")))
+    seconds = time.time() - started
+    assert res.returncode == 0, "lifecycle playbook failed:\n" + tail(res.stdout)
+    assert "E2E_SUMMARY" in res.stdout
+    # The cached application: one app-<sha12> directory, unpacked once.
+    cached = os.listdir(os.path.join(str(workdir), "app-cache"))
+    assert len(cached) == 1 and cached[0].startswith("app-"), cached
+    # Nothing of the engine's working files outside the state dir.
+    assert sorted(os.listdir(str(workdir))) == sorted(
+        ["app-cache", "inventory.ini", "lakekeeper.yaml", "lifecycle.yml", "ltmp", "rtmp", "vars.json"])
+    return seconds

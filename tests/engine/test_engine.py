@@ -105,13 +105,13 @@ def test_non_partitioned_parquet_full_cycle(spark, engine, files, warehouse):
     assert engine.one("rollback", t)["changed"] is False
 
     engine.one("compact", t)
-    res = engine.one("cleanup", t)
+    res = engine.one("cleanup", t, older_than="all")
     assert res["status"] == "cleaned" and res["backups_removed"][0]["bytes"] > 0
     assert res["freed_bytes"] == res["backups_removed"][0]["bytes"]
     assert backup_tables(spark, "flat_pq") == [] and own_hidden(files, loc) == []
     spark.sql(f"REFRESH TABLE {t}")
     assert same_rows(spark.table(t), rows)
-    assert engine.one("cleanup", t)["changed"] is False
+    assert engine.one("cleanup", t, older_than="all")["changed"] is False
 
 
 def test_two_level_partitions_with_one_outside_the_root(spark, engine, files, warehouse):
@@ -367,6 +367,25 @@ def test_units_write_while_the_backup_is_made_and_none_swaps_without_it(
     assert same_rows(rows, spark.table("lk.bk_fail"))
 
 
+def test_rollback_of_an_earlier_run_that_no_later_run_touched(spark, engine, files, warehouse):
+    """rollback --run-id (an "undo run X" from an earlier job): run X
+    compacted dt=b, a later run dt=a only; X's backup is restored, the later
+    run's compaction and backup stay."""
+    t = "lk.undo"
+    loc = make_table(spark, warehouse, "undo", rows=200, partitions={"a": 12, "b": 12})
+    original_b = files.snapshot(f"{loc}/dt=b")
+    first = engine.one("compact", t, where="dt = 'b'")
+    assert [p["spec"] for p in first["partitions"] if p["status"] == "compacted"] == ["dt=b"], first
+    second = engine.one("compact", t)
+    assert [p["spec"] for p in second["partitions"] if p["status"] == "compacted"] == ["dt=a"], second
+    compacted_a = files.snapshot(f"{loc}/dt=a")
+    res = engine.one("rollback", t, rollback_run=first["run_id"])
+    assert res["status"] == "rolled_back" and res["backup_table"] == first["backup_table"], res
+    assert files.snapshot(f"{loc}/dt=b") == original_b and files.snapshot(f"{loc}/dt=a") == compacted_a
+    assert backup_tables(spark, "undo") == [second["backup_table"].split(".", 1)[1]]
+    assert engine.one("cleanup", t, older_than="all")["status"] == "cleaned"
+
+
 def test_database_mode_skips_backups_and_compacts_each_table(spark, engine, warehouse):
     spark.sql("CREATE DATABASE IF NOT EXISTS lkdb")
     for name in ("one", "two"):
@@ -381,7 +400,7 @@ def test_database_mode_skips_backups_and_compacts_each_table(spark, engine, ware
     assert sorted((r["table"], r["status"]) for r in res) == [("lkdb.one", "skipped"), ("lkdb.two", "skipped")]
     res = engine.run("cleanup", database="lkdb", older_than="1d")
     assert all(r["status"] == "skipped" and len(r["kept"]) == 1 for r in res)
-    res = engine.run("cleanup", database="lkdb")
+    res = engine.run("cleanup", database="lkdb", older_than="all")
     assert all(r["status"] == "cleaned" for r in res)
     assert engine.run("analyze", database="nodb")[0]["status"] == "failed"
 
@@ -807,12 +826,21 @@ def test_statistics_retention_pins_and_analyze_sizes(spark, engine, files, wareh
     assert [b["run_id"] for b in res["backups_removed"]] == [runs[1]]
     assert sorted(k["run_id"] for k in res["kept"]) == sorted([runs[0], runs[2]])
     assert len(backup_tables(spark, "keep")) == 2
+    # rollback --run-id of the first run: the third changed dt=a after it, so it is refused, nothing touched
+    before = files.snapshot(loc)
+    res = engine.one("rollback", t, rollback_run=runs[0])
+    assert (res["status"], res["code"]) == ("refused", "newer_run") and runs[2] in res["reason"], res
+    assert engine.one("rollback", t, rollback_run="20000101T000000-000000")["code"] == "not_found"
+    assert files.snapshot(loc) == before and len(backup_tables(spark, "keep")) == 2
     res = engine.one("rollback", t)  # restores the newest backup: 1 compacted + 10 small files, 500 rows
     stats = metastore_stats(spark, t, {"dt": "a"})
     assert (stats["numFiles"], stats["numRows"]) == ("11", "500")
     assert stats["totalSize"] == str(sum(f.size for f in files.fs.list_dir(f"{loc}/dt=a").files))
     assert {p["spec"]: p for p in res["partitions"]}["dt=a"]["statistics"] == stats
     assert engine.one("cleanup", t, unpin=runs[0])["status"] == "unpinned"
-    res = engine.one("cleanup", t)
+    res = engine.one("cleanup", t)  # no retention policy: refused, nothing deleted
+    assert (res["status"], res["code"]) == ("refused", "no_retention_policy") and "older_than: all" in res["reason"]
+    assert len(backup_tables(spark, "keep")) == 1
+    res = engine.one("cleanup", t, older_than="all")
     assert [b["run_id"] for b in res["backups_removed"]] == [runs[0]]
     assert backup_tables(spark, "keep") == [] and files.hidden(loc) == []

@@ -34,7 +34,7 @@ def test_long_table_name_keeps_its_backup_findable(spark, engine, files, warehou
 
     res = engine.one("compact", t)
     assert res["status"] == "compacted", res
-    res = engine.one("cleanup", t)
+    res = engine.one("cleanup", t, older_than="all")
     assert res["status"] == "cleaned" and res["backups_removed"], res
     spark.sql(f"REFRESH TABLE {t}")
     assert same_rows(spark.table(t), rows)

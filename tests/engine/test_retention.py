@@ -7,7 +7,8 @@ import pytest
 from lakekeeper_spark import sizes
 from lakekeeper_spark.config import build_settings
 from lakekeeper_spark.errors import UsageError
-from lakekeeper_spark.retention import BackupFacts, RetentionPolicy, retention_verdicts
+from lakekeeper_spark.cli import parse_args
+from lakekeeper_spark.retention import BackupFacts, RetentionPolicy, missing_policy, policy_of, retention_verdicts
 
 NOW = 1_000_000.0
 H = 3600
@@ -69,6 +70,32 @@ def test_settings_of_the_retention_options():
     assert build_settings({}, {}).grace_seconds == 0
     with pytest.raises(UsageError):
         build_settings({}, {"keep_last": -1})
+
+
+def test_older_than_all_is_every_unpinned_backup_outside_the_grace_period():
+    s = build_settings({}, {"older_than": "all", "grace_period": "1h"})
+    assert s.older_than_seconds == 0 and build_settings({"older_than": " ALL "}, {}).older_than_seconds == 0
+    policy = policy_of(s)
+    assert deleted(BS, older_than_seconds=0, grace_seconds=H) == sorted(["db.b864000", "db.b259200", "db.b7200"])
+    assert deleted(BS, older_than_seconds=0, keep_last=2) == sorted(["db.b864000", "db.b259200"])
+    reason = decide(BS, older_than_seconds=0, grace_seconds=H)["db.b7200"][1]
+    assert reason == "not pinned, outside the grace period of 3600s, older_than all"
+    assert missing_policy(policy) is None and missing_policy(RetentionPolicy(keep_last=0)) is None
+    assert "older_than: all" in missing_policy(RetentionPolicy(grace_seconds=H))
+
+
+def test_cleanup_without_a_retention_policy_is_a_usage_error(tmp_path):
+    """Refused on the command line, before Spark starts: deleting every
+    backup must be asked for (--older-than all)."""
+    for argv in (["cleanup", "--table", "db.t"], ["cleanup", "--database", "db", "--grace-period", "1h"]):
+        with pytest.raises(UsageError, match="cleanup needs a retention policy"):
+            parse_args(argv)
+    config = tmp_path / "lk.yaml"
+    config.write_text("keep_last: 2\n")
+    for argv in (["cleanup", "--table", "db.t", "--older-than", "all"], ["cleanup", "--table", "db.t", "--keep-last", "0"],
+                 ["cleanup", "--table", "db.t", "--pin", "r1"], ["cleanup", "--table", "db.t", "--config-file", str(config)],
+                 ["analyze", "--table", "db.t"]):
+        assert parse_args(argv)[0].command == argv[0]
 
 
 def test_histograms_and_projection():

@@ -11,7 +11,9 @@ group ``lakekeeper_edge`` runs the engine, an ingestion host in group
 way an AWX survey passes them.
 
 * ``test_playbooks_embedded``: the embedded default (local Spark, Derby
-  Metastore in a state dir; one JVM at a time): analyze.yml (as the collection
+  Metastore in a state dir; one JVM at a time): first the lifecycle playbook
+  of tests/e2e (each module on its own, with the built and installed
+  collection) on a database of its own, then analyze.yml (as the collection
   playbook lakekeeper.hive.analyze), compact.yml failing after the pause (the
   ingestion is resumed anyway), compact.yml for real with a Kerberos ticket
   from a real KDC and a real stand-in ingestion process stopped with SIGSTOP
@@ -23,10 +25,13 @@ way an AWX survey passes them.
   strings), and --syntax-check of the four playbooks with it.
 * ``test_playbooks_on_the_testbed``: spark-submit to the test bed's Spark
   standalone master, tables on HDFS through the Metastore service, the
-  executors' Python shipped by the python_env role: compact.yml (the
-  pre-flight reading real HDFS quotas), a second Spark process reads the
-  tables through the Metastore and sees the same rows, rollback.yml,
-  cleanup.yml, and a last read.
+  executors' Python shipped by the python_env role: the engine CLI itself
+  under spark-submit on a third table (its output contract, the runtime it
+  reports, FAIR pools; the whole CLI sequence runs on each older Spark lane,
+  tests/testbed/test_engine_on_testbed.py), compact.yml (the pre-flight
+  reading real HDFS quotas), a second Spark process reads the tables through
+  the Metastore and sees the same rows, rollback.yml, cleanup.yml, and a
+  last read.
 
 Run: ``.venv/bin/python -m pytest tests/playbooks`` (``-m 'not testbed'`` for
 the embedded part only). Each JVM start costs 10-20 s on a quiet machine, so
@@ -47,6 +52,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 import pytest
+
+from e2e_helpers import run_lifecycle  # pylint: disable=import-error
+from engine_submit import check_cluster_run, submit_engine  # pylint: disable=import-error
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -174,14 +182,22 @@ def run_id_time(run_id):
 
 
 @pytest.mark.e2e
-def test_playbooks_embedded(collections_dir, kdc, tmp_path):
+def test_playbooks_embedded(collections_dir, collection_path, kdc, tmp_path):
     state_dir, data_dir = tmp_path / "state", tmp_path / "data"
     started = time.time()
-    res = subprocess.run([sys.executable, CREATE_TABLES, str(state_dir), str(data_dir)], stdout=subprocess.PIPE,
+    # the tables of database e2e for the playbooks, the same tables in database lc for the lifecycle playbook
+    res = subprocess.run([sys.executable, CREATE_TABLES, str(state_dir), str(data_dir), "lc"], stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, timeout=900, check=False,
                          env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1"))
     assert res.returncode == 0, res.stdout[-5000:]
+    summary = json.loads(res.stdout.strip().splitlines()[-1])
+    for tables in (summary, summary["more"]["lc"]):
+        assert tables["events"]["rows"] == 6000 and tables["clicks"]["rows"] == 3000, summary
     TIMINGS.append("create_tables.py: %.0fs" % (time.time() - started))
+
+    # -- the modules one by one (tests/e2e/playbooks/lifecycle.yml), the built collection, database lc
+    seconds = run_lifecycle(collection_path, tmp_path / "lifecycle", state_dir, data_dir / "lc", "lc")
+    TIMINGS.append("lifecycle.yml (database lc): %.0fs" % seconds)
     originals = {t: data_files(str(data_dir / t)) for t in ("events", "clicks")}
     original_dirs = {t: directories(str(data_dir / t)) for t in ("events", "clicks")}
     assert [len(originals["events"]), len(originals["clicks"])] == [60, 60]
@@ -345,6 +361,8 @@ PROBE = textwrap.dedent(
     - name: What the maintenance role makes of the example inventory
       hosts: lakekeeper_edge
       gather_facts: false
+      vars_files:
+        - MAPPING_FILE
       tasks:
         - name: Start a compaction run (selection and ingestion hosts are checked)
           ansible.builtin.include_role:
@@ -357,9 +375,9 @@ PROBE = textwrap.dedent(
 
         - name: Show the result
           ansible.builtin.debug:
-            msg: "PROBE {{ {'ingestion': maintenance_ingestion_hosts, 'run_id': maintenance_pipeline_run_id,
+            msg: "PROBE {{ {'ingestion': _maintenance_ingestion_hosts, 'run_id': _maintenance_pipeline_run_id,
                             'tables': _maintenance_tables, 'queue': maintenance_spark_submit.queue,
-                            'principal': maintenance_kinit_principal, 'margin': maintenance_preflight_margin_ratio,
+                            'principal': _maintenance_kinit_principal, 'margin': maintenance_preflight_margin_ratio,
                             'ship_env': maintenance_python_env | bool} | to_json }}"
     """
 )
@@ -367,12 +385,13 @@ PROBE = textwrap.dedent(
 
 @pytest.mark.e2e
 def test_example_inventory(collections_dir, tmp_path):
-    """The example inventory: each edge node gets its own cluster's ingestion
+    """The example inventory, through the playbooks' mapping of the lakekeeper_*
+    variables: each edge node gets its own cluster's ingestion
     hosts and settings, survey-style table strings are parsed; the four
     playbooks pass --syntax-check with it. Nothing connects to the hosts."""
     inventory = os.path.join(PLAYBOOKS, "inventory", "example")
     probe = tmp_path / "probe.yml"
-    probe.write_text(PROBE)
+    probe.write_text(PROBE.replace("MAPPING_FILE", os.path.join(PLAYBOOKS, "vars", "maintenance.yml")))
     run = run_playbook(str(probe), inventory, collections_dir, tmp_path,
                        ['{"lakekeeper_tables": "sales.orders, items\\nsales.orders", "lakekeeper_database": "sales"}'])
     assert run.rc == 0, run
@@ -403,25 +422,27 @@ TABLES = textwrap.dedent(
     jvm = spark._jvm
     fs = jvm.org.apache.hadoop.fs.FileSystem.get(spark._jsc.hadoopConfiguration())
     P = jvm.org.apache.hadoop.fs.Path
+    # pb.orders and pb.items for the playbooks; cli.events for the engine CLI under spark-submit
+    TABLES = {"pb.orders": "/lk-pb/orders", "pb.items": "/lk-pb/items", "cli.events": "/lk-cli/events"}
     if sys.argv[1] == "create":
-        spark.sql("CREATE DATABASE IF NOT EXISTS pb")
-        for i, name in enumerate(["orders", "items"]):
-            spark.sql(f"DROP TABLE IF EXISTS pb.{name}")
-            spark.sql(f"CREATE EXTERNAL TABLE pb.{name} (id BIGINT, v STRING) PARTITIONED BY (dt STRING) "
-                      f"STORED AS PARQUET LOCATION '/lk-pb/{name}'")
+        for i, (name, location) in enumerate(TABLES.items()):
+            spark.sql(f"CREATE DATABASE IF NOT EXISTS {name.split('.')[0]}")
+            spark.sql(f"DROP TABLE IF EXISTS {name}")
+            spark.sql(f"CREATE EXTERNAL TABLE {name} (id BIGINT, v STRING) PARTITIONED BY (dt STRING) "
+                      f"STORED AS PARQUET LOCATION '{location}'")
             for j, dt in enumerate(["2024-01-01", "2024-01-02"]):
                 lo = (i * 2 + j) * 5000
                 spark.range(lo, lo + 5000).selectExpr("id", "cast(id as string) v").repartition(40) \\
                     .createOrReplaceTempView("src")
-                spark.sql(f"INSERT INTO pb.{name} PARTITION (dt='{dt}') SELECT * FROM src")
+                spark.sql(f"INSERT INTO {name} PARTITION (dt='{dt}') SELECT * FROM src")
         # quotas the pre-flight reads: room for the copies, on the tables' parent
         fs.setQuota(P("/lk-pb"), 100000, 512 * 1024 * 1024)
     out = {}
-    for name in ["orders", "items"]:
-        spark.sql(f"REFRESH TABLE pb.{name}")
-        row = spark.sql(f"SELECT count(*) AS n, sum(id) AS s, count(distinct v) AS d FROM pb.{name}").first()
+    for name, location in TABLES.items():
+        spark.sql(f"REFRESH TABLE {name}")
+        row = spark.sql(f"SELECT count(*) AS n, sum(id) AS s, count(distinct v) AS d FROM {name}").first()
         files, hidden = {}, []
-        for part in fs.listStatus(P(f"/lk-pb/{name}")):
+        for part in fs.listStatus(P(location)):
             pn = part.getPath().getName()
             if pn.startswith("."):
                 hidden.append(pn)
@@ -430,8 +451,9 @@ TABLES = textwrap.dedent(
                 continue
             files[pn] = sorted(f.getPath().getName() for f in fs.listStatus(part.getPath())
                                if f.getPath().getName().endswith(".parquet"))
-        out[name] = {"rows": row.n, "sum": row.s, "distinct": row.d, "files": files, "hidden": sorted(hidden),
-                     "partitions": sorted(r[0] for r in spark.sql(f"SHOW PARTITIONS pb.{name}").collect())}
+        out[name.split(".")[1] if name.startswith("pb.") else name] = {
+            "rows": row.n, "sum": row.s, "distinct": row.d, "files": files, "hidden": sorted(hidden),
+            "partitions": sorted(r[0] for r in spark.sql(f"SHOW PARTITIONS {name}").collect())}
     print(json.dumps(out))
     """
 )
@@ -452,7 +474,9 @@ def test_playbooks_on_the_testbed(collections_dir, testbed, tmp_path):
 
     before = tables("create")
     assert before["orders"]["rows"] == 10000 and before["items"]["rows"] == 10000
+    assert before["cli.events"]["rows"] == 10000
     assert [len(f) for f in before["orders"]["files"].values()] == [40, 40]
+    same = ("rows", "sum", "distinct", "partitions")
 
     hooks_log = tmp_path / "hooks.log"
     conf = str(testbed.conf_dir)
@@ -490,6 +514,14 @@ def test_playbooks_on_the_testbed(collections_dir, testbed, tmp_path):
 
     apps_before = len(spark_apps())
     try:
+        # -- the engine CLI under spark-submit on the standalone cluster, as a cluster runs it ----
+        doc, output = submit_engine(testbed, tmp_path, "compact", "--table", "cli.events")
+        check_cluster_run(doc, output)
+        (t,) = doc["tables"]
+        assert t["status"] == "compacted" and t["location"].startswith("hdfs://"), t
+        assert [p["files_after"] for p in t["partitions"]] == [1, 1], t
+        apps_before += 1
+
         # -- compact.yml: spark-submit to the standalone master, tables on HDFS ------------------
         run = run_playbook(os.path.join(PLAYBOOKS, "compact.yml"), inventory, collections_dir, tmp_path,
                            ["lakekeeper_database=pb"])
@@ -518,6 +550,8 @@ def test_playbooks_on_the_testbed(collections_dir, testbed, tmp_path):
             assert {k: after[name][k] for k in ("rows", "sum", "distinct", "partitions")} == \
                 {k: before[name][k] for k in ("rows", "sum", "distinct", "partitions")}, (name, after[name])
             assert [len(f) for f in after[name]["files"].values()] == [1, 1], after[name]
+        assert {k: after["cli.events"][k] for k in same} == {k: before["cli.events"][k] for k in same}
+        assert [len(f) for f in after["cli.events"]["files"].values()] == [1, 1], after["cli.events"]
 
         # -- rollback.yml on one table, cleanup.yml on the other ----------------------------------
         run = run_playbook(os.path.join(PLAYBOOKS, "rollback.yml"), inventory, collections_dir, tmp_path,
@@ -537,5 +571,7 @@ def test_playbooks_on_the_testbed(collections_dir, testbed, tmp_path):
         assert [len(f) for f in final["items"]["files"].values()] == [1, 1], final["items"]
         assert final["items"]["rows"] == 10000 and final["items"]["sum"] == before["items"]["sum"]
         assert not [h for h in final["items"]["hidden"] if "lk_old" in h], final["items"]
+        # the playbooks over database pb and table pb.* left cli.events as the CLI run made it
+        assert final["cli.events"] == after["cli.events"], final["cli.events"]
     finally:
         sys.stdout.write("\n".join(["timings:"] + TIMINGS) + "\n")

@@ -6,7 +6,10 @@ Spark standalone with executors in a separate worker JVM.
    Metastore service, standalone master), in a child pytest.
 2. The engine CLI runs under spark-submit on the standalone cluster against
    an HDFS table, and a second Spark process sees the compacted table and the
-   same rows through the Metastore service.
+   same rows through the Metastore service: compact, compact again, rollback,
+   compact, cleanup. On each older Spark lane (scripts/spark-lanes), with that
+   Spark's spark-submit; on the main line one CLI compaction runs inside the
+   playbook scenario on the test bed, which sets up the same world.
 """
 
 from __future__ import annotations
@@ -20,8 +23,9 @@ from pathlib import Path
 
 import pytest
 
+from engine_submit import check_cluster_run, submit_engine  # pylint: disable=import-error
+
 ROOT = Path(__file__).resolve().parents[2]
-APP = ROOT / "spark_app" / "run_lakekeeper.py"
 
 pytestmark = pytest.mark.testbed
 
@@ -70,36 +74,21 @@ READ = textwrap.dedent(
 )
 
 
+@pytest.mark.skipif(not os.environ.get("LAKEKEEPER_SPARK_LANE"),
+                    reason="main line: the CLI under spark-submit runs inside tests/playbooks' test bed scenario "
+                           "(test_playbooks_on_the_testbed); this whole sequence runs on each older Spark lane")
 def test_cli_under_spark_submit_on_the_standalone_cluster(testbed, tmp_path):
     setup = tmp_path / "setup.py"
     setup.write_text(SETUP)
     r = testbed.spark_submit(setup)
     assert r.returncode == 0, r.stderr[-3000:]
 
-    outputs = []
-    # On a Spark lane the application runs on the lane's Python packed by
-    # the python_env role (scripts/spark_lanes.py), as on a cluster.
-    app_python = os.environ.get("LAKEKEEPER_APP_PYTHON", sys.executable)
-
-    def engine(*args: str) -> dict:
-        result = tmp_path / f"{args[0]}.json"
-        p = testbed.spark_submit(APP, *args, "--table", "cli.events", "--result-file", str(result),
-                                 confs={"spark.pyspark.python": app_python})
-        assert p.returncode == 0, p.stderr[-3000:]
-        outputs.append(p.stdout + p.stderr)
-        doc = json.loads(result.read_text())
-        # spark-submit's PythonRunner merges the driver's stderr into stdout:
-        # the document is still the last thing printed, from a line "{".
-        lines = p.stdout.rstrip().splitlines()
-        start = max(i for i, line in enumerate(lines) if line == "{")
-        try:
-            printed = json.loads("\n".join(lines[start:]))
-        except ValueError as exc:
-            raise AssertionError(f"stdout does not end with the JSON document ({exc}):\n"
-                                 + "\n".join(lines[start:])[-3000:]) from exc
-        assert printed == doc
+    def engine(command: str, *args: str) -> dict:
+        doc, output = submit_engine(testbed, tmp_path, command, *args, "--table", "cli.events")
+        outputs.append(output)
         return doc
 
+    outputs = []
     reader = tmp_path / "read.py"
     reader.write_text(READ)
 
@@ -110,13 +99,7 @@ def test_cli_under_spark_submit_on_the_standalone_cluster(testbed, tmp_path):
 
     expected = {"n": 10000, "s": sum(range(10000)), "d": 10000, "parts": ["dt=2024-01-01", "dt=2024-01-02"]}
     doc = engine("compact")
-    import pyspark  # the cluster's Spark (this test's, on each Spark lane) is what the result reports
-
-    assert doc["runtime"]["spark"] == pyspark.__version__, doc["runtime"]
-    assert doc["runtime"]["python"] == ".".join(map(str, sys.version_info[:3])), doc["runtime"]
-    assert Path(doc["runtime"]["python_prefix"]).resolve() == Path(app_python).parent.parent.resolve(), doc["runtime"]
-    # units are concurrent jobs in FAIR pools under spark-submit too
-    assert "master spark://" in outputs[-1] and "scheduler mode FAIR" in outputs[-1], outputs[-1][-3000:]
+    check_cluster_run(doc, outputs[-1])
     (t,) = doc["tables"]
     assert t["status"] == "compacted" and t["location"].startswith("hdfs://"), t
     assert [p["files_after"] for p in t["partitions"]] == [1, 1]
@@ -125,6 +108,6 @@ def test_cli_under_spark_submit_on_the_standalone_cluster(testbed, tmp_path):
     assert engine("rollback")["tables"][0]["status"] == "rolled_back"
     assert second_process() == expected
     engine("compact")
-    doc = engine("cleanup")
+    doc = engine("cleanup", "--older-than", "all")
     assert doc["tables"][0]["status"] == "cleaned"
     assert second_process() == expected

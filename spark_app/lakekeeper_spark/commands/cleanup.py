@@ -1,6 +1,8 @@
 """cleanup: delete backups (original files and backup table) of a table
 under the retention policies (``retention.py``: pinned, grace period,
-``--keep-last``, ``--older-than``; all backups when none is given).
+``--keep-last``, ``--older-than``; ``--older-than all`` for every backup
+that is neither pinned nor within the grace period). Without ``--keep-last``
+or ``--older-than`` it refuses (``no_retention_policy``), deleting nothing.
 Irreversible. With ``--pin RUN_ID`` / ``--unpin RUN_ID`` it only pins or
 unpins that backup. Only directories that are provably Lakekeeper
 originals next to a live directory are deleted (see recovery.backup_units),
@@ -20,7 +22,7 @@ from ..journal import Journal
 from ..layout import journal_dir
 from ..recovery import backup_record, backup_units, recover_table
 from ..results import table_result
-from ..retention import backup_verdicts
+from ..retention import backup_verdicts, missing_policy, policy_of
 from ..swap import adopt_files
 from ..tables import load_table
 
@@ -48,6 +50,10 @@ def pin_table(ctx: Context, full_name: str, backups: list[BackupRef], run: str, 
 
 
 def cleanup_table(ctx: Context, full_name: str) -> dict[str, Any]:
+    if not (ctx.settings.pin or ctx.settings.unpin):
+        missing = missing_policy(policy_of(ctx.settings))
+        if missing:  # the command line refuses this first; here for every other caller
+            raise Refused("no_retention_policy", missing)
     info = load_table(ctx, full_name)
     recovered = [] if ctx.settings.dry_run else recover_table(ctx, info)
     backups = find_backups(ctx.catalog, info.db, info.name, ctx.settings.backup_prefix)

@@ -111,6 +111,42 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     swapped = [r for r in done if r["status"] == "compacted"]
     failed = [r for r in done if r["status"] == "failed"]
     pending = [r for r in done if r.get("pending_recovery")]
+    try:
+        return _finish_table(ctx, info, p, journal, full_name, todo, done, skipped, swapped, failed, pending,
+                             recovered, base)
+    except Exception as exc:  # noqa: BLE001 - after the swaps: say what changed
+        if not swapped:
+            raise
+        raise after_swaps(exc, p, done, skipped, swapped) from exc
+
+
+def after_swaps(exc: Exception, p: TablePlan, done: list[dict[str, Any]], skipped: list[dict[str, Any]],
+                swapped: list[dict[str, Any]]) -> LakekeeperError:
+    """An error once units were swapped: a failed result that still says
+    ``changed: true`` and lists the units that did change (``partial``,
+    merged into the result by the CLI)."""
+    code, message = (exc.code, exc.message) if isinstance(exc, LakekeeperError) else ("error", root_cause(exc))
+    err = LakekeeperError(code, f"{message} (after {len(swapped)} unit(s) had been swapped; they stay compacted)")
+    err.partial = {"partitions": _ordered(p, done + skipped), "backup_table": p.backup_table}  # type: ignore[attr-defined]
+    return err
+
+
+def recheck_before_swap(ctx: Context, p: TablePlan) -> None:
+    """Right before a unit's swap: this run still holds the table's lease,
+    and its backup table still exists (a swap without it would leave the
+    originals unreachable for rollback and cleanup)."""
+    if ctx.lease is not None:
+        ctx.lease.check()
+    db, name = p.backup_table.split(".")
+    if not ctx.catalog.table_exists(db, name):
+        raise LakekeeperError("backup_missing", f"the backup table {p.backup_table} of this run no longer exists "
+                                                f"(dropped by hand or by another command); not swapping")
+
+
+def _finish_table(ctx: Context, info: TableInfo, p: TablePlan, journal: Journal, full_name: str, todo: list[Unit],
+                  done: list[dict[str, Any]], skipped: list[dict[str, Any]], swapped: list[dict[str, Any]],
+                  failed: list[dict[str, Any]], pending: list[dict[str, Any]], recovered: list[dict[str, Any]],
+                  base: dict[str, Any]) -> dict[str, Any]:
     if not swapped and not pending:  # nothing to keep: no backup, no journal
         db, name = p.backup_table.split(".")
         ctx.catalog.drop_table(db, name)
@@ -130,6 +166,7 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
         code = failed[0].get("code")
     else:
         status = "compacted"
+        drifted = [u for u in p.units if u.decision.code == SCHEMA_DRIFT]
         reason = f"compacted {len(swapped)} of {len(p.units)} unit(s)" + (
             f"; {len(drifted)} refused ({SCHEMA_DRIFT})" if drifted else "")
         code = None
@@ -177,6 +214,7 @@ def _compact_unit(
         warnings = fs.copy_permissions(u.location, u.staging)
         if backup is not None:
             backup.wait()
+        recheck_before_swap(ctx, p)
         check_unchanged(fs, u)
         swap_in(fs, journal, idx, u)
         late = adopt_late_files(fs, u, u.listing)
@@ -209,6 +247,9 @@ def _compact_unit(
         if backup is not None:
             backup.settle()
         left, state = _undo_unit(ctx, p, journal, idx, u, code, message)
+        if state == "vanished":  # whatever step noticed it first
+            code, message = "source_vanished", (f"{u.location} disappeared during the run (its partition dropped "
+                                                f"or its directory deleted); nothing to compact")
         if state == "compacted":  # the error came after the swap; recovery finished it
             return partition_result(u, "compacted", f"{u.stats.files} files compacted; {message}; {left}",
                                     rows_before=rows_before, rows_after=rows_after, warnings=[message])
@@ -258,7 +299,8 @@ def _undo_unit(ctx: Context, p: TablePlan, journal: Journal, idx: int, u: Unit, 
                message: str) -> tuple[str, str]:
     """Settle a failed unit with the same state machine as ``recover``
     (whatever step it failed at). Returns (what is where, state) with state
-    ``original`` (original data live, staging removed), ``compacted`` (the
+    ``original`` (original data live, staging removed), ``vanished`` (the
+    source directory was gone before the move aside: staging removed), ``compacted`` (the
     swap had happened: compacted data live, backup at the original) or
     ``pending`` (could not settle: nothing deleted, the journal stays for
     ``recover``)."""
@@ -273,6 +315,8 @@ def _undo_unit(ctx: Context, p: TablePlan, journal: Journal, idx: int, u: Unit, 
                 f"staging {u.staging} kept as they are; run recover", "pending")
     if swapped:
         return f"compacted data live at {u.location}, original kept at {u.old} for the backup", "compacted"
+    if action and action["action"] == "source_vanished":
+        return "its staged copy was removed", "vanished"
     if action and action["action"] == "restored_original":
         return f"original data moved back to {u.location}", "original"
     return f"original data untouched at {u.location}", "original"

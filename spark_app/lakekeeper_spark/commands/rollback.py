@@ -10,6 +10,12 @@ like a compaction, so an interrupted rollback is finished by ``recover``.
 A rollback is refused when a compacted file is gone from the live
 directory (someone rewrote it, e.g. ``INSERT OVERWRITE``): restoring the
 originals then would bring back rows that were meant to be replaced.
+
+With ``--run-id RUN`` the backup of that run is restored instead of the
+newest one (an "undo run RUN" from an earlier job's artifact): refused
+(``newer_run``) when a later run changed one of its units, whose own
+backup holds that run's output; a table without a backup of RUN is
+refused with ``not_found`` (passed over by a database run).
 """
 
 from __future__ import annotations
@@ -18,12 +24,31 @@ from typing import Any
 
 from ..backup import find_backups
 from ..context import Context
-from ..errors import LakekeeperError
+from ..errors import LakekeeperError, Refused
 from ..journal import Journal
 from ..layout import journal_dir, trash_path
 from ..recovery import backup_record, backup_units, finish_rollback, recover_table, update_statistics
 from ..results import table_result
 from ..tables import load_table
+
+
+def _backup_of_run(ctx: Context, info: Any, full_name: str, backups: list[Any], run: str) -> Any:
+    """The backup of ``run`` (run id or backup table name), refused when a
+    later run changed one of its units (restoring it would drop that run's
+    result and leave its backup pointing at data that is gone)."""
+    match = [i for i, b in enumerate(backups) if run in (b.run_id, b.name, b.full_name)]
+    if not match:
+        known = ", ".join(b.run_id for b in backups)
+        raise Refused("not_found", f"{full_name} has no backup of run {run!r} to roll back to (backups: {known})")
+    b = backups[match[0]]
+    mine = {u["location"] for u in backup_units(ctx, info, b)}
+    for later in backups[match[0] + 1:]:
+        overlap = sorted(mine & {u["location"] for u in backup_units(ctx, info, later)})
+        if overlap:
+            raise Refused("newer_run", f"run {later.run_id} ({later.full_name}) changed {len(overlap)} unit(s) of run "
+                                       f"{b.run_id} after it, e.g. {overlap[0]}; roll run {later.run_id} back first, "
+                                       f"or roll back without run_id (the newest backup)")
+    return b
 
 
 def rollback_table(ctx: Context, full_name: str) -> dict[str, Any]:
@@ -34,6 +59,8 @@ def rollback_table(ctx: Context, full_name: str) -> dict[str, Any]:
         return table_result(full_name, "skipped", "no backup to roll back to", changed=bool(recovered),
                             run_id=ctx.run_id, recovered=recovered)
     b = backups[-1]
+    if ctx.settings.rollback_run:
+        b = _backup_of_run(ctx, info, full_name, backups, ctx.settings.rollback_run)
     units = backup_units(ctx, info, b)
     missing = [u["old"] for u in units if not ctx.fs.exists(u["old"])]
     if missing:

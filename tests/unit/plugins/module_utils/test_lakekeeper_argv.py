@@ -253,7 +253,9 @@ def test_reference_under_the_hood_example():
     ss = lk.resolve_spark_submit(lk.merge_spark_submit({}, section))
     argv = lk.build_command("compact", lk.selector_args(table="mydb.events"), ss, ss["script_path"],
                             spark_submit="spark-submit", result_file="/tmp/r.json")
-    assert argv == UNDER_THE_HOOD + ["--result-file", "/tmp/r.json"]
+    # the reference's command, and the application's name (default_app_name) after the deploy mode
+    assert argv == UNDER_THE_HOOD[:5] + ["--name", "lakekeeper-compact-mydb.events"] + UNDER_THE_HOOD[5:] + [
+        "--result-file", "/tmp/r.json"]
 
 
 def test_reference_config_every_key():
@@ -264,7 +266,7 @@ def test_reference_config_every_key():
                             result_file="/tmp/r.json")
     assert argv == [
         "/opt/spark/bin/spark-submit", "--master", "yarn", "--deploy-mode", "client",
-        "--principal", "myuser@MY.REALM.COM", "--keytab", "/etc/security/keytabs/myuser.keytab",
+        "--name", "lakekeeper-compact-mydb.events", "--principal", "myuser@MY.REALM.COM", "--keytab", "/etc/security/keytabs/myuser.keytab",
         "--conf", "spark.yarn.queue=data-engineering",
         "--archives", "/opt/lakekeeper_env.tar.gz#lakekeeper_env",
         "--conf", "spark.pyspark.python=./lakekeeper_env/bin/python",
@@ -280,8 +282,33 @@ def test_spark_submit_minimal_defaults_to_yarn():
     ss = lk.resolve_spark_submit(lk.merge_spark_submit({"enabled": True}, None))
     argv = lk.build_command("analyze", ["--database", "db"], ss, "/app/run_lakekeeper.py",
                             spark_submit="spark-submit", result_file="/r")
-    assert argv == ["spark-submit", "--master", "yarn", "/app/run_lakekeeper.py", "analyze", "--database", "db",
-                    "--result-file", "/r"]
+    assert argv == ["spark-submit", "--master", "yarn", "--name", "lakekeeper-analyze-db", "/app/run_lakekeeper.py",
+                    "analyze", "--database", "db", "--result-file", "/r"]
+
+
+def test_spark_submit_name_proxy_user_and_extra_args():
+    ss = lk.resolve_spark_submit(lk.merge_spark_submit(
+        {"enabled": True, "proxy_user": "etl", "extra_args": ["--conf", "spark.x=1", "--packages", "a:b:1"]}, None))
+    argv = lk.build_command("compact", ["--tables", "db.a,db.b,db.c"], ss, "/app/r.py", spark_submit="spark-submit",
+                            result_file="/r", job_id="4242")
+    assert argv == ["spark-submit", "--master", "yarn", "--name", "lakekeeper-compact-db.a+2-awx-4242",
+                    "--proxy-user", "etl", "--conf", "spark.x=1", "--packages", "a:b:1", "/app/r.py", "compact",
+                    "--tables", "db.a,db.b,db.c", "--result-file", "/r"]
+    named = dict(ss, name="nightly")
+    assert lk.build_command("compact", ["--table", "db.a"], named, "/app/r.py", spark_submit="s", result_file="/r",
+                            job_id="1")[3:5] == ["--name", "nightly"]
+    assert lk.default_app_name("rollback", ["--table", "db.t"]) == "lakekeeper-rollback-db.t"
+    assert lk.default_app_name("cleanup", ["--tables", "db.t"], "") == "lakekeeper-cleanup-db.t"
+    for args, flag in ((["--deploy-mode", "cluster"], "--deploy-mode"), (["--name=x"], "--name"),
+                       (["--files", "a"], "--files"), (["--conf", "a=b", ""], "empty")):
+        with pytest.raises(lk.LakekeeperError, match=flag):
+            lk.build_command("compact", ["--table", "db.a"], dict(ss, extra_args=args), "/app/r.py",
+                             spark_submit="s", result_file="/r")
+    # spark-submit only: ignored (and warned about) in the embedded mode
+    embedded = lk.resolve_spark_submit({"name": "n", "proxy_user": "u", "extra_args": ["--verbose"]})
+    assert lk.ignored_embedded_keys(embedded) == ["name", "proxy_user", "extra_args"]
+    assert "--name" not in lk.build_command("compact", ["--table", "db.a"], embedded, "/app/r.py", python="py",
+                                            result_file="/r")
 
 
 def test_spark_submit_state_dir_and_dry_run_only_when_asked():
@@ -570,6 +597,21 @@ class TestDiff:
         ]}
         assert rs.build_diff(doc) == {"before": {"db.flat": {"files": 60, "partitions": {"": 60}}},
                                       "after": {"db.flat": {"files": 1, "partitions": {"": 1}}}}
+
+    def test_cleanup_shows_the_backups_it_drops(self):
+        removed = [{"backup_table": "db.__bkp_t_2", "run_id": "r2", "bytes": 10, "verdict": "delete"},
+                   {"backup_table": "db.__bkp_t_1", "run_id": "r1", "bytes": 20, "verdict": "delete"}]
+        kept = [{"backup_table": "db.__bkp_t_3", "run_id": "r3", "verdict": "keep", "reason": "pinned"}]
+        doc = {"tables": [
+            {"table": "db.t", "status": "planned", "backups_removed": removed, "kept": kept},
+            {"table": "db.u", "status": "skipped", "backups_removed": [], "kept": [], "reason": "no backups"},
+            {"table": "db.v", "status": "skipped", "backups_removed": [], "kept": kept[:1]},
+        ]}
+        for dry_run in (True, False):  # check mode: what the cleanup would drop
+            assert rs.build_diff(doc, dry_run=dry_run) == {
+                "before": {"db.t": {"backups": ["db.__bkp_t_1", "db.__bkp_t_2", "db.__bkp_t_3"]},
+                           "db.v": {"backups": ["db.__bkp_t_3"]}},
+                "after": {"db.t": {"backups": ["db.__bkp_t_3"]}, "db.v": {"backups": ["db.__bkp_t_3"]}}}
 
 
 class TestFailureMessage:

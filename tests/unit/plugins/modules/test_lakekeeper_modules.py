@@ -165,6 +165,23 @@ def test_compaction_options_only_where_they_apply(engine, tmp_path, module, args
     assert res["failed"] is True
 
 
+def test_cleanup_without_a_retention_policy_refused(engine, tmp_path, monkeypatch):
+    """Deleting every backup must be asked for (older_than: all): without a
+    policy the module fails before running anything."""
+    echo = tmp_path / "echo.json"
+    monkeypatch.setenv("STUB_ECHO", str(echo))
+    for args in (dict(database="db"), dict(table="db.t", grace_period="1h")):
+        res = run(lakekeeper_cleanup, dict(args, spark_submit=dict(script_path=engine)), tmp_path)
+        assert res["failed"] is True and "needs a retention policy" in res["msg"] and "older_than: all" in res["msg"]
+        assert not echo.exists()
+    # keep_last 0, a pin or a config file (the engine reads its policy) run the engine
+    for args in (dict(keep_last=0), dict(pin="r1"), dict(config_file=str(tmp_path / "lk.yaml"))):
+        (tmp_path / "lk.yaml").write_text("older_than: 7d\n")
+        res = run(lakekeeper_cleanup, dict(args, table="db.t", spark_submit=dict(script_path=engine)), tmp_path)
+        assert res["failed"] is False and echo.exists(), res
+        echo.unlink()
+
+
 def test_second_run_unchanged(engine, tmp_path, monkeypatch):
     monkeypatch.setenv("STUB_BEHAVIOUR", "nochange")
     res = run(lakekeeper_compact, dict(table="db.events", spark_submit=dict(script_path=engine)), tmp_path)
@@ -227,7 +244,8 @@ def test_config_file_spark_submit_merged_on_the_target(engine, tmp_path, monkeyp
     assert res["failed"] is False
     flags = json.loads((tmp_path / "submit.json").read_text())
     props_file = flags[flags.index("--properties-file") + 1]
-    assert flags == ["--master", "yarn", "--deploy-mode", "client", "--principal", "myuser@MY.REALM.COM",
+    assert flags == ["--master", "yarn", "--deploy-mode", "client", "--name", "lakekeeper-compact-db.events",
+                     "--principal", "myuser@MY.REALM.COM",
                      "--keytab", str(keytab), "--conf", "spark.yarn.queue=urgent",
                      "--conf", "spark.yarn.kerberos.relogin.period=1h",
                      "--properties-file", props_file, "--load-spark-defaults",

@@ -101,3 +101,11 @@ def test_symlink_in_archive_refused(tmp_path):
     path.write_bytes(buf.getvalue())
     with pytest.raises(AppError, match="non-regular"):
         runner.unpack_app(str(path), str(tmp_path / "cache" / "app-x"), "x" * 64)
+
+
+def test_awx_job_id_from_the_job_variables_or_the_controller_environment():
+    assert action.awx_job_id({"awx_job_id": 42, "tower_job_id": 1}, {"JOB_ID": "7"}) == "42"
+    assert action.awx_job_id({"tower_job_id": 43}, {}) == "43"
+    assert action.awx_job_id({}, {"AWX_JOB_ID": "44", "JOB_ID": "7"}) == "44"
+    assert action.awx_job_id({"awx_job_id": ""}, {"JOB_ID": "45"}) == "45"
+    assert action.awx_job_id({}, {}) is None and action.awx_job_id(None, {"JOB_ID": ""}) is None

@@ -1,0 +1,210 @@
+# -*- coding: utf-8 -*-
+# Copyright: Lakekeeper for Ansible contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Filter of the maintenance role: the summary of a run (per table what
+happened, totals, the ingestion window, human lines, flat totals for
+set_stats). Every input may be missing (a run that failed early). The
+documentation is in maintenance_summary.yml."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ansible.module_utils.common.text.formatters import bytes_to_human
+from ansible.module_utils.parsing.convert_bool import boolean
+
+MAIN_STATUSES = {
+    "compact": ["compacted", "skipped", "failed"],
+    "analyze": ["to_compact", "ok", "skipped", "failed"],
+    "rollback": ["rolled_back", "skipped", "failed"],
+    "recover": ["recovered", "skipped", "failed"],
+    "cleanup": ["cleaned", "skipped", "failed"],
+}
+
+
+def _int(value, default=0):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        try:
+            return int(float(value))
+        except (TypeError, ValueError):
+            return default
+
+
+def _float(value, default=0.0):
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def _str(value):
+    return value if isinstance(value, str) else str(value)
+
+
+def _sum_parts(table, key, planned_key=None):
+    n = 0
+    for p in table.get("partitions") or []:
+        if planned_key and p.get("status", "") == "planned":
+            n += _int(p.get(planned_key, p.get(key, 0)))
+        else:
+            n += _int(p.get(key, 0))
+    return n
+
+
+def _records(action, analysis, results, todo, error, tables):
+    records = []
+    result_names = [r.get("table") for r in results]
+    for r in results:
+        status = r.get("status", "failed")
+        rec = {"table": r.get("table"), "status": "failed" if status == "refused" else status,
+               "reason": _str(r.get("reason", "")),
+               "files_before": _sum_parts(r, "files_before"),
+               "files_after": _sum_parts(r, "files_after", "target_files"),
+               "bytes_before": _sum_parts(r, "bytes_before"),
+               "bytes_after": _sum_parts(r, "bytes_after"),
+               "backup_table": r.get("backup_table")}
+        if action == "cleanup":
+            rec.update({"freed_bytes": _int(r.get("freed_bytes", 0)),
+                        "backups_removed": [b.get("backup_table") for b in r.get("backups_removed") or []],
+                        "backups_kept": len(r.get("kept") or [])})
+        records.append(rec)
+    for a in analysis:
+        if a.get("table") in result_names:
+            continue
+        rec = {"table": a.get("table"), "reason": _str(a.get("reason", "")),
+               "files_before": _int(a.get("files", 0)), "files_after": _int(a.get("files", 0)),
+               "bytes_before": _int(a.get("bytes", 0)), "bytes_after": _int(a.get("bytes", 0)),
+               "backup_table": None}
+        space = a.get("space", {})
+        if a.get("status", "") in ("failed", "refused"):
+            rec["status"] = "failed"
+        elif action == "analyze":
+            rec.update({"status": "to_compact" if a.get("needs_compaction", False)
+                        else ("skipped" if a.get("status", "") == "skipped" else "ok"),
+                        "files_after": _int(a.get("files_after_estimate", a.get("files", 0))),
+                        "space_ok": space.get("ok", True) if isinstance(space, Mapping) else True,
+                        "backups": a.get("backups", []),
+                        "pending_recovery": a.get("pending_recovery", []),
+                        "leftovers": a.get("leftovers", [])})
+        elif a.get("table") in todo:
+            # needed compaction, but the run stopped before (pre-flight, pause, ...)
+            rec.update({"status": "failed", "reason": "not compacted: " + (error or "the run stopped")})
+        else:
+            rec.update({"status": "skipped",
+                        "reason": _str(a.get("reason", "no compaction needed")) if a.get("status", "") == "skipped"
+                        else "no compaction needed"})
+        records.append(rec)
+    if not records and error:
+        for t in tables:
+            records.append({"table": t, "status": "failed", "reason": "not done: " + error, "files_before": 0,
+                            "files_after": 0, "bytes_before": 0, "bytes_after": 0, "backup_table": None})
+    return records
+
+
+def maintenance_summary(run):
+    """The summary of a maintenance run from a dict of its facts: action,
+    error, resume_errors, analysis (lakekeeper_analyze's result), result (the
+    compact/rollback/cleanup module's result), todo, tables, host, cluster,
+    dry_run, preflight, ingestion_hosts, pipeline_run_id, paused, resumed,
+    would_pause, paused_at, resumed_at."""
+    action = run.get("action") or "compact"
+    error = _str(run.get("error", "")).strip()
+    resume_errors = list(run.get("resume_errors") or [])
+    analysis_result = run.get("analysis") or {}
+    module_result = run.get("result") or {}
+    host = run.get("host", "")
+    records = _records(action, analysis_result.get("tables") or [], module_result.get("tables") or [],
+                       run.get("todo") or [], error, run.get("tables") or [])
+
+    main_statuses = MAIN_STATUSES.get(action, ["failed"])
+    counts = {}
+    for s in main_statuses + [r["status"] for r in records]:
+        counts.setdefault(s, len([r for r in records if r["status"] == s]))
+    if action != "cleanup":
+        backups = [r["backup_table"] for r in records if r["backup_table"]]
+    else:
+        backups = [b for r in records for b in r["backups_removed"]]
+    paused = run.get("paused") or {}
+    paused_at = _str(run.get("paused_at", ""))
+    resumed_at = _str(run.get("resumed_at", ""))
+    paused_seconds = round(_float(resumed_at) - _float(paused_at), 1) if paused_at and resumed_at and paused else 0
+    dry_run = boolean(run.get("dry_run", False), strict=False)
+    summary = {
+        "action": action, "host": host, "cluster": run.get("cluster") or "",
+        "dry_run": dry_run, "ok": not error and not resume_errors,
+        "error": error, "resume_errors": resume_errors,
+        "run_id": module_result.get("run_id", analysis_result.get("run_id", "")),
+        "counts": counts,
+        "tables": records,
+        "files_before": sum(r["files_before"] for r in records),
+        "files_after": sum(r["files_after"] for r in records),
+        "bytes_before": sum(r["bytes_before"] for r in records),
+        "bytes_after": sum(r["bytes_after"] for r in records),
+        "backup_tables": backups,
+        "freed_bytes": sum(r.get("freed_bytes", 0) for r in records) if action == "cleanup" else 0,
+        "preflight": run.get("preflight") or {},
+        "ingestion": {"hosts": list(run.get("ingestion_hosts") or []),
+                      "run_id": run.get("pipeline_run_id") or "",
+                      "paused": paused, "resumed": run.get("resumed") or {},
+                      "would_pause": list(run.get("would_pause") or []),
+                      "paused_at": _float(paused_at) if paused_at else None,
+                      "resumed_at": _float(resumed_at) if resumed_at else None,
+                      "paused_seconds": paused_seconds},
+    }
+
+    lines = []
+    count_words = ["%d %s" % (counts[st], st.replace("_", " ")) for st in main_statuses]
+    head = "%s%s on %s%s: %s" % (action, " (dry run)" if dry_run else "", host,
+                                 (" (cluster " + summary["cluster"] + ")") if summary["cluster"] else "",
+                                 ", ".join(count_words))
+    if action in ("compact", "analyze", "rollback") and records:
+        head += "; files %d -> %d%s, %s -> %s" % (
+            summary["files_before"], summary["files_after"], " (estimate)" if action == "analyze" or dry_run else "",
+            bytes_to_human(summary["bytes_before"]), bytes_to_human(summary["bytes_after"]))
+    elif action == "cleanup":
+        head += "; %d backup(s) removed, %s freed" % (len(backups), bytes_to_human(summary["freed_bytes"]))
+    lines.append(head)
+    for r in records:
+        line = "%s: %s" % (r["table"], r["status"])
+        if r["files_before"] != r["files_after"]:
+            line += ", files %d -> %d" % (r["files_before"], r["files_after"])
+        if r["backup_table"] and action != "cleanup":
+            line += ", backup " + r["backup_table"]
+        if r.get("backups_removed"):
+            line += ", removed " + ", ".join(r["backups_removed"])
+        if r["reason"]:
+            line += " (" + r["reason"] + ")"
+        lines.append(line)
+    for h, p in paused.items():
+        lines.append("ingestion %s on %s: systemd %s, cron %s, hooks %s" % (
+            "would be paused" if dry_run else "paused", h, " ".join(p.get("systemd") or []) or "-",
+            len(p.get("cron") or []), " ".join(p.get("hooks") or []) or "-"))
+    if summary["ingestion"]["would_pause"]:
+        lines.append("dry run: the ingestion would be paused on " + ", ".join(summary["ingestion"]["would_pause"]))
+    if paused and paused_seconds and not dry_run:
+        lines.append("ingestion paused for %s s" % (paused_seconds,))
+    lines.extend(summary["preflight"].get("problems") or [])
+    if error:
+        lines.append("FAILED: " + error)
+    for e in resume_errors:
+        lines.append("RESUME FAILED: " + e)
+
+    totals = {"lakekeeper_hosts_failed": 0 if summary["ok"] else 1,
+              "lakekeeper_files_before": summary["files_before"], "lakekeeper_files_after": summary["files_after"],
+              "lakekeeper_bytes_before": summary["bytes_before"], "lakekeeper_bytes_after": summary["bytes_after"],
+              "lakekeeper_backup_tables": ["%s:%s" % (host, b) for b in backups]}
+    for st, n in counts.items():
+        totals["lakekeeper_tables_" + st] = n
+    if action == "cleanup":
+        totals["lakekeeper_freed_bytes"] = summary["freed_bytes"]
+    summary.update({"lines": lines, "totals": totals})
+    return summary
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"maintenance_summary": maintenance_summary}

@@ -1,0 +1,56 @@
+# -*- coding: utf-8 -*-
+# Copyright: Lakekeeper for Ansible contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Session fixtures shared by tests/e2e and tests/playbooks: the collection,
+built and installed (created only when a test asks for it).
+
+By default the collection is built with ``ansible-galaxy collection build``
+and installed from the tarball with ``ansible-galaxy collection install
+--offline`` into a temporary ``ansible_collections`` tree, so the tests run
+what users get. ``LAKEKEEPER_E2E_COLLECTION=link`` uses a symlink to the
+working tree instead (faster while editing the plugins).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+_E2E = os.path.join(os.path.dirname(os.path.abspath(__file__)), "e2e")
+if _E2E not in sys.path:
+    sys.path.insert(0, _E2E)
+
+from e2e_helpers import BIN, ROOT, run, tool_env  # noqa: E402  pylint: disable=import-error,wrong-import-position
+
+
+@pytest.fixture(scope="session")
+def built_collection(tmp_path_factory):
+    """(tarball, ansible_collections parent dir) of the built and installed collection."""
+    work = tmp_path_factory.mktemp("collection")
+    mode = os.environ.get("LAKEKEEPER_E2E_COLLECTION", "build")
+    if mode == "link":
+        namespace = work / "ansible_collections" / "lakekeeper"
+        namespace.mkdir(parents=True)
+        os.symlink(ROOT, str(namespace / "hive"))
+        return None, str(work)
+    dist = work / "dist"
+    res = run([os.path.join(BIN, "ansible-galaxy"), "collection", "build", ROOT, "--output-path", str(dist)])
+    assert res.returncode == 0, "ansible-galaxy collection build failed:\n" + res.stdout
+    tarballs = sorted(dist.glob("lakekeeper-hive-*.tar.gz"))
+    assert len(tarballs) == 1, res.stdout
+    installed = work / "installed"
+    # --force: a copy of lakekeeper.hive elsewhere (e.g. ~/.ansible/collections) must not count as installed.
+    res = run([os.path.join(BIN, "ansible-galaxy"), "collection", "install", "--offline", "--no-deps", "--force",
+               "-p", str(installed), str(tarballs[0])], env=tool_env(ANSIBLE_COLLECTIONS_PATH=str(installed)))
+    assert res.returncode == 0, "ansible-galaxy collection install failed:\n" + res.stdout
+    assert os.path.isfile(str(installed / "ansible_collections" / "lakekeeper" / "hive" / "MANIFEST.json")), res.stdout
+    return str(tarballs[0]), str(installed)
+
+
+@pytest.fixture(scope="session")
+def collection_path(built_collection):
+    return built_collection[1]

@@ -1,0 +1,127 @@
+# -*- coding: utf-8 -*-
+# Copyright: Lakekeeper for Ansible contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The maintenance role's summary filter, on module results shaped as the
+engine returns them (tables[] with partitions[])."""
+
+from __future__ import annotations
+
+from ansible_collections.lakekeeper.hive.plugins.filter.lakekeeper_summary import maintenance_summary
+
+ANALYSIS = {"run_id": "20261124T230000-abc123", "tables": [
+    {"table": "e2e.events", "status": "ok", "needs_compaction": True, "files": 60, "bytes": 6000,
+     "files_after_estimate": 1, "space": {"ok": True}},
+    {"table": "e2e.clicks", "status": "ok", "needs_compaction": True, "files": 60, "bytes": 3000,
+     "files_after_estimate": 2},
+    {"table": "e2e.users", "status": "ok", "needs_compaction": False, "files": 1, "bytes": 100},
+    {"table": "e2e.view", "status": "skipped", "reason": "not an EXTERNAL table", "files": 0, "bytes": 0},
+]}
+COMPACTED = {"run_id": "20261124T230100-def456", "tables": [
+    {"table": "e2e.events", "status": "compacted", "backup_table": "e2e.__bkp_events_20261124T230100_def456",
+     "partitions": [{"status": "compacted", "files_before": 30, "files_after": 1, "bytes_before": 3000,
+                     "bytes_after": 2000},
+                    {"status": "compacted", "files_before": 30, "files_after": 1, "bytes_before": 3000,
+                     "bytes_after": 2000}]},
+    {"table": "e2e.clicks", "status": "refused", "reason": "concurrent_write", "partitions": []},
+]}
+
+
+def run(**kw):
+    base = {"action": "compact", "host": "edge", "cluster": "paris", "dry_run": False}
+    base.update(kw)
+    return maintenance_summary(base)
+
+
+def test_a_compaction():
+    paused = {"ingest": {"systemd": ["ingest.timer"], "cron": ["a", "b"], "hooks": []}}
+    s = run(analysis=ANALYSIS, result=COMPACTED, todo=["e2e.events", "e2e.clicks"], paused=paused,
+            paused_at="1000.0", resumed_at="1012.34", ingestion_hosts=["ingest"], pipeline_run_id="lakekeeper-paris")
+    assert s["ok"] and s["run_id"] == "20261124T230100-def456"
+    assert s["counts"] == {"compacted": 1, "skipped": 2, "failed": 1}
+    assert [(t["table"], t["status"]) for t in s["tables"]] == [
+        ("e2e.events", "compacted"), ("e2e.clicks", "failed"), ("e2e.users", "skipped"), ("e2e.view", "skipped")]
+    assert s["files_before"] == 60 + 1 + 0 and s["files_after"] == 2 + 1 + 0
+    assert s["backup_tables"] == ["e2e.__bkp_events_20261124T230100_def456"]
+    assert s["ingestion"] == {"hosts": ["ingest"], "run_id": "lakekeeper-paris", "paused": paused, "resumed": {},
+                              "would_pause": [], "paused_at": 1000.0, "resumed_at": 1012.34, "paused_seconds": 12.3}
+    assert s["lines"] == [
+        "compact on edge (cluster paris): 1 compacted, 2 skipped, 1 failed; files 61 -> 3, 5.96 KB -> 4.00 KB",
+        "e2e.events: compacted, files 60 -> 2, backup e2e.__bkp_events_20261124T230100_def456",
+        "e2e.clicks: failed (concurrent_write)",
+        "e2e.users: skipped (no compaction needed)",
+        "e2e.view: skipped (not an EXTERNAL table)",
+        "ingestion paused on ingest: systemd ingest.timer, cron 2, hooks -",
+        "ingestion paused for 12.3 s"]
+    assert s["totals"] == {
+        "lakekeeper_hosts_failed": 0, "lakekeeper_files_before": 61, "lakekeeper_files_after": 3,
+        "lakekeeper_bytes_before": 6100, "lakekeeper_bytes_after": 4100,
+        "lakekeeper_backup_tables": ["edge:e2e.__bkp_events_20261124T230100_def456"],
+        "lakekeeper_tables_compacted": 1, "lakekeeper_tables_skipped": 2, "lakekeeper_tables_failed": 1}
+
+
+def test_a_dry_run_counts_the_planned_target_files():
+    result = {"tables": [{"table": "e2e.events", "status": "planned", "partitions": [
+        {"status": "planned", "files_before": 30, "target_files": 1, "bytes_before": 10},
+        {"status": "skipped", "files_before": 2, "files_after": 2, "bytes_before": 5}]}]}
+    s = run(result=result, dry_run=True, would_pause=["ingest"])
+    assert s["tables"][0]["files_after"] == 3 and s["counts"] == {"compacted": 0, "skipped": 0, "failed": 0,
+                                                                  "planned": 1}
+    assert s["lines"][0].startswith("compact (dry run) on edge (cluster paris): 0 compacted, 0 skipped, 0 failed; "
+                                    "files 32 -> 3 (estimate)")
+    assert "dry run: the ingestion would be paused on ingest" in s["lines"]
+    assert s["totals"]["lakekeeper_tables_planned"] == 1
+
+
+def test_an_analysis():
+    s = run(action="analyze", analysis=ANALYSIS, preflight={"problems": ["e2e.events: short by 1"]}, cluster="")
+    assert s["counts"] == {"to_compact": 2, "ok": 1, "skipped": 1, "failed": 0}
+    events = s["tables"][0]
+    assert events["status"] == "to_compact" and events["files_after"] == 1 and events["space_ok"] is True
+    assert s["tables"][1]["space_ok"] is True and s["tables"][1]["backups"] == []
+    assert s["lines"][0] == "analyze on edge: 2 to compact, 1 ok, 1 skipped, 0 failed; files 121 -> 4 (estimate), " \
+                            "8.89 KB -> 8.89 KB"
+    assert s["lines"][-1] == "e2e.events: short by 1"
+
+
+def test_a_run_that_stopped_before_compacting():
+    s = run(analysis=ANALYSIS, todo=["e2e.events"], error="  Check that quotas ...: Not enough room  ")
+    assert not s["ok"] and s["error"] == "Check that quotas ...: Not enough room"
+    events = s["tables"][0]
+    assert events["status"] == "failed" and events["reason"] == "not compacted: Check that quotas ...: Not enough room"
+    assert s["lines"][-1] == "FAILED: Check that quotas ...: Not enough room"
+    assert s["totals"]["lakekeeper_hosts_failed"] == 1
+
+
+def test_a_run_that_failed_before_anything_names_the_tables():
+    s = run(action="rollback", tables=["e2e.events"], error="kinit failed", resume_errors=["ingest: unreachable"])
+    assert s["tables"] == [{"table": "e2e.events", "status": "failed", "reason": "not done: kinit failed",
+                            "files_before": 0, "files_after": 0, "bytes_before": 0, "bytes_after": 0,
+                            "backup_table": None}]
+    assert s["lines"][-2:] == ["FAILED: kinit failed", "RESUME FAILED: ingest: unreachable"]
+    assert s["counts"] == {"rolled_back": 0, "skipped": 0, "failed": 1}
+
+
+def test_a_cleanup():
+    result = {"run_id": "r", "tables": [
+        {"table": "e2e.events", "status": "cleaned", "freed_bytes": 2048,
+         "backups_removed": [{"backup_table": "e2e.__bkp_events_1"}, {"backup_table": "e2e.__bkp_events_2"}],
+         "kept": [{"backup_table": "e2e.__bkp_events_3"}]},
+        {"table": "e2e.clicks", "status": "skipped", "reason": "no backups"}]}
+    s = run(action="cleanup", result=result)
+    assert s["freed_bytes"] == 2048 and s["backup_tables"] == ["e2e.__bkp_events_1", "e2e.__bkp_events_2"]
+    assert s["tables"][0]["backups_kept"] == 1
+    assert s["lines"][:3] == ["cleanup on edge (cluster paris): 1 cleaned, 1 skipped, 0 failed; 2 backup(s) removed, "
+                              "2.00 KB freed",
+                              "e2e.events: cleaned, removed e2e.__bkp_events_1, e2e.__bkp_events_2",
+                              "e2e.clicks: skipped (no backups)"]
+    assert s["totals"]["lakekeeper_freed_bytes"] == 2048
+    assert s["totals"]["lakekeeper_backup_tables"] == ["edge:e2e.__bkp_events_1", "edge:e2e.__bkp_events_2"]
+
+
+def test_nothing_known():
+    s = maintenance_summary({})
+    assert s["ok"] and s["action"] == "compact" and s["tables"] == [] and s["run_id"] == ""
+    assert s["lines"] == ["compact on : 0 compacted, 0 skipped, 0 failed"]
+    assert s["ingestion"]["paused_at"] is None and s["ingestion"]["paused_seconds"] == 0
