@@ -79,7 +79,7 @@ def test_union_subdirs_survive_rollback_and_cleanup(spark, engine, files, wareho
     (old,) = [n for n in files.names(parent(loc)) if n.startswith(".tez_union.lk_old_")]
     files.fs.rename(f"{stash}/HIVE_UNION_SUBDIR_1", f"{parent(loc)}/{old}/HIVE_UNION_SUBDIR_1")
     files.fs.rename(f"{stash}/HIVE_UNION_SUBDIR_2", f"{loc}/HIVE_UNION_SUBDIR_2")
-    res = engine.one("cleanup", t)
+    res = engine.one("cleanup", t, older_than="all")
     assert res["status"] == "cleaned", res
     assert res["backups_removed"][0]["moved_to_live"] == ["HIVE_UNION_SUBDIR_1/"], res
     assert not files.exists(f"{parent(loc)}/{old}")
