@@ -56,6 +56,12 @@ def _conf(key):
     return lambda value: ["--conf", "%s=%s" % (key, _text(value))]
 
 
+def _switch(name):
+    """``name`` alone when true; nothing when false (the config file's
+    value, else the engine's default, applies)."""
+    return lambda value: [name] if value else []
+
+
 def _comma_list(name):
     """``name a,b``."""
     return lambda value: [name, ",".join(str(v) for v in value)]
@@ -80,6 +86,7 @@ ENGINE_OPTIONS = (
     ("quiet_period", _flag("--quiet-period")),
     ("parallelism", _flag("--parallelism")),
     ("verify", _flag("--verify")),
+    ("allow_by_name_projection", _switch("--allow-by-name-projection")),
     # one run per table: when a lease is stale; recover only: take over a live one
     ("lease_timeout", _flag("--lease-timeout")),
     ("break_lease", lambda value: ["--break-lease"] if value else []),

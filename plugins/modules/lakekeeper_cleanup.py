@@ -185,7 +185,8 @@ tables:
       description:
         - Each backup removed (in check mode, that would be removed) - C(backup_table), C(run_id), C(bytes), C(units),
           C(age_seconds), C(pinned), C(verdict) (C(delete)), C(reason) (which policies let it go), and
-          C(moved_to_live) when files that were not originals were found among them.
+          C(moved_to_live) when files that were not originals were found among them (moved into the live directory,
+          never deleted; subdirectories, e.g. C(HIVE_UNION_SUBDIR_1/) of Hive on Tez, with a trailing C(/)).
       type: list
       elements: dict
       returned: when the table was cleaned or planned

@@ -61,6 +61,20 @@ options:
       - When not set, the config file's value or the engine's default (V(content)) applies.
     type: str
     choices: [content, rows]
+  allow_by_name_projection:
+    description:
+      - Compact Parquet and ORC partitions whose files' columns are not the table's (C(--allow-by-name-projection)):
+        a column renamed, dropped or reordered by metadata-only DDL (C(ALTER TABLE ... CHANGE), C(REPLACE COLUMNS)),
+        an extra file column, another type. Readers by name (Spark, Hive) and by position (Impala's default,
+        C(parquet.column.index.access), ORC positional evolution) see such files differently, and the compacted
+        copy keeps only what a by-name reader sees (the data of a renamed or dropped column is lost for positional
+        readers and for a later DDL that would have brought it back).
+      - By default (V(false)) such a partition is not compacted - C(status) V(skipped) with C(code)
+        V(schema_drift) and the columns in C(reason); the table is V(refused) when no other partition was compacted.
+        Columns added at the end (C(ADD COLUMNS)), names differing only in case and nullability are not drift.
+      - V(false) passes nothing, so the config file's C(allow_by_name_projection) applies.
+    type: bool
+    default: false
   sort_by:
     description:
       - Data columns to sort the rows of each written file by (C(--sort-by)), e.g. to make min/max statistics of
@@ -262,6 +276,13 @@ tables:
       description: Why the engine did what it did (or failed).
       type: str
       returned: when the engine gives one
+    code:
+      description:
+        - The reason code of a refused or failed table (docs/engine-contract.md, "Reason codes"), for example
+          V(schema_drift) when every partition to compact has files whose columns are not the table's (renamed,
+          dropped or reordered columns, another type; nothing was written, see O(allow_by_name_projection)).
+      type: str
+      returned: when the table was refused or failed
     changed:
       description: Whether this table changed.
       type: bool
@@ -308,6 +329,12 @@ tables:
         - A compacted entry has C(statistics) - C(numFiles), C(totalSize), C(numRows) as the Metastore holds them
           after the refresh (C(numRows) V(-1) when files written by others were carried along) - or
           C(statistics_error) when they could not be written (the compaction stands).
+        - A partition whose files' columns are not the table's (renamed, dropped, reordered columns, another type)
+          is V(skipped) with C(code) V(schema_drift) and the columns in C(reason), its files untouched; with
+          O(allow_by_name_projection) it is compacted and C(notes) says what drifted. A partition with
+          subdirectories (e.g. C(HIVE_UNION_SUBDIR_1) of Hive on Tez) is V(skipped).
+        - C(late_files) lists files (and subdirectories, with a trailing C(/)) written during the swap and moved
+          into the live directory.
       type: list
       elements: dict
       returned: when the engine inspected the table
@@ -423,6 +450,7 @@ def main():
         min_piece_mb=dict(type="float"),
         quiet_period=dict(type="str"),
         verify=dict(type="str", choices=["content", "rows"]),
+        allow_by_name_projection=dict(type="bool", default=False),
         dedupe=dedupe_option(),
         refresh_command=dict(type="list", elements="str"),
     )

@@ -153,7 +153,11 @@ tables:
       type: str
       returned: when there is one
     partitions:
-      description: Per-partition file counts, sizes and statuses; a non-partitioned table has one entry with C(spec) V("").
+      description:
+        - Per-partition file counts, sizes and statuses; a non-partitioned table has one entry with C(spec) V("").
+        - C(carried_over) lists what was written into the live directory after the compaction and kept in the restored
+          one - files, and subdirectories with a trailing C(/) (e.g. C(HIVE_UNION_SUBDIR_1/) of a Hive on Tez
+          C(UNION ALL)); C(reason) counts both.
       type: list
       elements: dict
       returned: when the engine inspected the table

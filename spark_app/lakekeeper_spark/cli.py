@@ -78,6 +78,11 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--verify", dest="verify", type=str.lower,
                         help="compact: content (default: row checksums of the copy read back as readers decode it) "
                              "or rows (row counts, schema and codec from metadata only)")
+    common.add_argument("--allow-by-name-projection", action="store_true", default=None,
+                        dest="allow_by_name_projection",
+                        help="compact: compact Parquet/ORC units whose files' columns drift from the table's "
+                             "(renamed, dropped, reordered columns, other types) by name, as Spark reads them, "
+                             "instead of refusing them (schema_drift)")
     common.add_argument("--lease-timeout", dest="lease_timeout",
                         help="compact/rollback/cleanup/recover: a table's lease without heartbeat for this long is "
                              "stale and is taken over (default 30m; a holder on this host whose process is gone: "
@@ -124,7 +129,8 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
         "block_size_mb", "compaction_ratio_threshold", "target_file_size_mb", "backup_prefix",
         "dry_run", "log_level", "older_than", "parallelism", "min_piece_mb", "quiet_period",
         "mode", "min_input_files", "fragment_ratio", "min_target_ratio", "where",
-        "keep_last", "grace_period", "pin", "unpin", "verify", "rollback_run", "lease_timeout", "break_lease")}
+        "keep_last", "grace_period", "pin", "unpin", "verify", "rollback_run", "lease_timeout", "break_lease",
+        "allow_by_name_projection")}
     rewrite = ("sort_by", "dedupe_keys", "dedupe_order_by", "dedupe_delete_marker", "dedupe_delete_value")
     overrides.update({k: getattr(args, k) for k in rewrite})
     settings = build_settings(file_values, overrides)
@@ -146,6 +152,8 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
         raise UsageError("--break-lease only applies to recover")
     if args.verify is not None and args.command != "compact":
         raise UsageError("--verify only applies to compact")
+    if args.allow_by_name_projection is not None and args.command != "compact":
+        raise UsageError("--allow-by-name-projection only applies to compact")
     given = [k for k in rewrite if getattr(args, k) is not None]
     if given and args.command != "compact":
         raise UsageError(f"--{given[0].replace('_', '-')} only applies to compact")

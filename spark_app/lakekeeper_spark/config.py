@@ -151,6 +151,9 @@ class Settings:
     where: str | None = None  # partition filter (partition_filter.py); analyze and compact only
     # compact: "content" (row checksums read back as readers decode them) or "rows" (metadata only)
     verify: str = "content"
+    # compact: compact units whose files' columns drift from the table's (renamed/dropped columns) by name
+    # anyway, as Spark and Hive read them (schema_drift.py); off: such units are refused
+    allow_by_name_projection: bool = False
     # one run per table (lease.py): a lease whose heartbeat is older than this is stale
     lease_timeout_seconds: int = 30 * 60
     break_lease: bool = False  # recover: take over the lease even if it looks live (holder known dead)
@@ -303,6 +306,7 @@ _FILE_KEYS = {
     "min_target_ratio": float,
     "where": str,
     "verify": str,
+    "allow_by_name_projection": bool,
     "lease_timeout": str,
 }
 # ``dedupe:`` in the file is a mapping of these keys -> Settings attributes.

@@ -168,6 +168,59 @@ def orc_footer(spark: Any, uri: str, spark_schema: bool = False) -> dict[str, An
         reader.close()
 
 
+# Physical schema text -> its columns as Spark reads them (converted once per distinct schema).
+_CONVERTED: dict[tuple[str, str], list[tuple[str, str]]] = {}
+
+
+def file_columns(spark: Any, fmt: str, uri: str) -> list[tuple[str, str]]:
+    """The columns of a Parquet or ORC file, ``(name, Spark SQL type)`` in
+    the file's order, with the names the file has (not the table's): from
+    its footer only (Parquet without the row groups), no Spark job. Types
+    are Spark's conversion of the physical schema (Parquet:
+    ``ParquetToSparkSchemaConverter``, ORC: ``OrcUtils.toCatalystSchema``),
+    done once per distinct physical schema."""
+    from pyspark.sql.types import StructType
+    import json
+
+    jvm = spark._jvm
+    conf = spark._jsc.hadoopConfiguration()
+    if fmt == "parquet":
+        opts = jvm.org.apache.parquet.HadoopReadOptions.builder(conf).withMetadataFilter(
+            jvm.org.apache.parquet.format.converter.ParquetMetadataConverter.SKIP_ROW_GROUPS).build()
+        reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(
+            jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(_jpath(spark, uri), conf), opts)
+        try:
+            physical = reader.getFooter().getFileMetaData().getSchema()
+            text = str(physical.toString())
+            if (fmt, text) not in _CONVERTED:
+                sql_conf = spark._jsparkSession.sessionState().conf()
+                converter = jvm.org.apache.spark.sql.execution.datasources.parquet.ParquetToSparkSchemaConverter
+                schema_json = str(converter(sql_conf).convert(physical).json())
+            else:
+                schema_json = ""
+        finally:
+            reader.close()
+    elif fmt == "orc":
+        orc = jvm.org.apache.orc.OrcFile
+        reader = orc.createReader(_jpath(spark, uri), orc.readerOptions(conf))
+        try:
+            physical = reader.getSchema()
+            text = str(physical.toString())
+            if (fmt, text) not in _CONVERTED:
+                utils = jvm.org.apache.spark.sql.execution.datasources.orc.OrcUtils
+                schema_json = str(utils.toCatalystSchema(physical).json())
+            else:
+                schema_json = ""
+        finally:
+            reader.close()
+    else:
+        raise ValueError(f"no footer for {fmt}")
+    if (fmt, text) not in _CONVERTED:
+        st = StructType.fromJson(json.loads(schema_json))
+        _CONVERTED[(fmt, text)] = [(f.name, f.dataType.simpleString()) for f in st.fields]
+    return list(_CONVERTED[(fmt, text)])
+
+
 def _codec_name(fmt: str, footer: dict[str, Any]) -> str:
     """A footer's codec as the engine names it (lower case; Parquet files
     without compression say ``uncompressed``)."""

@@ -104,7 +104,9 @@ class Decision:
     target_files: int  # files the unit holds after compaction (minor: merged + copied)
     rule: str = "ratio"  # the rule that chose or declined: ratio, minor, major
     rewrite: tuple[str, ...] | None = None  # minor: the fragment files to rewrite; None: every file
-    code: str | None = None  # action "refuse": the reason code (the unit cannot be rewritten faithfully)
+    # action "refuse": the reason code (the unit cannot be rewritten faithfully); also a skip that is a
+    # refusal (e.g. schema_drift)
+    code: str | None = None
 
 
 @dataclasses.dataclass

@@ -125,20 +125,26 @@ def remove_empty_dir(fs: HadoopFS, uri: str) -> bool:
 
 def adopt_files(fs: HadoopFS, src: str, dst: str, skip: set[str], what: str = "") -> list[str]:
     """Move the visible files of ``src`` that are not in ``skip`` into
-    ``dst`` (renamed ``late-<n>-<name>`` when the name is taken)."""
+    ``dst`` (renamed ``late-<n>-<name>`` when the name is taken), and its
+    visible subdirectories with them (Hive on Tez writes a ``UNION ALL`` as
+    ``HIVE_UNION_SUBDIR_<n>/``, which Hive reads with recursive input
+    directories): someone's data, never left behind to be deleted with
+    ``src``. A subdirectory is named with a trailing ``/`` in the result."""
     moved = []
     if not fs.exists(src):
         return moved
-    for f in fs.list_dir(src).files:
-        if f.name in skip:
+    listing = fs.list_dir(src)
+    entries = [(f.name, f.name) for f in listing.files] + [(d, d + "/") for d in listing.subdirs]
+    for name, label in entries:
+        if name in skip:
             continue
-        target = f"{dst.rstrip('/')}/{f.name}"
+        target = f"{dst.rstrip('/')}/{name}"
         n = 0
         while fs.exists(target):
             n += 1
-            target = f"{dst.rstrip('/')}/late-{n}-{f.name}"
-        fs.rename(f"{src.rstrip('/')}/{f.name}", target)
-        moved.append(f.name)
+            target = f"{dst.rstrip('/')}/late-{n}-{name}"
+        fs.rename(f"{src.rstrip('/')}/{name}", target)
+        moved.append(label)
     if moved:
         log.warning("%s: %d file(s) of the %s moved into %s", dst, len(moved), what or src, dst)
     return moved

@@ -18,13 +18,15 @@ from ..errors import LakekeeperError, Refused, UsageError, java_message, root_ca
 from ..content import compare as compare_content
 from ..content import staged_checksum
 from ..faults import alter_staged_value, tamper_staging
-from ..formats import detect_codec, payload_fraction, spark_codec_name
+from ..formats import detect_codec, file_columns, payload_fraction, spark_codec_name
 from ..journal import Journal
 from ..model import Decision, TableInfo, TablePlan, Unit
 from ..names import sql_path_literal
 from ..recovery import recover_table, settle_unit, update_statistics
 from ..results import partition_result, table_result
 from ..rewrite import write_staging
+from ..schema_drift import CODE as SCHEMA_DRIFT
+from ..schema_drift import check_units as check_schema_drift
 from ..space import space_check
 from ..swap import adopt_late_files, check_unchanged, swap_in
 from ..tables import check_rewritable, leftovers, load_table, plan, resolve_storage
@@ -41,7 +43,15 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     p = plan(ctx, info)
     apply_quiet_period(p, ctx.settings.quiet_period_seconds)
     resolve_storage(ctx, info, p)  # each partition's own descriptor; refuses what a rewrite would change
+    # Files whose columns are not the table's (renamed/dropped columns): refused before anything is written.
+    drift_notes = check_schema_drift(info, p.units, lambda uri: file_columns(ctx.spark, info.format or "", uri),
+                                     ctx.settings.allow_by_name_projection)
     todo = p.to_compact
+    drifted = [u for u in p.units if u.decision.code == SCHEMA_DRIFT]
+    if drifted and not todo:
+        first = drifted[0]
+        raise Refused(SCHEMA_DRIFT, f"{len(drifted)} unit(s) refused: {first.spec or full_name}: "
+                                    f"{first.decision.reason}")
     skipped = [_not_compacted(u) for u in p.units if u not in todo]
     refused = [r for r in skipped if r["status"] == "refused"]
     known = set(Journal.run_ids(ctx.fs, p.journal_dir)) | {ctx.run_id}
@@ -99,6 +109,9 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     jobs = [(lambda i=i, u=u: _compact_unit(ctx, info, p, journal, i, u, codec, columns, backup, slots))
             for i, u in enumerate(todo)]
     done = run_unit_jobs(ctx, jobs)
+    for u, r in zip(todo, done):
+        if u.spec in drift_notes and r["status"] == "compacted":
+            r.setdefault("notes", []).extend(drift_notes[u.spec])
     error = backup.settle()
     if error is not None:  # nothing was swapped: the table fails as a whole (and is recovered, cli)
         raise error
@@ -160,7 +173,9 @@ def _finish_table(ctx: Context, info: TableInfo, p: TablePlan, journal: Journal,
         code = failed[0].get("code")
     else:
         status = "compacted"
-        reason = f"compacted {len(swapped)} of {len(p.units)} unit(s)"
+        drifted = [u for u in p.units if u.decision.code == SCHEMA_DRIFT]
+        reason = f"compacted {len(swapped)} of {len(p.units)} unit(s)" + (
+            f"; {len(drifted)} refused ({SCHEMA_DRIFT})" if drifted else "")
         code = None
     return table_result(
         full_name,

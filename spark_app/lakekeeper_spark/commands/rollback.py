@@ -111,8 +111,15 @@ def rollback_table(ctx: Context, full_name: str) -> dict[str, Any]:
         carried = by_spec.get(part["spec"], {}).get("carried_over")
         if carried:
             part["carried_over"] = carried
-            part["reason"] += f"; kept {len(carried)} file(s) written after the compaction"
-            part["files_after"] += len(carried)
+            dirs = [c for c in carried if c.endswith("/")]  # e.g. HIVE_UNION_SUBDIR_1/ (Hive on Tez)
+            part["reason"] += f"; kept {len(carried) - len(dirs)} file(s)" + (
+                f" and {len(dirs)} subdirectory(ies) ({', '.join(dirs[:3])})" if dirs else "") + \
+                " written after the compaction"
+            part["files_after"] += len(carried) - len(dirs)
+            for d in dirs:
+                inside = ctx.fs.content_summary(f"{part['location'].rstrip('/')}/{d.rstrip('/')}")
+                part["files_after"] += inside["file_count"]
+                part["bytes_after"] += inside["length"]
     update_statistics(ctx, info, list(zip(units, parts)))
     return table_result(full_name, "rolled_back", f"restored {len(units)} unit(s) from {b.full_name}",
                         changed=True, backup_table=b.full_name, run_id=ctx.run_id, partitions=parts,
