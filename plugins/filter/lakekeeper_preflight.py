@@ -21,15 +21,7 @@ from collections.abc import Mapping
 from ansible.module_utils.common.text.formatters import bytes_to_human
 from ansible.module_utils.parsing.convert_bool import boolean
 
-
-def _int(value, default=0):
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        try:
-            return int(float(value))
-        except (TypeError, ValueError):
-            return default
+from ansible_collections.lakekeeper.hive.plugins.plugin_utils._lakekeeper_numbers import to_int as _int
 
 
 def _hr(n):
@@ -39,6 +31,14 @@ def _hr(n):
 def _with_margin(needed, factor):
     # the figure rounded to 3 decimals first, so that 50 x 1.1 is 55, not 56
     return int(math.ceil(round(_int(needed) * factor, 3)))
+
+
+def _quota_check(path, kind, limit, used, need):
+    """One quota of a directory against what the compacted copy needs."""
+    limit, used = _int(limit), _int(used)
+    free = limit - used
+    return {"path": path, "kind": kind, "limit": limit, "used": used, "available": free, "needed": need,
+            "ok": need <= free}
 
 
 def preflight_check(tables, margin_ratio=0.0, require_figures=True):
@@ -67,28 +67,25 @@ def preflight_check(tables, margin_ratio=0.0, require_figures=True):
         mine, checks = [], []
         for d in s.get("dirs") or []:
             if _int(d.get("space_quota", -1)) >= 0:
-                need = _with_margin(d.get("needed_bytes", 0), factor)
-                limit, used = _int(d["space_quota"]), _int(d.get("space_consumed", 0))
-                free = limit - used
-                ok = need <= free
-                checks.append({"path": d["path"], "kind": "space_quota", "limit": limit, "used": used,
-                               "available": free, "needed": need, "ok": ok})
-                if not ok:
+                c = _quota_check(d["path"], "space_quota", d["space_quota"], d.get("space_consumed", 0),
+                                 _with_margin(d.get("needed_bytes", 0), factor))
+                checks.append(c)
+                if not c["ok"]:
+                    free = max(c["available"], 0)
                     mine.append("%s: %s: space quota %s, used %s, free %s; needed for the compacted copy: %s"
                                 " (data x replication %s + blocks being written%s); short by %s"
-                                % (name, d["path"], _hr(limit), _hr(used), _hr(max(free, 0)), _hr(need), repl, margin,
-                                   _hr(need - max(free, 0))))
+                                % (name, d["path"], _hr(c["limit"]), _hr(c["used"]), _hr(free), _hr(c["needed"]),
+                                   repl, margin, _hr(c["needed"] - free)))
             if _int(d.get("quota", -1)) >= 0:
-                need = _with_margin(d.get("needed_names", 0), factor)
-                limit, used = _int(d["quota"]), _int(d.get("namespace_used", 0))
-                free = limit - used
-                ok = need <= free
-                checks.append({"path": d["path"], "kind": "namespace_quota", "limit": limit, "used": used,
-                               "available": free, "needed": need, "ok": ok})
-                if not ok:
+                c = _quota_check(d["path"], "namespace_quota", d["quota"], d.get("namespace_used", 0),
+                                 _with_margin(d.get("needed_names", 0), factor))
+                checks.append(c)
+                if not c["ok"]:
+                    free = max(c["available"], 0)
                     mine.append("%s: %s: namespace quota %d names, used %d, free %d; needed for the compacted copy: %d"
                                 " (files and directories%s); short by %d"
-                                % (name, d["path"], limit, used, max(free, 0), need, margin, need - max(free, 0)))
+                                % (name, d["path"], c["limit"], c["used"], free, c["needed"], margin,
+                                   c["needed"] - free))
         if _int(s.get("remaining_bytes", -1)) >= 0:
             need = _with_margin(s.get("needed_bytes", 0), factor)
             free = _int(s["remaining_bytes"])

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from ansible.module_utils.common.text.formatters import bytes_to_human
 from ansible.module_utils.parsing.convert_bool import boolean
 
+from ansible_collections.lakekeeper.hive.plugins.plugin_utils._lakekeeper_numbers import to_int as _int
+
 MAIN_STATUSES = {
     "compact": ["compacted", "skipped", "failed"],
     "analyze": ["to_compact", "ok", "skipped", "failed"],
@@ -22,16 +24,6 @@ MAIN_STATUSES = {
     "recover": ["recovered", "skipped", "failed"],
     "cleanup": ["cleaned", "skipped", "failed"],
 }
-
-
-def _int(value, default=0):
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        try:
-            return int(float(value))
-        except (TypeError, ValueError):
-            return default
 
 
 def _float(value, default=0.0):
