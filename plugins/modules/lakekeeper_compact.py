@@ -63,7 +63,7 @@ options:
     choices: [content, rows]
   allow_by_name_projection:
     description:
-      - Compact Parquet and ORC partitions whose files' columns are not the table's (C(--allow-by-name-projection)):
+      - Compact Parquet and ORC partitions whose files' columns are not the table's (C(--allow-by-name-projection)) -
         a column renamed, dropped or reordered by metadata-only DDL (C(ALTER TABLE ... CHANGE), C(REPLACE COLUMNS)),
         an extra file column, another type. Readers by name (Spark, Hive) and by position (Impala's default,
         C(parquet.column.index.access), ORC positional evolution) see such files differently, and the compacted

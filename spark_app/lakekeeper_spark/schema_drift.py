@@ -119,7 +119,7 @@ def describe(problems: list[str], example: str) -> str:
 
 
 def _table_columns(info: TableInfo) -> list[tuple[str, str]]:
-    return [(n, ty) for n, ty in info.data_columns]
+    return list(info.data_columns)
 
 
 def unit_drift(info: TableInfo, unit: Unit, read_columns: Any, cache: dict[str, list[str]],
