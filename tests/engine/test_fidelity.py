@@ -199,7 +199,7 @@ def test_text_properties_a_rewrite_cannot_honour_are_refused(spark, engine, file
     assert next(iter(props)) in res["reason"], res
     assert files.snapshot(loc) == original and files.hidden(loc) == []
     assert engine.one("analyze", t)["code"] == code
-    assert engine.one("cleanup", t)["status"] != "refused"  # backups of such a table are still managed
+    assert engine.one("cleanup", t, older_than="all")["status"] != "refused"  # backups of such a table are still managed
     spark.sql(f"DROP TABLE {t}")
 
 
