@@ -270,19 +270,15 @@ tables:
           cannot honour is refused with V(header_footer_lines) (C(skip.header.line.count) or
           C(skip.footer.line.count) set) or V(serde_property) (C(line.delim) other than a newline,
           C(timestamp.formats) with timestamp columns).
+        - V(schema_drift) when every partition to compact has files whose columns are not the table's (renamed,
+          dropped or reordered columns, another type; nothing was written, see O(allow_by_name_projection)).
+        - V(locked) when another run holds the table's lease (nothing was done; not a failure).
       type: str
-      returned: when the table failed or was refused
+      returned: when the table failed, was refused or was locked
     reason:
       description: Why the engine did what it did (or failed).
       type: str
       returned: when the engine gives one
-    code:
-      description:
-        - The reason code of a refused or failed table (docs/engine-contract.md, "Reason codes"), for example
-          V(schema_drift) when every partition to compact has files whose columns are not the table's (renamed,
-          dropped or reordered columns, another type; nothing was written, see O(allow_by_name_projection)).
-      type: str
-      returned: when the table was refused or failed
     changed:
       description: Whether this table changed.
       type: bool
