@@ -80,7 +80,7 @@ def main() -> int:
     print(f"   {count_files(data)} data files on disk")
     print("\n2. analyze (writes nothing)")
     show(engine("analyze"))
-    print("\n3. compact (backup table, hidden staging, row-count verification, directory swap)")
+    print("\n3. compact (backup table, hidden staging, content verification: every value read back, directory swap)")
     doc = engine("compact")
     show(doc)
     print(f"   {count_files(data)} data files on disk; backup table {doc['tables'][0]['backup_table']}")
