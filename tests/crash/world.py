@@ -347,7 +347,7 @@ BAD_INPUT = [
     ("text_file_last", "a text file in a parquet table (sorts last)", "failed", None),
     ("corrupt_parquet", "a corrupt parquet file (PAR1 + garbage)", "failed", None),
     ("truncated_parquet", "a truncated parquet file", "failed", None),
-    ("schema_mismatch", "a parquet file with another schema (id STRING)", "failed", None),
+    ("schema_mismatch", "a parquet file with another schema (id STRING)", "refused", "schema_drift"),
     ("empty_file", "a zero-byte file among parquet files", None, None),
     ("quote_in_location", "a location with a quote character", "refused", "unsafe_path"),
     ("unreachable_filesystem", "a location on an HDFS nobody runs", "failed", None),
