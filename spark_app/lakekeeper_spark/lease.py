@@ -187,7 +187,7 @@ def acquire(fs: HadoopFS, journal_dir: str, run_id: str, table: str, command: st
            "pid_start": process_start(pid), "started": time.time()}
     taken_over = None
     for _attempt in range(5):
-        if fs.create_new(path, json.dumps(doc, sort_keys=True)):
+        if _create(fs, journal_dir, path, json.dumps(doc, sort_keys=True)):
             lease = Lease(fs, path, doc, timeout)
             lease.taken_over = taken_over
             return lease
@@ -204,6 +204,29 @@ def acquire(fs: HadoopFS, journal_dir: str, run_id: str, table: str, command: st
                             {k: v for k, v in holder.items() if k != "pid_start"})
         taken_over = _break(fs, path, holder, run_id, why or "broken by --break-lease")
     raise LakekeeperError("lease_error", f"could not take the lease {path}: it changed hands repeatedly")
+
+
+def _create(fs: HadoopFS, journal_dir: str, path: str, text: str) -> bool:
+    """``create_new``; a lease that a quota keeps from being written is
+    refused as ``insufficient_space`` (nothing was written: the empty file
+    and the journal directory made for it are removed again)."""
+    existed = fs.exists(journal_dir)
+    try:
+        return fs.create_new(path, text)
+    except Exception as exc:  # noqa: BLE001 - Py4JJavaError carries the Java exception
+        from .space import quota_refusal
+
+        why = quota_refusal(fs, path, java_message(exc) + " " + str(exc)[:2000])
+        if why is None:
+            raise
+        try:  # a quota exception comes after create() succeeded: the file is this run's
+            fs.delete(path, recursive=False)
+            if not existed:
+                fs.delete_if_empty(journal_dir)
+        except Exception:  # noqa: BLE001
+            log.warning("could not remove the lease %s that a quota kept from being written", path, exc_info=True)
+        raise LakekeeperError("insufficient_space", f"the table's lease {path} could not be written: {why}; "
+                                                    "nothing was written") from exc
 
 
 def _break(fs: HadoopFS, path: str, holder: dict[str, Any], run_id: str, why: str) -> dict[str, Any] | None:

@@ -89,3 +89,27 @@ def space_check(fs: HadoopFS, units: list[Unit]) -> dict[str, Any]:
         )
     return {"ok": not problems, "problems": problems, "dirs": [d for d in dirs if d["quota"] >= 0 or d["space_quota"] >= 0],
             "needed_bytes": total, "replication": repl, "block_size": block, "remaining_bytes": status["remaining"]}
+
+
+def quota_refusal(fs: HadoopFS, uri: str, exc_text: str) -> str | None:
+    """When writing ``uri`` (a lease or journal file) failed on a quota:
+    which ancestor's quota it is, in the pre-flight's words (``<dir>: space
+    quota 316 KB, 1.2 MB used, ...``); None when ``exc_text`` is not a
+    quota error. HDFS charges an open file a whole block per replica, so a
+    directory close to its space quota cannot take even a small file."""
+    if "QuotaExceededException" not in exc_text:
+        return None
+    try:
+        repl, block = fs.replication(uri), fs.block_size(uri)
+        for path in ancestors(uri):
+            if not fs.exists(path):
+                continue
+            q = fs.quota_usage(path)
+            if "DSQuota" in exc_text and q["space_quota"] >= 0 and q["space_consumed"] + block * repl > q["space_quota"]:
+                return (f"{path}: space quota {human_bytes(q['space_quota'])}, {human_bytes(q['space_consumed'])} "
+                        f"used, a file open in it needs a block of {human_bytes(block)} x replication {repl}")
+            if "NSQuota" in exc_text and q["quota"] >= 0 and q["namespace_used"] + 2 > q["quota"]:
+                return f"{path}: namespace quota {q['quota']}, {q['namespace_used']} used"
+    except Exception:  # noqa: BLE001 - the exception's own text says enough
+        pass
+    return " ".join(exc_text.split())[:400]
