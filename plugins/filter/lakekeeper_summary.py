@@ -58,7 +58,7 @@ def _records(action, analysis, results, todo, error, tables):
                "files_after": _sum_parts(r, "files_after", "target_files"),
                "bytes_before": _sum_parts(r, "bytes_before"),
                "bytes_after": _sum_parts(r, "bytes_after"),
-               "backup_table": r.get("backup_table")}
+               "backup_table": r.get("backup_table"), "run_id": r.get("run_id") or ""}
         if action == "cleanup":
             rec.update({"freed_bytes": _int(r.get("freed_bytes", 0)),
                         "backups_removed": [b.get("backup_table") for b in r.get("backups_removed") or []],
@@ -70,7 +70,7 @@ def _records(action, analysis, results, todo, error, tables):
         rec = {"table": a.get("table"), "reason": _str(a.get("reason", "")),
                "files_before": _int(a.get("files", 0)), "files_after": _int(a.get("files", 0)),
                "bytes_before": _int(a.get("bytes", 0)), "bytes_after": _int(a.get("bytes", 0)),
-               "backup_table": None}
+               "backup_table": None, "run_id": ""}
         space = a.get("space", {})
         if a.get("status", "") in ("failed", "refused"):
             rec["status"] = "failed"
@@ -93,7 +93,8 @@ def _records(action, analysis, results, todo, error, tables):
     if not records and error:
         for t in tables:
             records.append({"table": t, "status": "failed", "reason": "not done: " + error, "files_before": 0,
-                            "files_after": 0, "bytes_before": 0, "bytes_after": 0, "backup_table": None})
+                            "files_after": 0, "bytes_before": 0, "bytes_after": 0, "backup_table": None,
+                            "run_id": ""})
     return records
 
 
@@ -191,6 +192,11 @@ def maintenance_summary(run):
               "lakekeeper_backup_tables": ["%s:%s" % (host, b) for b in backups]}
     for st, n in counts.items():
         totals["lakekeeper_tables_" + st] = n
+        # the names too (lists add up over the hosts, where a dict per status would be replaced)
+        totals["lakekeeper_%s_tables" % st] = ["%s:%s" % (host, r["table"]) for r in records if r["status"] == st]
+    # what a later job needs to undo one run of one table (rollback.yml -e lakekeeper_run_id=...)
+    totals["lakekeeper_runs"] = [{"host": host, "table": r["table"], "status": r["status"], "run_id": r["run_id"]}
+                                 for r in records if r["run_id"]]
     if action == "cleanup":
         totals["lakekeeper_freed_bytes"] = summary["freed_bytes"]
     summary.update({"lines": lines, "totals": totals})

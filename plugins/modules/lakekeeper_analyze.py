@@ -156,6 +156,7 @@ tables:
       space: {ok: true, problems: [], needed_bytes: 524288, replication: 3, block_size: 134217728}
       pending_recovery: []
       leftovers: []
+      lease: null
       seconds: 2.5
   contains:
     table:
@@ -297,6 +298,13 @@ tables:
         C(run_id), C(reason)); never touched.
       type: list
       elements: dict
+      returned: when analyzed
+    lease:
+      description:
+        - The run holding the table's lease right now (a compact, rollback, cleanup or recover working on it) -
+          C(run_id), C(table), C(command), C(host), C(pid), C(started), C(heartbeat) (epoch seconds) and
+          C(description); V(null) when no run holds it. Analyze takes no lease.
+      type: dict
       returned: when analyzed
 runtime:
   description:

@@ -275,13 +275,18 @@ class World:
         return round(time.monotonic() - self.started, 1)
 
     # -------------------------------------------------------------- pauses
-    def pause_handler(self, actions: dict[str, Callable[[], None]]) -> Callable[[], None]:
-        """on_poll: run the action of every pause point reached, then resume."""
+    def pause_handler(self, actions: dict[str, Callable[[], None]], ignore: set[str] | frozenset[str] = frozenset(),
+                      clear: bool = True) -> Callable[[], None]:
+        """on_poll: run the action of every pause point reached, then resume.
+        ``ignore``: pause points of an enclosing run (a handler started from
+        another handler's action), left to that run's handler; ``clear``:
+        remove stale pause files first (not inside an enclosing run)."""
         folder = self.work / "pause"
         folder.mkdir(exist_ok=True)
-        for stale in list(folder.glob("*.paused")) + list(folder.glob("*.resume")):
-            stale.unlink()
-        done: set[str] = set()
+        if clear:
+            for stale in list(folder.glob("*.paused")) + list(folder.glob("*.resume")):
+                stale.unlink()
+        done: set[str] = set(ignore)
 
         def poll() -> None:
             for p in folder.glob("*.paused"):
@@ -550,6 +555,9 @@ def build_hdfs_world(work: Path, testbed) -> World:
     # one run per table: while a compaction of this table waits right before its swap (backup made),
     # a second compact and a cleanup of the same table run as separate processes (test_leases.py)
     leased = w.add(f"hls_{tag}", "pair", "flat", group="lease", expect={"": "fwd"})
+    # ... and while a rollback of another table waits right before its first unit's swap, a compact and
+    # a cleanup of that table find it locked too (the same two second runs, one process each, cover both)
+    leased_rb = w.add(f"hls_{tag}", "rb_pair", "flat", group="lease_rb", precompact=True, expect={"": "back"})
     w.setup()
     w.engine("kill_compact", "compact", [owned] + crash, env={"LAKEKEEPER_FAULT_AT": ";".join(specs)})
     w.engine("kill_rollback", "rollback", rb, env={"LAKEKEEPER_FAULT_AT": ";".join(rb_specs)})
@@ -571,15 +579,24 @@ def build_hdfs_world(work: Path, testbed) -> World:
     w.engine("as_bob", "compact", [denied], env={"HADOOP_USER_NAME": "bob"})
     # (as root: the space pre-flight reads quotas of every ancestor up to /, which a plain user may not)
 
-    def second_runs() -> None:
-        w.engine("lease_compact", "compact", [leased])
-        w.engine("lease_cleanup", "cleanup", [leased], extra=["--older-than", "all"])
+    def second_runs() -> None:  # both first runs wait before a swap: the compaction, then the rollback
+        w.engine("lease_compact", "compact", [leased, leased_rb])
+        w.engine("lease_cleanup", "cleanup", [leased, leased_rb], extra=["--older-than", "all"])
+        w.engine("lease_rollback", "rollback", [leased])
+
+    outer = pause_tag(leased, "moving_aside")
+
+    def first_rollback() -> None:
+        w.engine("lease_first_rollback", "rollback", [leased_rb],
+                 env=dict(w.pause_env([hook("rolling_back", leased_rb, 0)]), LAKEKEEPER_PAUSE_TIMEOUT="1200"),
+                 on_poll=w.pause_handler({pause_tag(leased_rb, "rolling_back"): second_runs}, ignore={outer},
+                                         clear=False))
     # (the table of the lease pair rides along: this run is its first compaction)
     w.engine("quota", "compact", [quota, leased],
              env=dict(w.pause_env([hook("writing_staging", quota, 0), hook("moving_aside", leased, 0)]),
                       LAKEKEEPER_PAUSE_TIMEOUT="1200"),
              on_poll=w.pause_handler({pause_tag(quota, "writing_staging"): set_quota,
-                                      pause_tag(leased, "moving_aside"): second_runs}))
+                                      outer: first_rollback}))
     w.verify()
     return w
 

@@ -47,6 +47,7 @@ def metastore_stats(spark, table: str, spec: dict[str, str] | None = None) -> di
     return Catalog(spark).statistics(db, name, spec)
 
 
+@pytest.mark.hdfs
 def test_non_partitioned_parquet_full_cycle(spark, engine, files, warehouse):
     """600 small ZSTD files: analyze and dry run write nothing; compact
     verifies and swaps in place; a second run changes nothing; rollback is
@@ -114,6 +115,7 @@ def test_non_partitioned_parquet_full_cycle(spark, engine, files, warehouse):
     assert engine.one("cleanup", t, older_than="all")["changed"] is False
 
 
+@pytest.mark.hdfs
 def test_two_level_partitions_with_one_outside_the_root(spark, engine, files, warehouse):
     t = "lk.parts"
     loc = f"{warehouse}/parts"
@@ -210,6 +212,7 @@ def test_formats_keep_their_codec(spark, engine, files, warehouse, case):
     assert files.snapshot(loc) == original
 
 
+@pytest.mark.hdfs
 def test_refusals_touch_nothing(spark, engine, files, warehouse):
     loc = f"{warehouse}/refused"
     for stmt in (
@@ -251,6 +254,7 @@ def test_refusals_touch_nothing(spark, engine, files, warehouse):
     spark.sql("DROP VIEW lk.r_view")
 
 
+@pytest.mark.hdfs
 def test_empty_missing_and_leftover_directories(spark, engine, files, warehouse):
     t = "lk.odd"
     loc = make_table(spark, warehouse, "odd", rows=300, partitions={"a": 20, "b": 20, "c": 20})
@@ -345,6 +349,7 @@ def test_verification_takes_rows_codec_and_schema_from_each_footer(spark, files,
             _check_schema(bad, f["spark_schema"], uri)
 
 
+@pytest.mark.hdfs
 def test_units_write_while_the_backup_is_made_and_none_swaps_without_it(
         spark, engine, files, warehouse, monkeypatch):
     """The backup table is made on its own thread while the units write;
@@ -367,6 +372,7 @@ def test_units_write_while_the_backup_is_made_and_none_swaps_without_it(
     assert same_rows(rows, spark.table("lk.bk_fail"))
 
 
+@pytest.mark.hdfs
 def test_rollback_of_an_earlier_run_that_no_later_run_touched(spark, engine, files, warehouse):
     """rollback --run-id (an "undo run X" from an earlier job): run X
     compacted dt=b, a later run dt=a only; X's backup is restored, the later
@@ -655,6 +661,7 @@ def _blocks(spark, fmt: str, uri: str) -> list[int]:
         reader.close()
 
 
+@pytest.mark.hdfs
 def test_files_fewer_than_the_cores_are_written_in_pieces_and_joined(spark, engine, files, warehouse):
     """A unit whose output is fewer files than the cores writes each file as
     pieces on parallel tasks and joins them without decoding: the joined
@@ -725,6 +732,7 @@ def test_files_fewer_than_the_cores_are_written_in_pieces_and_joined(spark, engi
         assert len(_blocks(spark, fmt, out)) == 1 and same_rows(spark.table(t), rows)
 
 
+@pytest.mark.hdfs
 def test_output_file_sizes_and_bulk_partition_listing(spark, engine, files, warehouse):
     """Compacted files land within +-25% of the target size (split sizes
     follow the input's payload share, not its raw bytes), and the bulk
@@ -773,6 +781,7 @@ def documented_analyze_fields() -> set[str]:
     return set(yaml.safe_load(ret)["tables"]["contains"])
 
 
+@pytest.mark.hdfs
 def test_statistics_retention_pins_and_analyze_sizes(spark, engine, files, warehouse):
     """Three real backups of one table (three compactions): partition
     statistics read back from the Metastore after each and after a rollback;

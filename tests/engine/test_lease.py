@@ -59,6 +59,10 @@ def test_a_live_lease_keeps_every_command_off_the_table(spark, engine, files, wa
             assert res["lease_holder"]["run_id"] == "20240101T000000-abcdef", res
         res = engine.one("compact", "lk.leased", dry_run=True)  # a dry run changes nothing: no lease needed
         assert res["status"] == "planned", res
+        res = engine.one("analyze", "lk.leased")  # analyze names the holder (and takes no lease)
+        assert res["status"] == "analyzed" and res["lease"]["run_id"] == "20240101T000000-abcdef", res
+        assert socket.gethostname() in res["lease"]["description"], res
+        assert engine.one("analyze", "lk.unleased")["lease"] is None
         # a run over several tables goes on with the others
         by = {r["table"]: r for r in engine.run("compact", ["lk.leased", "lk.unleased"])}
         assert by["lk.leased"]["status"] == "locked" and by["lk.unleased"]["status"] == "compacted", by

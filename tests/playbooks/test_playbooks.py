@@ -81,16 +81,44 @@ class Run:
         return self.stats.get("lakekeeper_summary", {}).get(host, {})
 
 
-def run_playbook(playbook, inventory, collections_dir, workdir, extra=(), timeout=1500):
+def run_playbook(playbook, inventory, collections_dir, workdir, extra=(), timeout=1500, env=None):
     """ansible-playbook PLAYBOOK (a path or a collection playbook FQCN) with
     ``-e k=v`` extra variables; returns a Run with the set_stats of the run."""
+    return start_playbook(playbook, inventory, collections_dir, workdir, extra, env).finish(timeout)
+
+
+class Started:
+    """An ansible-playbook run going on in the background (``finish`` waits for it)."""
+
+    def __init__(self, playbook, extra, proc):
+        self.playbook, self.extra, self.proc, self.started = playbook, extra, proc, time.time()
+
+    def finish(self, timeout=1500):
+        try:
+            out, _ = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, _ = self.proc.communicate()
+            raise AssertionError("ansible-playbook %s timed out after %ss:\n%s" % (self.playbook, timeout, out[-8000:]))
+        run = Run(self.proc.returncode, out, time.time() - self.started)
+        for line in out.splitlines():
+            if line.strip().startswith("RUN: "):
+                run.stats = json.loads(line.strip()[len("RUN: "):])
+        for m in RECAP.finditer(out):
+            run.recap[m.group(1)] = {"ok": int(m.group(2)), "changed": int(m.group(3)), "failed": int(m.group(5))}
+        TIMINGS.append("%s %s: %.0fs" % (os.path.basename(self.playbook), " ".join(self.extra)[:70], run.seconds))
+        sys.stdout.write("%s\n" % TIMINGS[-1])
+        return run
+
+
+def start_playbook(playbook, inventory, collections_dir, workdir, extra=(), env=None):
     argv = [os.path.join(BIN, "ansible-playbook"), "-i", str(inventory), playbook]
     for item in extra:  # "k=v", or JSON for values with spaces (AWX passes extra variables as JSON/YAML)
         argv += ["-e", item]
-    env = dict(os.environ)
-    env.pop("ANSIBLE_CONFIG", None)
-    env.update({
-        "PATH": BIN + os.pathsep + env.get("PATH", ""),
+    full_env = dict(os.environ)
+    full_env.pop("ANSIBLE_CONFIG", None)
+    full_env.update({
+        "PATH": BIN + os.pathsep + full_env.get("PATH", ""),
         "ANSIBLE_COLLECTIONS_PATH": collections_dir,
         "ANSIBLE_SHOW_CUSTOM_STATS": "1",
         "ANSIBLE_NOCOLOR": "1", "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_RETRY_FILES_ENABLED": "0",
@@ -98,18 +126,20 @@ def run_playbook(playbook, inventory, collections_dir, workdir, extra=(), timeou
         "ANSIBLE_LOCAL_TEMP": str(workdir / "ansible-local"), "ANSIBLE_REMOTE_TEMP": str(workdir / "ansible-remote"),
         "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONUNBUFFERED": "1",
     })
-    started = time.time()
-    proc = subprocess.run(argv, cwd=str(workdir), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, timeout=timeout, check=False)
-    run = Run(proc.returncode, proc.stdout, time.time() - started)
-    for line in proc.stdout.splitlines():
-        if line.strip().startswith("RUN: "):
-            run.stats = json.loads(line.strip()[len("RUN: "):])
-    for m in RECAP.finditer(proc.stdout):
-        run.recap[m.group(1)] = {"ok": int(m.group(2)), "changed": int(m.group(3)), "failed": int(m.group(5))}
-    TIMINGS.append("%s %s: %.0fs" % (os.path.basename(playbook), " ".join(extra)[:70], run.seconds))
-    sys.stdout.write("%s\n" % TIMINGS[-1])
-    return run
+    full_env.update(env or {})
+    proc = subprocess.Popen(argv, cwd=str(workdir), env=full_env, stdout=subprocess.PIPE,  # pylint: disable=consider-using-with
+                            stderr=subprocess.STDOUT, text=True)
+    return Started(playbook, list(extra), proc)
+
+
+def wait_for(path, started, timeout=900):
+    """Until ``path`` exists (a pause point reached by the run ``started``)."""
+    deadline = time.time() + timeout
+    while not path.exists():
+        if started.proc.poll() is not None or time.time() > deadline:
+            run = started.finish(1)
+            raise AssertionError("the run never reached %s:\n%s" % (path.name, run))
+        time.sleep(0.5)
 
 
 def listing(top, hidden=False):
@@ -529,6 +559,10 @@ def test_playbooks_on_the_testbed(collections_dir, testbed, tmp_path):
         s = run.summary("edge")
         assert run.stats["lakekeeper_tables_compacted"] == 2 and run.stats["lakekeeper_tables_failed"] == 0, run
         assert run.stats["lakekeeper_files_before"] == 160 and run.stats["lakekeeper_files_after"] == 4, run
+        assert sorted(run.stats["lakekeeper_compacted_tables"]) == ["edge:pb.items", "edge:pb.orders"], run
+        runs = {r["table"]: r for r in run.stats["lakekeeper_runs"]}  # what a later job undoes a run by
+        assert runs["pb.orders"]["status"] == "compacted" and runs["pb.orders"]["run_id"], runs
+        assert runs["pb.orders"]["run_id"] != runs["pb.items"]["run_id"], runs  # a run id per table
         # both engine runs (analyze, compact) were Spark applications of the standalone master, and
         # their executors unpacked the shipped Python environment
         apps = spark_apps()
@@ -553,17 +587,33 @@ def test_playbooks_on_the_testbed(collections_dir, testbed, tmp_path):
         assert {k: after["cli.events"][k] for k in same} == {k: before["cli.events"][k] for k in same}
         assert [len(f) for f in after["cli.events"]["files"].values()] == [1, 1], after["cli.events"]
 
-        # -- rollback.yml on one table, cleanup.yml on the other ----------------------------------
-        run = run_playbook(os.path.join(PLAYBOOKS, "rollback.yml"), inventory, collections_dir, tmp_path,
-                           ["lakekeeper_tables=pb.orders"])
-        assert run.rc == 0, run
-        assert run.stats["lakekeeper_tables_rolled_back"] == 1, run
-        assert hooks_log.read_text().split() == ["pause", "resume", "pause", "resume"]
-        assert (tmp_path / "env" / "lakekeeper_env.tar.gz").stat().st_mtime == env_built  # not rebuilt
-        run = run_playbook(os.path.join(PLAYBOOKS, "cleanup.yml"), inventory, collections_dir, tmp_path,
-                           ["lakekeeper_tables=pb.items", "lakekeeper_older_than=all"])
+        # -- rollback.yml of one table's run (its run id from the compaction job's artifacts) and,
+        # overlapping it, cleanup.yml on both tables (two AWX jobs at once):
+        # the rollback waits right before its first swap while the cleanup runs; the cleanup drops
+        # the other table's backup and leaves the table being rolled back alone (its lease: locked)
+        pause = tmp_path / "pause"
+        pause.mkdir()
+        rollback = start_playbook(os.path.join(PLAYBOOKS, "rollback.yml"), inventory, collections_dir, tmp_path,
+                                  ["lakekeeper_tables=pb.orders", "lakekeeper_run_id=" + runs["pb.orders"]["run_id"]],
+                                  env={"LAKEKEEPER_PAUSE_AT": "rolling_back@pb.orders#0",
+                                       "LAKEKEEPER_PAUSE_DIR": str(pause), "LAKEKEEPER_PAUSE_TIMEOUT": "900"})
+        try:
+            wait_for(pause / "pb.orders.rolling_back.paused", rollback)
+            run = run_playbook(os.path.join(PLAYBOOKS, "cleanup.yml"), inventory, collections_dir, tmp_path,
+                               ["lakekeeper_tables=pb.orders,pb.items", "lakekeeper_older_than=all"])
+        finally:
+            (pause / "pb.orders.rolling_back.resume").write_text("go")
         assert run.rc == 0, run
         assert run.stats["lakekeeper_tables_cleaned"] == 1 and run.stats["lakekeeper_freed_bytes"] > 0, run
+        assert run.stats["lakekeeper_tables_locked"] == 1, run
+        assert "pb.orders was left alone: the table is being worked on by run" in " ".join(run.output.split()), run
+        run = rollback.finish()
+        assert run.rc == 0, run
+        assert run.stats["lakekeeper_tables_rolled_back"] == 1, run
+        assert run.stats["lakekeeper_runs"][0]["table"] == "pb.orders", run
+        assert run.stats["lakekeeper_summary"]["edge"]["tables"][0]["status"] == "rolled_back", run
+        assert hooks_log.read_text().split() == ["pause", "resume", "pause", "resume"]
+        assert (tmp_path / "env" / "lakekeeper_env.tar.gz").stat().st_mtime == env_built  # not rebuilt
 
         final = tables("read")
         assert final["orders"]["files"] == before["orders"]["files"], final["orders"]  # the original files

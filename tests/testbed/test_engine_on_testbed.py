@@ -1,9 +1,14 @@
 """The engine on the test bed: HDFS 2.7.3, the Hive Metastore service and
 Spark standalone with executors in a separate worker JVM.
 
-1. The whole engine integration suite (tests/engine/test_engine.py) runs
-   again with its session connected to the test bed (hdfs:// warehouse,
-   Metastore service, standalone master), in a child pytest.
+1. The engine integration tests whose work differs on HDFS and a Metastore
+   service (tests/engine/test_engine.py, marker ``hdfs``: renames and
+   hidden directories, partitions outside the root, listing, pieces joined
+   through the filesystem, statistics and partitions through the Metastore's
+   Thrift API, refusals read from it) run again with their session connected
+   to the test bed (hdfs:// warehouse, Metastore service, standalone
+   master), in a child pytest. The others (codecs, dedupe, modes, database
+   runs) exercise the same calls and run on the embedded default only.
 2. The engine CLI runs under spark-submit on the standalone cluster against
    an HDFS table, and a second Spark process sees the compacted table and the
    same rows through the Metastore service: compact, compact again, rollback,
@@ -33,13 +38,15 @@ pytestmark = pytest.mark.testbed
 def test_engine_suite_on_hdfs_metastore_service_and_standalone(testbed):
     env = dict(os.environ, LAKEKEEPER_ENGINE_BACKEND="testbed", LAKEKEEPER_TESTBED_JSON=str(testbed.json_path))
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "tests" / "engine" / "test_engine.py")],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "hdfs",
+         str(ROOT / "tests" / "engine" / "test_engine.py")],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800, check=False
     )
     tail = "\n".join(proc.stdout.splitlines()[-25:])
     print(tail)
     assert proc.returncode == 0, f"engine suite on the test bed failed:\n{tail}\n{proc.stderr[-3000:]}"
     assert " passed" in proc.stdout and " failed" not in proc.stdout
+    assert "9 passed" in proc.stdout, tail  # every test marked hdfs ran
 
 
 SETUP = textwrap.dedent(

@@ -13,12 +13,21 @@ from ..backup import find_backups
 from ..context import Context
 from ..errors import java_message
 from ..journal import Journal
+from ..lease import lease_path, read_holder, describe
 from ..model import TableInfo, Unit
 from ..recovery import backup_units, pending_runs
 from ..results import partition_result, table_result
 from ..retention import backup_verdicts
 from ..space import space_check
 from ..tables import check_rewritable, leftovers, load_table, plan
+
+
+def lease_facts(ctx: Context, journal_dir: str) -> dict[str, Any] | None:
+    """Who holds the table's lease right now (a run working on it), or None."""
+    holder = read_holder(ctx.fs, lease_path(journal_dir))
+    if holder is None:
+        return None
+    return dict({k: v for k, v in holder.items() if k != "pid_start"}, description=describe(holder))
 
 
 def unit_histograms(u: Unit, compact: bool) -> tuple[list[int], list[int]]:
@@ -89,6 +98,7 @@ def analyze_table(ctx: Context, full_name: str) -> dict[str, Any]:
         space=space_check(ctx.fs, todo),
         pending_recovery=pending_runs(ctx, info),
         leftovers=leftovers(ctx, p, set(Journal.run_ids(ctx.fs, p.journal_dir))),
+        lease=lease_facts(ctx, p.journal_dir),
         mode=ctx.settings.mode,
         **({"where": ctx.settings.where} if ctx.settings.where else {}),
     )

@@ -20,11 +20,12 @@ ANALYSIS = {"run_id": "20261124T230000-abc123", "tables": [
 ]}
 COMPACTED = {"run_id": "20261124T230100-def456", "tables": [
     {"table": "e2e.events", "status": "compacted", "backup_table": "e2e.__bkp_events_20261124T230100_def456",
-     "partitions": [{"status": "compacted", "files_before": 30, "files_after": 1, "bytes_before": 3000,
+     "run_id": "20261124T230100-def456", "partitions": [{"status": "compacted", "files_before": 30, "files_after": 1, "bytes_before": 3000,
                      "bytes_after": 2000},
                     {"status": "compacted", "files_before": 30, "files_after": 1, "bytes_before": 3000,
                      "bytes_after": 2000}]},
-    {"table": "e2e.clicks", "status": "refused", "reason": "concurrent_write", "partitions": []},
+    {"table": "e2e.clicks", "status": "refused", "reason": "concurrent_write", "partitions": [],
+     "run_id": "20261124T230100-aaa111"},
 ]}
 
 
@@ -58,7 +59,13 @@ def test_a_compaction():
         "lakekeeper_hosts_failed": 0, "lakekeeper_files_before": 61, "lakekeeper_files_after": 3,
         "lakekeeper_bytes_before": 6100, "lakekeeper_bytes_after": 4100,
         "lakekeeper_backup_tables": ["edge:e2e.__bkp_events_20261124T230100_def456"],
-        "lakekeeper_tables_compacted": 1, "lakekeeper_tables_skipped": 2, "lakekeeper_tables_failed": 1}
+        "lakekeeper_tables_compacted": 1, "lakekeeper_tables_skipped": 2, "lakekeeper_tables_failed": 1,
+        # names per status and the run of each table the module worked on (set_stats adds lists up over hosts)
+        "lakekeeper_compacted_tables": ["edge:e2e.events"], "lakekeeper_failed_tables": ["edge:e2e.clicks"],
+        "lakekeeper_skipped_tables": ["edge:e2e.users", "edge:e2e.view"],
+        "lakekeeper_runs": [
+            {"host": "edge", "table": "e2e.events", "status": "compacted", "run_id": "20261124T230100-def456"},
+            {"host": "edge", "table": "e2e.clicks", "status": "failed", "run_id": "20261124T230100-aaa111"}]}
 
 
 def test_a_dry_run_counts_the_planned_target_files():
@@ -98,7 +105,8 @@ def test_a_run_that_failed_before_anything_names_the_tables():
     s = run(action="rollback", tables=["e2e.events"], error="kinit failed", resume_errors=["ingest: unreachable"])
     assert s["tables"] == [{"table": "e2e.events", "status": "failed", "reason": "not done: kinit failed",
                             "files_before": 0, "files_after": 0, "bytes_before": 0, "bytes_after": 0,
-                            "backup_table": None}]
+                            "backup_table": None, "run_id": ""}]
+    assert s["totals"]["lakekeeper_runs"] == [] and s["totals"]["lakekeeper_failed_tables"] == ["edge:e2e.events"]
     assert s["lines"][-2:] == ["FAILED: kinit failed", "RESUME FAILED: ingest: unreachable"]
     assert s["counts"] == {"rolled_back": 0, "skipped": 0, "failed": 1}
 
