@@ -289,7 +289,11 @@ def _recover_after_error(ctx: Any, command: str, name: str, res: dict[str, Any])
         info = load_table(ctx, name)
         if ctx.run_id not in Journal.run_ids(ctx.fs, journal_dir(info)):
             return
-        res["recovered_after_error"] = recover_table(ctx, info)
+        actions = recover_table(ctx, info)
+        res["recovered_after_error"] = actions
+        if command == "rollback" and any(a.get("action") == "rolled_back" for a in actions):
+            # a rollback is settled forward: the units it had not restored yet are restored now
+            res["changed"] = True
     except Exception as exc:  # noqa: BLE001 - the next run's automatic recovery will try again
         log.exception("%s: recovery after the error failed", name)
         res["recovery_after_error_failed"] = java_message(exc)

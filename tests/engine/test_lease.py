@@ -180,8 +180,16 @@ def test_an_error_after_the_swaps_reports_the_change(spark, engine, files, wareh
     assert res["backup_table"], res
     spark.sql("REFRESH TABLE lk.late_error")
     assert same_rows(rows, spark.table("lk.late_error"))
-    assert engine.one("rollback", "lk.late_error")["status"] == "rolled_back"
+    # a rollback that fails after its first unit was restored: settled forward right away, and says it changed
+    monkeypatch.setattr(HOOKS, "fired", set())
+    monkeypatch.setenv("LAKEKEEPER_FAULT_AT", "rollback_restored:after@lk.late_error#0=raise")
+    res = engine.one("rollback", "lk.late_error")
+    monkeypatch.delenv("LAKEKEEPER_FAULT_AT")
+    assert res["status"] == "failed" and res["changed"] and "injected fault" in res["reason"], res
+    assert [a["action"] for a in res["recovered_after_error"]][-2:] == ["rolled_back", "finished_run"], res
+    spark.sql("REFRESH TABLE lk.late_error")
     assert same_rows(rows, spark.table("lk.late_error"))
+    assert engine.one("rollback", "lk.late_error")["status"] == "skipped"  # the backup is gone: rolled back
 
 
 def test_two_tables_over_one_location_get_their_own_run_ids(spark, engine, files, warehouse):

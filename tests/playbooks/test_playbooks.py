@@ -95,10 +95,10 @@ class Started:
 
     def finish(self, timeout=1500):
         try:
-            out, _ = self.proc.communicate(timeout=timeout)
+            out = self.proc.communicate(timeout=timeout)[0]
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            out, _ = self.proc.communicate()
+            out = self.proc.communicate()[0]
             raise AssertionError("ansible-playbook %s timed out after %ss:\n%s" % (self.playbook, timeout, out[-8000:]))
         run = Run(self.proc.returncode, out, time.time() - self.started)
         for line in out.splitlines():

@@ -20,7 +20,8 @@ ANALYSIS = {"run_id": "20261124T230000-abc123", "tables": [
 ]}
 COMPACTED = {"run_id": "20261124T230100-def456", "tables": [
     {"table": "e2e.events", "status": "compacted", "backup_table": "e2e.__bkp_events_20261124T230100_def456",
-     "run_id": "20261124T230100-def456", "partitions": [{"status": "compacted", "files_before": 30, "files_after": 1, "bytes_before": 3000,
+     "run_id": "20261124T230100-def456",
+     "partitions": [{"status": "compacted", "files_before": 30, "files_after": 1, "bytes_before": 3000,
                      "bytes_after": 2000},
                     {"status": "compacted", "files_before": 30, "files_after": 1, "bytes_before": 3000,
                      "bytes_after": 2000}]},
