@@ -93,7 +93,7 @@ class Journal:
         doc.update(extra)
         doc.update(index=idx, step=step, updated=time.time())
         self._units[idx] = doc
-        self._replace(f"unit-{idx:06d}.json", json.dumps(doc, sort_keys=True))
+        self._replace(unit_record_name(idx), json.dumps(doc, sort_keys=True))
         fault_point(step, "before", self.table_name, idx)
 
     def _replace(self, name: str, text: str) -> None:
@@ -128,11 +128,12 @@ class Journal:
         units: dict[int, dict[str, Any]] = {}
         bases = {n.split(_PENDING)[0] for n in names if n.startswith("unit-")}
         for base in sorted(bases):
-            if not re.match(r"^unit-\d{6}\.json$", base):
+            idx = unit_index(base)
+            if idx is None:
                 continue
             text = read_record(fs, run_dir, base, names)
             if text:
-                units[int(base[5:11])] = json.loads(text)
+                units[idx] = json.loads(text)
         return table, units
 
     @staticmethod
@@ -144,6 +145,22 @@ class Journal:
         """Drop this run's records, and the journal directory once empty."""
         self.fs.delete(self.run_dir)
         self.fs.delete_if_empty(self.dir)  # never recursively: the table's lease may be in it
+
+
+_UNIT_RECORD = re.compile(r"^unit-(\d{6,})\.json$")
+
+
+def unit_record_name(idx: int) -> str:
+    """``unit-000042.json``: six digits at least (names sort by index up to
+    999,999 units), more when a run has more units."""
+    return f"unit-{idx:06d}.json"
+
+
+def unit_index(name: str) -> int | None:
+    """The unit index of a record name written by ``unit_record_name``, else
+    None (pending copies, other files)."""
+    m = _UNIT_RECORD.match(name)
+    return int(m.group(1)) if m else None
 
 
 def replace_record(fs: HadoopFS, uri: str, text: str, sweep: bool = True) -> None:
