@@ -126,7 +126,8 @@ options:
         description:
           - C(--deploy-mode). Not emitted when not set (spark-submit then uses C(client)).
           - V(cluster) is refused; the driver would run inside the cluster and the module could not read the
-            engine's JSON result back from a local file.
+            engine's JSON result back from a local file. So is C(spark.submit.deployMode=cluster) in
+            O(spark_submit.extra_conf) or as C(--conf) in O(spark_submit.extra_args).
         type: str
         choices: [client, cluster]
       name:

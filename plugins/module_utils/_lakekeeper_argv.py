@@ -472,9 +472,24 @@ def resolve_spark_submit(merged):
 
 
 def refuse_cluster_mode(ss):
-    """The driver must run on the target: deploy_mode=cluster is refused."""
-    if ss.get("enabled") and ss.get("deploy_mode") == "cluster":
+    """The driver must run on the target: deploy_mode=cluster is refused, also
+    when asked for through a Spark property (``extra_conf`` or ``--conf`` in
+    ``extra_args``: ``spark.submit.deployMode``), which spark-submit honours
+    just the same."""
+    if not ss.get("enabled"):
+        return
+    if ss.get("deploy_mode") == "cluster":
         raise LakekeeperError(_CLUSTER_MODE_REFUSED)
+    conf = ss.get("extra_conf") or {}
+    if str(conf.get("spark.submit.deployMode", "")).strip() == "cluster":
+        raise LakekeeperError("spark_submit.extra_conf spark.submit.deployMode=cluster: " + _CLUSTER_MODE_REFUSED)
+    args = [str(a) for a in ss.get("extra_args") or []]
+    for i, arg in enumerate(args):
+        value = arg[len("--conf="):] if arg.startswith("--conf=") else (
+            args[i + 1] if arg == "--conf" and i + 1 < len(args) else None)
+        if value is not None and value.replace(" ", "") == "spark.submit.deployMode=cluster":
+            raise LakekeeperError("spark_submit.extra_args --conf spark.submit.deployMode=cluster: "
+                                  + _CLUSTER_MODE_REFUSED)
 
 
 def check_extra_args(ss):

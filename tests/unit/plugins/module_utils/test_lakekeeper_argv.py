@@ -324,6 +324,21 @@ def test_spark_submit_cluster_mode_refused():
         lk.build_command("compact", ["--table", "a.b"], ss, "/app/r.py", spark_submit="spark-submit")
 
 
+@pytest.mark.parametrize("how", [
+    {"extra_conf": {"spark.submit.deployMode": "cluster"}},
+    {"extra_args": ["--conf", "spark.submit.deployMode=cluster"]},
+    {"extra_args": ["--conf=spark.submit.deployMode=cluster"]},
+])
+def test_cluster_mode_through_a_spark_property_is_refused_too(how):
+    ss = reference_ss(**how)
+    with pytest.raises(lk.LakekeeperError, match="spark.submit.deployMode=cluster: spark_submit.deploy_mode=cluster is "
+                                                 "not supported"):
+        lk.refuse_cluster_mode(ss)
+    # client mode asked for the same ways is fine, and so is the embedded default
+    lk.refuse_cluster_mode(reference_ss(extra_conf={"spark.submit.deployMode": "client"}))
+    lk.refuse_cluster_mode(dict(ss, enabled=False))
+
+
 def test_embedded_command():
     ss = lk.resolve_spark_submit(lk.merge_spark_submit({"extra_conf": {"spark.ui.enabled": False}}, None))
     assert ss["enabled"] is False and ss["master"] == "local[*]"
