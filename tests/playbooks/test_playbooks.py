@@ -284,6 +284,7 @@ def test_playbooks_embedded(collections_dir, collection_path, kdc, tmp_path):
         assert kdc.klist("FILE:%s" % ccache).returncode == 0
         assert {t: data_files(str(data_dir / t)) for t in originals} == originals
         check_report(tmp_path / "reports", "local")
+        assert run.stats["lakekeeper_reports"] == ["edge:%s" % (tmp_path / "reports" / "lakekeeper-local.html")], run
 
         # -- compact.yml failing after the pause: the ingestion is resumed anyway ---------------
         run = run_playbook(os.path.join(PLAYBOOKS, "compact.yml"), inventory, collections_dir, tmp_path,
@@ -326,11 +327,15 @@ def test_playbooks_embedded(collections_dir, collection_path, kdc, tmp_path):
         assert "Paused on ingest" in run.output and "Resumed on ingest" in run.output, run
         assert "Paused on edge" not in run.output and "Resumed on edge" not in run.output, run
 
-        # -- analyze.yml again: the report lists the backups the compaction kept --------------------
+        # -- analyze.yml again: the report lists the backups the compaction kept, and a copy of it
+        # stays on the edge node (where it outlives an AWX job), named in the job's artifacts --------
+        edge_reports = tmp_path / "edge-reports"
         run = run_playbook("lakekeeper.hive.analyze", inventory, collections_dir, tmp_path,
-                           ["lakekeeper_database=e2e"])
+                           ["lakekeeper_database=e2e", "lakekeeper_report_copy_to=%s" % edge_reports])
         assert run.rc == 0, run
         html = (tmp_path / "reports" / "lakekeeper-local.html").read_text()
+        assert (edge_reports / "lakekeeper-local.html").read_text() == html
+        assert run.stats["lakekeeper_reports"] == ["edge:%s" % (edge_reports / "lakekeeper-local.html")], run
         backups = html[html.index('id="backups"'):]
         rows = re.findall(r"<tr><td>(e2e\.\w+)</td><td>(e2e\.__bkp_\w+)</td>", backups)
         assert sorted(r[0] for r in rows) == ["e2e.clicks", "e2e.events"], backups
