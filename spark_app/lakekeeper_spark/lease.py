@@ -209,8 +209,7 @@ def acquire(fs: HadoopFS, journal_dir: str, run_id: str, table: str, command: st
 def _create(fs: HadoopFS, journal_dir: str, path: str, text: str) -> bool:
     """``create_new``; a lease that a quota keeps from being written is
     refused as ``insufficient_space`` (nothing was written: the empty file
-    and the journal directory made for it are removed again)."""
-    existed = fs.exists(journal_dir)
+    and the journal directory, when nothing else is in it, are removed again)."""
     try:
         return fs.create_new(path, text)
     except Exception as exc:  # noqa: BLE001 - Py4JJavaError carries the Java exception
@@ -221,8 +220,7 @@ def _create(fs: HadoopFS, journal_dir: str, path: str, text: str) -> bool:
             raise
         try:  # a quota exception comes after create() succeeded: the file is this run's
             fs.delete(path, recursive=False)
-            if not existed:
-                fs.delete_if_empty(journal_dir)
+            fs.delete_if_empty(journal_dir)  # as a released lease leaves it
         except Exception:  # noqa: BLE001
             log.warning("could not remove the lease %s that a quota kept from being written", path, exc_info=True)
         raise LakekeeperError("insufficient_space", f"the table's lease {path} could not be written: {why}; "

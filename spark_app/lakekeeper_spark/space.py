@@ -57,6 +57,14 @@ def needs(units: list[Unit], replication: int, block_size: int, writers: int = 2
     return out
 
 
+def _space_quota_line(path: str, q: dict[str, int]) -> str:
+    return f"{path}: space quota {human_bytes(q['space_quota'])}, {human_bytes(q['space_consumed'])} used"
+
+
+def _namespace_quota_line(path: str, q: dict[str, int]) -> str:
+    return f"{path}: namespace quota {q['quota']}, {q['namespace_used']} used"
+
+
 def space_check(fs: HadoopFS, units: list[Unit]) -> dict[str, Any]:
     if not units:
         return {"ok": True, "problems": [], "dirs": [], "needed_bytes": 0}
@@ -72,15 +80,10 @@ def space_check(fs: HadoopFS, units: list[Unit]) -> dict[str, Any]:
         entry = {"path": path, "needed_bytes": need.space, "needed_names": need.names, **q}
         dirs.append(entry)
         if q["space_quota"] >= 0 and q["space_consumed"] + need.space > q["space_quota"]:
-            problems.append(
-                f"{path}: space quota {human_bytes(q['space_quota'])}, {human_bytes(q['space_consumed'])} used, "
-                f"the compacted copy needs {human_bytes(need.space)} more (data x replication {repl} + open blocks)"
-            )
+            problems.append(f"{_space_quota_line(path, q)}, the compacted copy needs {human_bytes(need.space)} more "
+                            f"(data x replication {repl} + open blocks)")
         if q["quota"] >= 0 and q["namespace_used"] + need.names > q["quota"]:
-            problems.append(
-                f"{path}: namespace quota {q['quota']}, {q['namespace_used']} used, "
-                f"the compacted copy needs {need.names} more names"
-            )
+            problems.append(f"{_namespace_quota_line(path, q)}, the compacted copy needs {need.names} more names")
     total = sum(u.stats.bytes for u in units) * repl
     status = fs.fs_status(first)
     if status["remaining"] >= 0 and status["capacity"] > 0 and total > status["remaining"]:
@@ -106,10 +109,10 @@ def quota_refusal(fs: HadoopFS, uri: str, exc_text: str) -> str | None:
                 continue
             q = fs.quota_usage(path)
             if "DSQuota" in exc_text and q["space_quota"] >= 0 and q["space_consumed"] + block * repl > q["space_quota"]:
-                return (f"{path}: space quota {human_bytes(q['space_quota'])}, {human_bytes(q['space_consumed'])} "
-                        f"used, a file open in it needs a block of {human_bytes(block)} x replication {repl}")
+                return (f"{_space_quota_line(path, q)}, a file open in it needs a block of {human_bytes(block)} "
+                        f"x replication {repl}")
             if "NSQuota" in exc_text and q["quota"] >= 0 and q["namespace_used"] + 2 > q["quota"]:
-                return f"{path}: namespace quota {q['quota']}, {q['namespace_used']} used"
+                return _namespace_quota_line(path, q)
     except Exception:  # noqa: BLE001 - the exception's own text says enough
         pass
     return " ".join(exc_text.split())[:400]
