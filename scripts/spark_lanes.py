@@ -173,6 +173,20 @@ def lane_tests(lane: dict) -> list[str]:
     return [t for t in LANE_TESTS if lane.get("crash") or t != CRASH_TEST]
 
 
+def lane_jvm_archive(env: dict[str, str]) -> None:
+    """The main line's class-data-sharing archive (scripts/jvm_archive.py)
+    belongs to its own jars: a lane's drivers go without one. (A lane's own
+    would not pay: its JVMs are one in-process session, the test bed's
+    drivers, whose SPARK_CONF_DIR leads the class path and so never matches
+    an archive, and on one lane the five processes of a crash world.)"""
+    main_line = env.pop("LAKEKEEPER_JVM_ARCHIVE_OPTS", "")
+    opts = env.get("SPARK_SUBMIT_OPTS", "").replace(main_line, "").strip() if main_line else None
+    if opts == "":
+        env.pop("SPARK_SUBMIT_OPTS", None)
+    elif opts is not None:
+        env["SPARK_SUBMIT_OPTS"] = opts
+
+
 def run_lane(lane: dict, base: Path, extra: list[str]) -> tuple[int, str]:
     py, note = ensure_venv(lane, base)
     app_python = packed_env(lane, base, py)
@@ -181,6 +195,7 @@ def run_lane(lane: dict, base: Path, extra: list[str]) -> tuple[int, str]:
                SPARK_LOCAL_IP="127.0.0.1", PATH=f"{py.parent}{os.pathsep}{env.get('PATH', '')}")
     for var in ("SPARK_HOME", "PYTHONPATH", "VIRTUAL_ENV"):
         env.pop(var, None)
+    lane_jvm_archive(env)
     versions = subprocess.run([str(py), "-c", "import sys, pyspark; print(pyspark.__version__, sys.version.split()[0])"],
                               capture_output=True, text=True, check=True, env=env).stdout.split()
     print(f"== spark lane {lane['name']}: pyspark {versions[0]} on Python {versions[1]}", flush=True)
