@@ -101,6 +101,9 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--log-level", dest="log_level", type=str.upper)
     common.add_argument("--result-file", help="also write the JSON result to this local file")
     common.add_argument("--state-dir", help="embedded Metastore and warehouse directory (plain python mode)")
+    common.add_argument("--require-metastore", action="store_true", dest="require_metastore",
+                        help="refuse to start when the driver has no Hive Metastore configured (it would "
+                             "otherwise use a private embedded catalog); the modules pass it under spark-submit")
     common.add_argument("--master", help="Spark master in plain python mode (default local[*])")
     common.add_argument("--conf", action="append", default=[], metavar="K=V", help="extra Spark conf (plain python mode)")
     common.add_argument("--properties-file", metavar="FILE",
@@ -334,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
                 from .catalog import Catalog
                 from .context import Context
                 from .fs import HadoopFS
-                from .session import build_session
+                from .session import build_session, metastore_in_use, no_metastore_message
 
                 from .compat import runtime, unsupported_reason
 
@@ -343,10 +346,13 @@ def main(argv: list[str] | None = None) -> int:
                 unsupported = unsupported_reason(runtime(spark))
                 if unsupported:
                     raise UsageError(unsupported)
+                doc["catalog"] = metastore_in_use(spark)
+                if args.require_metastore and doc["catalog"]["kind"] == "embedded":
+                    raise UsageError(no_metastore_message(doc["catalog"]))
                 ctx = Context(spark=spark, fs=HadoopFS(spark), catalog=Catalog(spark), settings=settings, run_id=run_id)
             except Exception as exc:  # noqa: BLE001
                 log.exception("the engine could not start")
-                doc["msg"] = f"the engine could not start: {str(exc).splitlines()[0] if str(exc) else exc!r}"
+                doc["msg"] = f"the engine could not start: {str(exc).splitlines()[0] if str(exc) else repr(exc)}"
                 code = 3
                 raise _Done() from exc
             try:  # the Metastore: fail once, clearly, instead of once per table

@@ -59,3 +59,51 @@ def build_session(
     log.info("Spark %s, application %s, master %s, scheduler mode %s", spark.version, spark.sparkContext.appName,
              spark.sparkContext.master, spark.sparkContext.getConf().get("spark.scheduler.mode", "FIFO"))
     return spark
+
+
+def metastore_in_use(spark: Any) -> dict[str, Any]:
+    """Which Hive catalog this driver will talk to, read before the catalog
+    is first touched (nothing is created): ``kind`` ``metastore`` (a
+    ``hive.metastore.uris`` service), ``database`` (a Metastore database
+    reached directly through ``javax.jdo.option.ConnectionURL``) or
+    ``embedded`` (Derby: a private catalog that knows none of the cluster's
+    tables); ``source`` says where the setting came from.
+
+    Spark takes these from its own ``spark.hadoop.*`` properties first, then
+    from the ``hive-site.xml`` on the driver's class path (``SPARK_CONF_DIR``
+    or ``HADOOP_CONF_DIR``; ``--files`` does not reach a client-mode driver)."""
+    conf = spark.sparkContext.getConf()
+    found: dict[str, tuple[str, str]] = {}
+    for key in ("hive.metastore.uris", "javax.jdo.option.ConnectionURL"):
+        value = conf.get(f"spark.hadoop.{key}", "") or ""
+        if value.strip():
+            found[key] = (value.strip(), f"spark.hadoop.{key}")
+    jvm = spark.sparkContext._jvm
+    site = jvm.java.lang.Thread.currentThread().getContextClassLoader().getResource("hive-site.xml")
+    hive_site = str(site.toString()) if site is not None else None
+    if site is not None:
+        xml = jvm.org.apache.hadoop.conf.Configuration(False)
+        xml.addResource(site)
+        for key in ("hive.metastore.uris", "javax.jdo.option.ConnectionURL"):
+            value = xml.get(key)
+            if key not in found and value and str(value).strip():
+                found[key] = (str(value).strip(), hive_site)
+    if "hive.metastore.uris" in found:
+        value, source = found["hive.metastore.uris"]
+        return {"kind": "metastore", "uris": value, "source": source, "hive_site": hive_site}
+    url = found.get("javax.jdo.option.ConnectionURL")
+    if url and not url[0].startswith("jdbc:derby:"):
+        return {"kind": "database", "url": url[0].split(";")[0].split("?")[0], "source": url[1],
+                "hive_site": hive_site}
+    return {"kind": "embedded", "url": url[0].split(";create")[0] if url else None,
+            "source": url[1] if url else None, "hive_site": hive_site}
+
+
+def no_metastore_message(found: dict[str, Any]) -> str:
+    where = (f"the hive-site.xml on its class path ({found['hive_site']}) sets neither hive.metastore.uris nor "
+             "a Metastore database" if found.get("hive_site") else "no hive-site.xml is on its class path")
+    return ("no Hive Metastore is configured for this driver, so it would use a private embedded Derby catalog "
+            f"that knows none of the cluster's tables: {where}, and spark.hadoop.hive.metastore.uris is not set. "
+            "Put the cluster's hive-site.xml in SPARK_CONF_DIR (or HADOOP_CONF_DIR) on the host that runs the "
+            "driver, or pass --conf spark.hadoop.hive.metastore.uris=thrift://HOST:9083 "
+            "(--files hive-site.xml does not reach a client-mode driver)")
