@@ -302,7 +302,8 @@ def rewrite_args(sort_by=None, dedupe=None):
 
 
 def engine_args(command, selectors, options=None, config_file=None, dry_run=False,
-                state_dir=None, master=None, conf=None, result_file=None, properties_file=None):
+                state_dir=None, master=None, conf=None, result_file=None, properties_file=None,
+                require_metastore=False):
     """``<command> <selectors> <options>`` as run_lakekeeper.py expects them.
 
     ``master``, ``conf`` and ``state_dir`` are the plain-python (embedded)
@@ -332,6 +333,8 @@ def engine_args(command, selectors, options=None, config_file=None, dry_run=Fals
         argv += ["--conf", "%s=%s" % (key, _text(value))]
     if properties_file:
         argv += ["--properties-file", properties_file]
+    if require_metastore:
+        argv.append("--require-metastore")
     if result_file:
         argv += ["--result-file", result_file]
     return argv
@@ -551,7 +554,8 @@ def spark_submit_flags(ss, driver_python=None, properties_file=None):
 
 
 def build_command(command, selectors, ss, script, options=None, config_file=None, dry_run=False,
-                  state_dir=None, result_file=None, python=None, spark_submit=None, job_id=None):
+                  state_dir=None, result_file=None, python=None, spark_submit=None, job_id=None,
+                  require_metastore=False):
     """The complete argv of one engine run.
 
     Embedded (``ss['enabled']`` false)::
@@ -573,7 +577,9 @@ def build_command(command, selectors, ss, script, options=None, config_file=None
     a file the caller writes with properties_text before the run.
 
     spark-submit always gets ``--name``: ``ss['name']``, else
-    default_app_name (with the AWX ``job_id`` when given).
+    default_app_name (with the AWX ``job_id`` when given); with
+    ``require_metastore`` the engine refuses to start on an embedded catalog
+    (``--require-metastore``: what its driver really loaded is checked).
     """
     secret = split_conf(ss.get("extra_conf"))[1]
     properties_file = secret_properties_path(result_file) if secret else None
@@ -586,14 +592,14 @@ def build_command(command, selectors, ss, script, options=None, config_file=None
             ss = dict(ss, name=default_app_name(command, selectors, job_id))
         head = [spark_submit] + spark_submit_flags(ss, driver_python=python, properties_file=properties_file) + [script]
         tail = engine_args(command, selectors, options, config_file=config_file, dry_run=dry_run,
-                           state_dir=state_dir, result_file=result_file)
+                           state_dir=state_dir, result_file=result_file, require_metastore=require_metastore)
         return head + tail
     if not python:
         raise LakekeeperError("python interpreter not given")
     tail = engine_args(command, selectors, options, config_file=config_file, dry_run=dry_run,
                        state_dir=state_dir or os.path.expanduser(DEFAULT_STATE_DIR), master=ss["master"],
                        conf=split_conf(ss.get("extra_conf"))[0], result_file=result_file,
-                       properties_file=properties_file)
+                       properties_file=properties_file, require_metastore=require_metastore)
     return [python, script] + tail
 
 

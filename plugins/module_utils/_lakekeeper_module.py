@@ -39,6 +39,12 @@ from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_app im
     INTERNAL_OPTION,
     ensure_app,
 )
+from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_catalog import (
+    find_metastore,
+    host_conf_message,
+    host_hive_site,
+    no_metastore_message,
+)
 from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_argv import (
     DEFAULT_STATE_DIR,
     ENGINE_OPTION_NAMES,
@@ -100,12 +106,13 @@ class Engine:
 class Launch:
     """How the engine is started on the target."""
 
-    def __init__(self, script, env, python=None, spark_submit=None, state_dir=None):
+    def __init__(self, script, env, python=None, spark_submit=None, state_dir=None, explicit_state_dir=False):
         self.script = script
         self.env = env
         self.python = python
         self.spark_submit = spark_submit
         self.state_dir = state_dir
+        self.explicit_state_dir = explicit_state_dir
 
     @property
     def cwd(self):
@@ -287,7 +294,32 @@ def resolve_launch(module, engine, ss):
                 os.makedirs(state_dir, 0o700)
         except OSError as exc:
             module.fail_json(msg="could not create state_dir %s: %s" % (state_dir, exc))
-    return Launch(script, env, python=python, spark_submit=spark_submit, state_dir=state_dir)
+    return Launch(script, env, python=python, spark_submit=spark_submit, state_dir=state_dir,
+                  explicit_state_dir=bool(params["state_dir"]))
+
+
+CATALOG_KEYS = ("kind", "uris", "url", "source", "hive_site", "state_dir", "reason")
+
+
+def choose_catalog(module, ss, launch):
+    """Which Hive catalog the run uses (see _lakekeeper_catalog), decided
+    before anything starts; fail_json when the choice would be a silent
+    embedded catalog."""
+    env = dict(os.environ)
+    env.update(launch.env)
+    found, looked = find_metastore(ss.get("extra_conf"), ss.get("extra_args") if ss["enabled"] else None, env,
+                                   launch.spark_submit)
+    if found:
+        return dict(found, reason="the cluster's Metastore, configured in %s" % found["source"])
+    embedded = dict(kind="embedded", state_dir=launch.state_dir)
+    if launch.explicit_state_dir:
+        return dict(embedded, reason="state_dir was given")
+    if ss["enabled"]:
+        module.fail_json(msg=no_metastore_message(looked))
+    site = host_hive_site(env)
+    if site:
+        module.fail_json(msg=host_conf_message(site, launch.state_dir))
+    return dict(embedded, reason="spark_submit is not enabled and this host has no Hive configuration")
 
 
 def write_private(path, text):
@@ -297,13 +329,14 @@ def write_private(path, text):
         handle.write(text)
 
 
-def build_argv(module, engine, command, selectors, ss, launch, config_file, result_file):
+def build_argv(module, engine, command, selectors, ss, launch, config_file, result_file, catalog):
     """The engine's argv; secret extra_conf values are written to their private properties file."""
     argv = _fail_on(module, build_command, command, selectors, ss, launch.script,
                     options=engine.options(module.params), config_file=config_file, dry_run=module.check_mode,
                     state_dir=launch.state_dir, result_file=result_file, python=launch.python,
                     spark_submit=launch.spark_submit,
-                    job_id=(module.params.get(INTERNAL_OPTION) or {}).get("job_id"))
+                    job_id=(module.params.get(INTERNAL_OPTION) or {}).get("job_id"),
+                    require_metastore=catalog["kind"] != "embedded" and not launch.explicit_state_dir)
     secret_conf = split_conf(ss.get("extra_conf"))[1]
     if secret_conf:
         try:
@@ -348,6 +381,9 @@ def parse(module, engine, command, result, rc, stdout, stderr, result_text):
 
     tables = [t for t in (doc.get("tables") or []) if isinstance(t, dict)]
     result.update(tables=tables, run_id=doc.get("run_id"))
+    if isinstance(doc.get("catalog"), dict):  # what the driver really loaded
+        result["catalog"] = dict(result.get("catalog") or {}, **dict(
+            (k, v) for k, v in doc["catalog"].items() if k in CATALOG_KEYS and k not in ("reason", "state_dir")))
     if isinstance(doc.get("runtime"), dict):
         result["runtime"] = doc["runtime"]
     if not engine.writes:
@@ -413,10 +449,12 @@ def run_module(module, engine):
     config_file = _abspath(params["config_file"])
     ss = read_spark_submit(module, config_file)
     launch = resolve_launch(module, engine, ss)
+    catalog = choose_catalog(module, ss, launch)
     result_file = os.path.join(module.tmpdir, RESULT_FILE)
-    argv = build_argv(module, engine, command, selectors, ss, launch, config_file, result_file)
+    argv = build_argv(module, engine, command, selectors, ss, launch, config_file, result_file, catalog)
     result = dict(changed=False, cmd=join_cmd(mask_argv(argv)), rc=None, command=command,
-                  dry_run=module.check_mode, script=launch.script)
+                  dry_run=module.check_mode, script=launch.script,
+                  catalog=dict((k, catalog.get(k)) for k in CATALOG_KEYS))
     rc, stdout, stderr, result_text = execute(module, argv, launch, result_file)
     result["rc"] = rc
     doc = parse(module, engine, command, result, rc, stdout, stderr, result_text)

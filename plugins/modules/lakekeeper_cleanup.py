@@ -77,6 +77,20 @@ seealso:
 
 EXAMPLES = r"""
 ---
+# These tasks run on a cluster's edge node. The cluster connection is set once
+# for the play (or comes from config_file's spark_submit section):
+#   module_defaults:
+#     group/lakekeeper.hive.lakekeeper:
+#       spark_submit:
+#         enabled: true
+#         master: yarn
+#         principal: svc_lakekeeper@EXAMPLE.COM
+#         keytab: /etc/security/keytabs/svc_lakekeeper.keytab
+#       hadoop_conf_dir: /etc/hadoop/conf
+#       environment:
+#         SPARK_CONF_DIR: /etc/spark/conf   # with the cluster's hive-site.xml
+# Without a Metastore configuration the modules stop before starting; the
+# embedded local catalog is only used when asked for (state_dir).
 - name: Drop every backup (and its original files) of a table, except pinned ones
   lakekeeper.hive.lakekeeper_cleanup:
     table: mydb.events
@@ -227,6 +241,29 @@ runtime:
     parquet: 1.13.1
     python: 3.9.18
     python_prefix: /data/yarn/nm/usercache/etl/appcache/application_1700000000000_0042/container_01/lakekeeper_env
+catalog:
+  description:
+    - Which Hive catalog the run used, decided on the target before the engine started and completed by the engine
+      with what its driver really loaded.
+    - C(kind) is V(metastore) (a C(hive.metastore.uris) service), V(database) (a Metastore database reached
+      directly, C(url) without its parameters) or V(embedded) (a private Derby catalog in C(state_dir)).
+    - C(source) is where the setting was found (V(spark_submit.extra_conf), V(spark_submit.extra_args), a
+      C(spark-defaults.conf) or a C(hive-site.xml)); C(hive_site) the C(hive-site.xml) on the driver's class path;
+      C(reason) why this catalog. On a cluster, for example, V(metastore) with
+      C(uris=thrift://metastore1.example.com:9083) and C(source=/etc/spark/conf/hive-site.xml).
+    - With O(spark_submit.enabled) and no O(state_dir), a run that finds no Metastore configuration fails before
+      starting, and so does a run without spark-submit on a host that has a Hive configuration (unless
+      O(state_dir) asks for the embedded catalog).
+  returned: when the engine was started
+  type: dict
+  sample:
+    kind: embedded
+    uris: null
+    url: jdbc:derby:;databaseName=/var/lib/lakekeeper/metastore_db
+    source: spark.hadoop.javax.jdo.option.ConnectionURL
+    hive_site: null
+    state_dir: /var/lib/lakekeeper
+    reason: state_dir was given
 run_id:
   description: The engine's run identifier.
   returned: when the engine printed its result

@@ -525,7 +525,7 @@ def test_playbooks_on_the_testbed(collections_dir, testbed, tmp_path):
         },
         "lakekeeper_spark_home": str(testbed.spark_home),
         "lakekeeper_hadoop_conf_dir": conf,
-        "lakekeeper_environment": {"SPARK_CONF_DIR": conf, "HIVE_CONF_DIR": conf, "SPARK_LOCAL_IP": "127.0.0.1"},
+        "lakekeeper_environment": {"SPARK_CONF_DIR": conf, "SPARK_LOCAL_IP": "127.0.0.1"},
         "lakekeeper_python": testbed.python,        # the driver's Python
         "lakekeeper_app_cache_dir": str(tmp_path / "app-cache"),
         "lakekeeper_preflight_margin_ratio": 0.5,

@@ -16,6 +16,7 @@ syslog.syslog = _capture
 """
 
 
-CASES = ("conflicting_selectors", "spark_submit_not_found", "missing_keytab", "world_readable_keytab",
+CASES = ("conflicting_selectors", "spark_submit_not_found", "no_metastore_config", "missing_keytab",
+         "world_readable_keytab",
          "metastore_unreachable", "bad_older_than", "secret_failing", "secret_ok")
 KINIT_CASES = ("kinit_expired_ticket", "kinit_expired_kdc_down")

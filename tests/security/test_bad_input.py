@@ -167,6 +167,8 @@ MODULE_CASES = [
     # (case, what, expect failure, fragment of msg)
     ("conflicting_selectors", "table and database in one task", True, "mutually exclusive"),
     ("spark_submit_not_found", "spark_submit.enabled, no spark-submit anywhere", True, "spark-submit not found"),
+    ("no_metastore_config", "spark-submit to YARN, hive-site.xml only in HIVE_CONF_DIR and --files", True,
+     "no Metastore configuration was found for a client-mode driver on this host"),
     ("metastore_unreachable", "hive.metastore.uris pointing at a closed port", True, "Metastore is unreachable"),
     ("bad_older_than", "lakekeeper_cleanup older_than: soon", True, "invalid duration"),
     ("kinit_expired_kdc_down", "kinit role: expired ticket, KDC down", True, "Cannot contact any KDC"),

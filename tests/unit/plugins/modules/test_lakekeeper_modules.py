@@ -28,6 +28,7 @@ import yaml
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.lakekeeper.hive.plugins.module_utils import _lakekeeper_catalog
 from ansible_collections.lakekeeper.hive.plugins.modules import lakekeeper_analyze
 from ansible_collections.lakekeeper.hive.plugins.modules import lakekeeper_cleanup
 from ansible_collections.lakekeeper.hive.plugins.modules import lakekeeper_compact
@@ -38,6 +39,12 @@ MODULES = dict(lakekeeper_analyze=lakekeeper_analyze, lakekeeper_cleanup=lakekee
 CASES_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "test_lakekeeper_modules.yaml")
 with open(CASES_FILE) as _handle:
     CASES = yaml.safe_load(_handle)
+
+HIVE_SITE = """<?xml version="1.0"?>
+<configuration>
+  <property><name>hive.metastore.uris</name><value>%s</value></property>
+</configuration>
+"""
 
 STUB_ENGINE = r"""#!/usr/bin/env python3
 import json, os, sys
@@ -248,9 +255,12 @@ def test_config_file_spark_submit_merged_on_the_target(engine, tmp_path, monkeyp
         "  extra_conf:\n"
         "    spark.yarn.kerberos.relogin.period: 1h\n"
         "    spark.ssl.keyPassword: from-config\n" % (keytab, engine))
+    hadoop_conf = tmp_path / "hadoop-conf"
+    hadoop_conf.mkdir()
+    (hadoop_conf / "hive-site.xml").write_text(HIVE_SITE % "thrift://ms.example.com:9083")
     res = run(lakekeeper_compact, dict(
         table="db.events", config_file=str(config), spark_submit_path=submit, state_dir=None,
-        spark_home="/opt/spark", hadoop_conf_dir="/etc/hadoop/conf", environment={"KRB5CCNAME": "/tmp/cc"},
+        spark_home="/opt/spark", hadoop_conf_dir=str(hadoop_conf), environment={"KRB5CCNAME": "/tmp/cc"},
         spark_submit=dict(queue="urgent", extra_conf={"spark.ssl.keyPassword": "hunter22"})), tmp_path)
     assert res["failed"] is False
     flags = json.loads((tmp_path / "submit.json").read_text())
@@ -268,7 +278,10 @@ def test_config_file_spark_submit_merged_on_the_target(engine, tmp_path, monkeyp
     result_file = cmd[-1]
     # no --state-dir: not asked for in spark-submit mode
     assert cmd == [submit] + flags + [engine, "compact", "--table", "db.events", "--config-file", str(config),
-                                      "--result-file", result_file]
+                                      "--require-metastore", "--result-file", result_file]
+    # the Metastore the driver will read: the hive-site.xml in HADOOP_CONF_DIR (hadoop_conf_dir)
+    assert res["catalog"]["kind"] == "metastore" and res["catalog"]["uris"] == "thrift://ms.example.com:9083"
+    assert res["catalog"]["source"] == str(hadoop_conf / "hive-site.xml")
     assert os.path.dirname(props_file) == os.path.dirname(result_file)
     assert res["script"] == engine
 
@@ -406,3 +419,74 @@ def test_config_file_spark_submit_validated_with_the_module_spec(engine, tmp_pat
     res = run(lakekeeper_compact, dict(table="db.t", config_file=str(config), spark_submit=dict(script_path=engine)),
               tmp_path)
     assert res["failed"] is True and match in res["msg"]
+
+
+# ------------------------------------------------------------------ which catalog
+
+
+@pytest.fixture
+def bare_host(tmp_path, monkeypatch):
+    """A host without Hive configuration in the usual package places."""
+    monkeypatch.setattr(_lakekeeper_catalog, "HOST_HIVE_CONF_DIRS", (str(tmp_path / "etc-hive-conf"),))
+    for name in ("SPARK_CONF_DIR", "HADOOP_CONF_DIR", "HIVE_CONF_DIR", "YARN_CONF_DIR", "SPARK_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    return tmp_path / "etc-hive-conf"
+
+
+def test_cluster_master_without_metastore_fails_before_starting(engine, tmp_path, monkeypatch, bare_host):
+    echo = tmp_path / "echo.json"
+    monkeypatch.setenv("STUB_ECHO", str(echo))
+    monkeypatch.setenv("STUB_SUBMIT_LOG", str(tmp_path / "submit.json"))
+    submit = write_exe(tmp_path / "spark-submit", STUB_SPARK_SUBMIT)
+    # the example inventory's old way: --files hive-site.xml, which a client-mode driver never reads
+    res = run(lakekeeper_compact, dict(table="db.t", state_dir=None, spark_submit_path=submit, spark_submit=dict(
+        enabled=True, master="yarn", script_path=engine, extra_files=["/etc/hive/conf/hive-site.xml"])), tmp_path)
+    assert res["failed"] is True and "cmd" not in res
+    assert res["msg"].startswith("spark_submit is enabled without state_dir, so the engine needs the cluster's Hive "
+                                 "Metastore, and no Metastore configuration was found"), res["msg"]
+    assert "Put the cluster's hive-site.xml in SPARK_CONF_DIR or HADOOP_CONF_DIR" in res["msg"]
+    assert "--files hive-site.xml does not reach a client-mode driver" in res["msg"]
+    assert not echo.exists() and not (tmp_path / "submit.json").exists()  # nothing started
+    # the same with the cluster's hive-site.xml in SPARK_CONF_DIR (through the environment option): it runs,
+    # and the engine is told to check what its driver really loaded
+    conf = tmp_path / "spark-conf"
+    conf.mkdir()
+    (conf / "hive-site.xml").write_text(HIVE_SITE % "thrift://ms:9083")
+    res = run(lakekeeper_compact, dict(table="db.t", state_dir=None, spark_submit_path=submit,
+                                       environment={"SPARK_CONF_DIR": str(conf)},
+                                       spark_submit=dict(enabled=True, master="yarn", script_path=engine)), tmp_path)
+    assert res["failed"] is False, res
+    assert res["catalog"]["kind"] == "metastore" and res["catalog"]["source"] == str(conf / "hive-site.xml")
+    assert "--require-metastore" in json.loads(echo.read_text())["argv"]
+
+
+def test_plain_python_on_a_host_with_hive_configuration(engine, tmp_path, monkeypatch, bare_host):
+    echo = tmp_path / "echo.json"
+    monkeypatch.setenv("STUB_ECHO", str(echo))
+    # no Hive configuration on the host: the embedded catalog, and the result says why
+    res = run(lakekeeper_analyze, dict(table="db.t", state_dir=None, spark_submit=dict(script_path=engine)), tmp_path)
+    assert res["failed"] is False, res
+    assert res["catalog"]["kind"] == "embedded" and res["catalog"]["reason"] == (
+        "spark_submit is not enabled and this host has no Hive configuration")
+    assert "--require-metastore" not in json.loads(echo.read_text())["argv"]
+    echo.unlink()
+    # an edge node: /etc/hive/conf/hive-site.xml exists, spark_submit was forgotten
+    bare_host.mkdir()
+    (bare_host / "hive-site.xml").write_text(HIVE_SITE % "thrift://ms:9083")
+    res = run(lakekeeper_analyze, dict(table="db.t", state_dir=None, spark_submit=dict(script_path=engine)), tmp_path)
+    assert res["failed"] is True and not echo.exists()
+    assert res["msg"].startswith("spark_submit is not enabled, so the engine would run with a private embedded "
+                                 "catalog"), res["msg"]
+    assert "this host has a Hive configuration (%s)" % (bare_host / "hive-site.xml") in res["msg"]
+    # asked for on purpose: state_dir
+    res = run(lakekeeper_analyze, dict(table="db.t", spark_submit=dict(script_path=engine)), tmp_path)
+    assert res["failed"] is False and res["catalog"]["reason"] == "state_dir was given", res
+    # the cluster's hive-site.xml on the driver's class path (SPARK_CONF_DIR), no spark-submit: a local driver
+    # on the cluster's Metastore, which the engine checks it really loaded
+    conf = tmp_path / "spark-conf"
+    conf.mkdir()
+    (conf / "hive-site.xml").write_text(HIVE_SITE % "thrift://ms:9083")
+    res = run(lakekeeper_analyze, dict(table="db.t", state_dir=None, environment={"SPARK_CONF_DIR": str(conf)},
+                                       spark_submit=dict(script_path=engine)), tmp_path)
+    assert res["failed"] is False and res["catalog"]["kind"] == "metastore", res
+    assert "--require-metastore" in json.loads(echo.read_text())["argv"]
