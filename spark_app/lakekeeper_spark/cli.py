@@ -24,6 +24,7 @@ from .errors import LakekeeperError, UsageError, innermost_cause, java_message, 
 from .faults import parking_enabled, run_parking
 from .layout import backup_table_pattern, new_run_id
 from .names import parse_table_list, parse_table_name, validate_ident
+from .progress import Progress
 from .retention import missing_policy, policy_of
 
 log = logging.getLogger("lakekeeper")
@@ -101,6 +102,9 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--log-level", dest="log_level", type=str.upper)
     common.add_argument("--result-file", help="also write the JSON result to this local file")
     common.add_argument("--state-dir", help="embedded Metastore and warehouse directory (plain python mode)")
+    common.add_argument("--progress-file", dest="progress_file", metavar="FILE",
+                        help="append progress records (JSON lines: start, tables, table, working, end) to this "
+                             "local file while the run goes on")
     common.add_argument("--require-metastore", action="store_true", dest="require_metastore",
                         help="refuse to start when the driver has no Hive Metastore configured (it would "
                              "otherwise use a private embedded catalog); the modules pass it under spark-submit")
@@ -184,7 +188,8 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
     return args, settings, tables
 
 
-def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None) -> list[dict[str, Any]]:
+def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None,
+                progress: Progress | None = None) -> list[dict[str, Any]]:
     from .commands.analyze import analyze_table
     from .commands.cleanup import cleanup_table
     from .commands.compact import compact_table
@@ -206,6 +211,8 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None)
             return [table_result(database, "failed", f"database {database} does not exist", code="not_found")]
         backup_name = backup_table_pattern(ctx.settings.backup_prefix)
         tables = [f"{database}.{t}" for t in ctx.catalog.list_tables(database) if not backup_name.match(t)]
+    progress = progress or Progress(None, command, ctx.run_id)
+    progress.tables(tables)
 
     ctx.job_slots()  # made now: the tables' contexts below share the one budget
     issued: set[str] = set()
@@ -222,6 +229,12 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None)
             return run_id
 
     def run_one(name: str) -> dict[str, Any]:
+        progress.table_started(name)
+        res = run_table(name)
+        progress.table_finished(res)
+        return res
+
+    def run_table(name: str) -> dict[str, Any]:
         started = time.time()
         log.info("%s %s", command, name)
         tctx = dataclasses.replace(ctx, run_id=table_run_id(), lease=None)
@@ -321,6 +334,7 @@ def main(argv: list[str] | None = None) -> int:
     doc: dict[str, Any] = {"lakekeeper_version": __version__, "changed": False, "failed": True, "tables": []}
     code = 0
     result_file = None
+    progress = None
     try:
         try:
             args, settings, tables = parse_args(argv)
@@ -332,6 +346,8 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger().setLevel(settings.log_level)
         run_id = new_run_id()
         doc.update(command=args.command, run_id=run_id, dry_run=settings.dry_run)
+        progress = Progress(args.progress_file, args.command, run_id)
+        progress.start()
         with contextlib.redirect_stdout(sys.stderr):
             try:
                 from .catalog import Catalog
@@ -362,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
                 doc["msg"] = f"the engine could not start: the Hive Metastore is unreachable: {_metastore_reason(exc, spark)}"
                 code = 3
                 raise _Done() from exc
-            results = _run_tables(ctx, args.command, tables, args.database)
+            results = _run_tables(ctx, args.command, tables, args.database, progress)
             _stop_quietly(spark)
         failed = any(r["status"] in ("failed", "refused") for r in results)
         doc.update(
@@ -375,6 +391,8 @@ def main(argv: list[str] | None = None) -> int:
         code = 1 if failed else 0
     except _Done:
         pass
+    if progress is not None:
+        progress.end(doc)
     text = json.dumps(doc, indent=2, sort_keys=False, default=str)
     if result_file:
         with open(result_file, "w", encoding="utf-8") as fh:
