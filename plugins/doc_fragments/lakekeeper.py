@@ -79,6 +79,15 @@ options:
         what its run left; a lease whose process on the same host is gone is stale at once.
       - When not set, the config file's value or the engine's default (V(30m)) applies.
     type: str
+  progress_file:
+    description:
+      - A file on the target (the host that runs the driver) that the engine appends progress records to while it
+        runs, one JSON object per line (C(--progress-file)) - C(start), C(tables) (the tables of the run),
+        C(table) (a table finished - status, reason, seconds, how many are done), C(working) (every 30 seconds
+        while tables are in progress - which, for how long) and C(end) (the counts per status, or why it failed).
+      - For long runs started with C(async) and C(poll=0) - read it while the job goes on (the maintenance role
+        prints the new records at each poll, see its C(maintenance_async)). Its directory must exist.
+    type: path
 notes:
   - The engine is the PySpark application bundled in the collection (C(spark_app/run_lakekeeper.py)); the action
     plugin caches it on the target in O(app_cache_dir) (transferred only when its checksum changes), unless
@@ -315,7 +324,10 @@ attributes:
     details: The action plugin transfers the bundled Spark application to O(app_cache_dir) on the target when needed.
   async:
     description: Supports being used with the C(async) keyword.
-    support: none
+    support: full
+    details:
+      - A long run can be started with C(async) and C(poll=0) and polled with M(ansible.builtin.async_status), so
+        the task outlives neither the connection nor a job's output; O(progress_file) shows where it is meanwhile.
   action_group:
     description: Action is part of action_group(s), for convenient setting of module_defaults.
     support: full

@@ -89,6 +89,8 @@ ENGINE_OPTIONS = (
     ("allow_by_name_projection", _switch("--allow-by-name-projection")),
     # one run per table: when a lease is stale; recover only: take over a live one
     ("lease_timeout", _flag("--lease-timeout")),
+    # progress records for whoever watches a long (async) run
+    ("progress_file", _flag("--progress-file")),
     ("break_lease", lambda value: ["--break-lease"] if value else []),
     # compaction modes and the partition filter (analyze and compact)
     ("mode", _flag("--mode")),

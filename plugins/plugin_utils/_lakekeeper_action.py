@@ -128,7 +128,7 @@ class LakekeeperAction(ActionBase):
 
     TRANSFERS_FILES = True
     _supports_check_mode = True
-    _supports_async = False
+    _supports_async = True
 
     def _ship_app(self, args):
         """Returns the ``_lakekeeper_app`` value and whether it was transferred."""
@@ -163,6 +163,9 @@ class LakekeeperAction(ActionBase):
         spark_submit = args.get("spark_submit")
         script_path = spark_submit.get("script_path") if isinstance(spark_submit, dict) else None
 
+        # async: the module runs under async_wrapper, which removes the task's
+        # temporary directory (with the application archive) when it is done
+        wrap_async = bool(self._task.async_val) and not self._connection.has_native_async
         transferred = False
         try:
             internal = {}
@@ -174,8 +177,9 @@ class LakekeeperAction(ActionBase):
             if internal:
                 args[INTERNAL_OPTION] = internal
             result.update(self._execute_module(module_name=self._task.resolved_action or self._task.action,
-                                               module_args=args, task_vars=task_vars))
+                                               module_args=args, task_vars=task_vars, wrap_async=wrap_async))
         finally:
-            self._remove_tmp_path(self._connection._shell.tmpdir)
+            if not wrap_async:
+                self._remove_tmp_path(self._connection._shell.tmpdir)
         result["app_transferred"] = transferred
         return result
