@@ -557,11 +557,20 @@ def test_playbooks_on_the_testbed(collections_dir, testbed, tmp_path):
         assert [p["files_after"] for p in t["partitions"]] == [1, 1], t
         apps_before += 1
 
-        # -- compact.yml: spark-submit to the standalone master, tables on HDFS ------------------
+        # -- compact.yml: spark-submit to the standalone master, tables on HDFS; the compaction runs
+        # in the background (async), polled every 3 s, its progress printed at each poll ----------
         run = run_playbook(os.path.join(PLAYBOOKS, "compact.yml"), inventory, collections_dir, tmp_path,
-                           ["lakekeeper_database=pb"])
+                           ["lakekeeper_database=pb", "lakekeeper_async=1800", "lakekeeper_poll_seconds=3"])
         assert run.rc == 0, run
         s = run.summary("edge")
+        progress = re.findall(r"\[\d\d:\d\d:\d\d, \+[^]]+\] (.+?)\"?,?$", run.output, re.M)
+        assert progress and progress[0].startswith("compact started (run "), run
+        assert any(sorted(p[len("compact: 2 table(s): "):].split(", ")) == ["pb.items", "pb.orders"]
+                   for p in progress if p.startswith("compact: 2 table(s): ")), progress
+        assert sorted(p.split(":")[0] for p in progress if ": compacted in " in p) == ["pb.items", "pb.orders"], progress
+        assert progress[-1] == "compact finished: compact: 2 compacted", progress
+        assert "TASK [lakekeeper.hive.maintenance : Ask whether the compaction has finished]" in run.output, run
+        assert "TASK [lakekeeper.hive.maintenance : Remove the progress file]" in run.output, run
         assert run.stats["lakekeeper_tables_compacted"] == 2 and run.stats["lakekeeper_tables_failed"] == 0, run
         assert run.stats["lakekeeper_files_before"] == 160 and run.stats["lakekeeper_files_after"] == 4, run
         assert sorted(run.stats["lakekeeper_compacted_tables"]) == ["edge:pb.items", "edge:pb.orders"], run
