@@ -56,15 +56,19 @@ def hive_site_settings(path):
     return found
 
 
+def _read_lines(path):
+    """The lines of a small text file, or none when it cannot be read."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read().splitlines()
+    except OSError:
+        return []
+
+
 def defaults_settings(path):
     """``spark.hadoop.<Metastore key>`` lines of a spark-defaults.conf."""
     found = {}
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            lines = handle.read().splitlines()
-    except OSError:
-        return found
-    for line in lines:
+    for line in _read_lines(path):
         match = _PROPERTY_LINE.match(line)
         if match and not match.group(1).startswith(("#", "!")):
             key = match.group(1)
@@ -77,12 +81,7 @@ def _env_script_dirs(path, env):
     """HADOOP_CONF_DIR / YARN_CONF_DIR as a spark-env.sh sets them (plain
     values and ``${VAR:-default}``)."""
     found = []
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            lines = handle.read().splitlines()
-    except OSError:
-        return found
-    for line in lines:
+    for line in _read_lines(path):
         match = _ENV_LINE.match(line)
         if not match:
             continue
