@@ -476,6 +476,18 @@ def resolve_spark_submit(merged):
     return ss
 
 
+def flag_values(extra_args, flag):
+    """The values given to ``flag`` in an argument list, as ``flag VALUE`` or ``flag=VALUE``, in order."""
+    args = [str(a) for a in extra_args or []]
+    values = []
+    for i, arg in enumerate(args):
+        if arg.startswith(flag + "="):
+            values.append(arg[len(flag) + 1:])
+        elif arg == flag and i + 1 < len(args):
+            values.append(args[i + 1])
+    return values
+
+
 def refuse_cluster_mode(ss):
     """The driver must run on the target: deploy_mode=cluster is refused, also
     when asked for through a Spark property (``extra_conf`` or ``--conf`` in
@@ -488,11 +500,8 @@ def refuse_cluster_mode(ss):
     conf = ss.get("extra_conf") or {}
     if str(conf.get("spark.submit.deployMode", "")).strip() == "cluster":
         raise LakekeeperError("spark_submit.extra_conf spark.submit.deployMode=cluster: " + _CLUSTER_MODE_REFUSED)
-    args = [str(a) for a in ss.get("extra_args") or []]
-    for i, arg in enumerate(args):
-        value = arg[len("--conf="):] if arg.startswith("--conf=") else (
-            args[i + 1] if arg == "--conf" and i + 1 < len(args) else None)
-        if value is not None and value.replace(" ", "") == "spark.submit.deployMode=cluster":
+    for value in flag_values(ss.get("extra_args"), "--conf"):
+        if value.replace(" ", "") == "spark.submit.deployMode=cluster":
             raise LakekeeperError("spark_submit.extra_args --conf spark.submit.deployMode=cluster: "
                                   + _CLUSTER_MODE_REFUSED)
 

@@ -33,6 +33,8 @@ import os
 import re
 import xml.etree.ElementTree as ET
 
+from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_argv import flag_values
+
 METASTORE_KEYS = ("hive.metastore.uris", "javax.jdo.option.ConnectionURL")
 # where a host's Hive client configuration usually lives (Bigtop, CDH, HDP, ODP packages)
 HOST_HIVE_CONF_DIRS = ("/etc/hive/conf", "/etc/spark/conf", "/etc/spark3/conf")
@@ -134,20 +136,12 @@ def _describe(settings, source):
 def _extra_args_settings(extra_args):
     """``(settings, properties files)`` of ``--conf spark.hadoop.<key>=...``
     and ``--properties-file F`` in spark_submit.extra_args."""
-    args = [str(a) for a in extra_args or []]
-    settings, files = {}, []
-    for i, arg in enumerate(args):
-        for flag, into in (("--conf", "conf"), ("--properties-file", "file")):
-            value = arg[len(flag) + 1:] if arg.startswith(flag + "=") else (
-                args[i + 1] if arg == flag and i + 1 < len(args) else None)
-            if value is None:
-                continue
-            if into == "file":
-                files.append(value)
-                continue
-            key, _sep, item = value.partition("=")
-            if key.startswith("spark.hadoop.") and key[len("spark.hadoop."):] in METASTORE_KEYS and item.strip():
-                settings[key[len("spark.hadoop."):]] = item.strip()
+    settings = {}
+    for value in flag_values(extra_args, "--conf"):
+        key, _sep, item = value.partition("=")
+        if key.startswith("spark.hadoop.") and key[len("spark.hadoop."):] in METASTORE_KEYS and item.strip():
+            settings[key[len("spark.hadoop."):]] = item.strip()
+    files = flag_values(extra_args, "--properties-file")
     return settings, files
 
 
