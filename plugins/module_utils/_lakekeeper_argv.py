@@ -21,9 +21,11 @@ collection tree can load it by path.
 
 from __future__ import annotations
 
+import binascii
 import os
 import re
 import shlex
+import time
 
 COMMANDS = ("analyze", "compact", "rollback", "cleanup", "recover")
 # The table selectors: exactly one of them (AnsibleModule and selector_args).
@@ -305,7 +307,7 @@ def rewrite_args(sort_by=None, dedupe=None):
 
 def engine_args(command, selectors, options=None, config_file=None, dry_run=False,
                 state_dir=None, master=None, conf=None, result_file=None, properties_file=None,
-                require_metastore=False):
+                require_metastore=False, run_id=None):
     """``<command> <selectors> <options>`` as run_lakekeeper.py expects them.
 
     ``master``, ``conf`` and ``state_dir`` are the plain-python (embedded)
@@ -335,6 +337,8 @@ def engine_args(command, selectors, options=None, config_file=None, dry_run=Fals
         argv += ["--conf", "%s=%s" % (key, _text(value))]
     if properties_file:
         argv += ["--properties-file", properties_file]
+    if run_id:
+        argv += ["--new-run-id", run_id]
     if require_metastore:
         argv.append("--require-metastore")
     if result_file:
@@ -518,9 +522,18 @@ def check_extra_args(ss):
                                   % (flag, _OWN_KEY_FLAGS[flag]))
 
 
-def default_app_name(command, selectors, job_id=None):
-    """``lakekeeper-<command>-<DB.TABLE | DB | first table+N>[-awx-<job id>]``:
-    what the cluster's application list shows for a run."""
+def new_run_id(now=None, token=None):
+    """A run id as the engine makes them (``20240301T020000-3f9a1c``: UTC
+    time and six random hex digits), chosen by the module so that the
+    application's name can carry it (``--new-run-id``)."""
+    now = now if now is not None else time.time()
+    return time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + "-" + (token or binascii.hexlify(os.urandom(3)).decode())
+
+
+def default_app_name(command, selectors, job_id=None, run_id=None):
+    """``lakekeeper-<command>-<DB.TABLE | DB | first table+N>[-awx-<job id>][-<run id>]``:
+    what the cluster's application list shows for a run, and where to find
+    it from an AWX job or a run id of a result."""
     flag, value = selectors[0], str(selectors[1])
     if flag == "--tables":
         names = value.split(",")
@@ -528,6 +541,8 @@ def default_app_name(command, selectors, job_id=None):
     name = "lakekeeper-%s-%s" % (command, value[:_APP_NAME_TARGET_MAX])
     if job_id not in (None, ""):
         name += "-awx-%s" % job_id
+    if run_id:
+        name += "-%s" % run_id
     return name
 
 
@@ -566,7 +581,7 @@ def spark_submit_flags(ss, driver_python=None, properties_file=None):
 
 def build_command(command, selectors, ss, script, options=None, config_file=None, dry_run=False,
                   state_dir=None, result_file=None, python=None, spark_submit=None, job_id=None,
-                  require_metastore=False):
+                  require_metastore=False, run_id=None):
     """The complete argv of one engine run.
 
     Embedded (``ss['enabled']`` false)::
@@ -588,7 +603,8 @@ def build_command(command, selectors, ss, script, options=None, config_file=None
     a file the caller writes with properties_text before the run.
 
     spark-submit always gets ``--name``: ``ss['name']``, else
-    default_app_name (with the AWX ``job_id`` when given); with
+    default_app_name (with the AWX ``job_id`` and the ``run_id`` when
+    given; the engine then takes ``run_id`` as its own: ``--new-run-id``); with
     ``require_metastore`` the engine refuses to start on an embedded catalog
     (``--require-metastore``: what its driver really loaded is checked).
     """
@@ -600,10 +616,11 @@ def build_command(command, selectors, ss, script, options=None, config_file=None
         refuse_cluster_mode(ss)
         check_extra_args(ss)
         if not ss.get("name"):
-            ss = dict(ss, name=default_app_name(command, selectors, job_id))
+            ss = dict(ss, name=default_app_name(command, selectors, job_id, run_id))
         head = [spark_submit] + spark_submit_flags(ss, driver_python=python, properties_file=properties_file) + [script]
         tail = engine_args(command, selectors, options, config_file=config_file, dry_run=dry_run,
-                           state_dir=state_dir, result_file=result_file, require_metastore=require_metastore)
+                           state_dir=state_dir, result_file=result_file, require_metastore=require_metastore,
+                           run_id=run_id)
         return head + tail
     if not python:
         raise LakekeeperError("python interpreter not given")

@@ -55,6 +55,7 @@ from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_argv i
     join_cmd,
     mask_argv,
     merge_spark_submit,
+    new_run_id,
     properties_text,
     refresh_argv,
     refuse_cluster_mode,
@@ -336,7 +337,8 @@ def build_argv(module, engine, command, selectors, ss, launch, config_file, resu
                     state_dir=launch.state_dir, result_file=result_file, python=launch.python,
                     spark_submit=launch.spark_submit,
                     job_id=(module.params.get(INTERNAL_OPTION) or {}).get("job_id"),
-                    require_metastore=catalog["kind"] != "embedded" and not launch.explicit_state_dir)
+                    require_metastore=catalog["kind"] != "embedded" and not launch.explicit_state_dir,
+                    run_id=new_run_id() if ss.get("enabled") else None)
     secret_conf = split_conf(ss.get("extra_conf"))[1]
     if secret_conf:
         try:

@@ -22,7 +22,7 @@ from . import __version__
 from .config import MODES, build_settings, load_config_file, parse_properties
 from .errors import LakekeeperError, UsageError, innermost_cause, java_message, root_cause
 from .faults import parking_enabled, run_parking
-from .layout import backup_table_pattern, new_run_id
+from .layout import backup_table_pattern, is_run_id, new_run_id
 from .names import parse_table_list, parse_table_name, validate_ident
 from .progress import Progress
 from .retention import missing_policy, policy_of
@@ -105,6 +105,10 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--progress-file", dest="progress_file", metavar="FILE",
                         help="append progress records (JSON lines: start, tables, table, working, end) to this "
                              "local file while the run goes on")
+    common.add_argument("--new-run-id", dest="new_run_id", metavar="RUN_ID",
+                        help="the run id of this application (its first table's run), chosen by the launcher "
+                             "so that the application's name can carry it (the modules pass it under "
+                             "spark-submit); default: a new one")
     common.add_argument("--require-metastore", action="store_true", dest="require_metastore",
                         help="refuse to start when the driver has no Hive Metastore configured (it would "
                              "otherwise use a private embedded catalog); the modules pass it under spark-submit")
@@ -155,6 +159,9 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
             raise UsageError(missing)
     if args.quiet_period is not None and args.command != "compact":
         raise UsageError("--quiet-period only applies to compact")
+    if args.new_run_id is not None and not is_run_id(args.new_run_id):
+        raise UsageError(f"--new-run-id must look like 20240101T000000-a1b2c3 (UTC time, six hex digits), "
+                         f"got {args.new_run_id!r}")
     if args.break_lease and args.command != "recover":
         raise UsageError("--break-lease only applies to recover")
     if args.verify is not None and args.command != "compact":
@@ -344,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
             raise _Done() from exc
         result_file = args.result_file
         logging.getLogger().setLevel(settings.log_level)
-        run_id = new_run_id()
+        run_id = args.new_run_id or new_run_id()
         doc.update(command=args.command, run_id=run_id, dry_run=settings.dry_run)
         progress = Progress(args.progress_file, args.command, run_id)
         progress.start()

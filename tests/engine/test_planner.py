@@ -747,3 +747,16 @@ def test_serde_properties_are_layered_as_readers_layer_them():
     assert unfaithful_properties("text", {"timestamp.formats": "millis"}, cols)[0] == "serde_property"
     assert unfaithful_properties("text", {"timestamp.formats": "millis"}, [("id", "bigint")]) is None
     assert unfaithful_properties("avro", {"skip.header.line.count": "1"}, cols) is None
+
+
+def test_the_application_run_id_chosen_by_the_launcher():
+    """--new-run-id: the modules choose the application's run id so that its
+    name can carry it; anything that is not a run id is a usage error."""
+    from lakekeeper_spark.cli import parse_args
+
+    args = parse_args(["compact", "--table", "db.t", "--new-run-id", "20240301T020000-3f9a1c"])[0]
+    assert args.new_run_id == "20240301T020000-3f9a1c"
+    assert parse_args(["analyze", "--table", "db.t"])[0].new_run_id is None
+    for bad in ("", "r1", "20240301T020000-3F9A1C", "20240301T020000-3f9a1c/../x"):
+        with pytest.raises(UsageError, match="--new-run-id must look like"):
+            parse_args(["rollback", "--table", "db.t", "--new-run-id", bad])

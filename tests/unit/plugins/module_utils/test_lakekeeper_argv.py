@@ -8,6 +8,8 @@ from __future__ import annotations
 import copy
 import json
 
+import re
+
 import pytest
 
 from ansible_collections.lakekeeper.hive.plugins.module_utils import _lakekeeper_argv as lk
@@ -298,6 +300,21 @@ def test_spark_submit_name_proxy_user_and_extra_args():
     assert lk.build_command("compact", ["--table", "db.a"], named, "/app/r.py", spark_submit="s", result_file="/r",
                             job_id="1")[3:5] == ["--name", "nightly"]
     assert lk.default_app_name("rollback", ["--table", "db.t"]) == "lakekeeper-rollback-db.t"
+
+
+def test_the_run_id_in_the_application_name_and_the_engine():
+    run_id = lk.new_run_id(now=1700000000, token="a1b2c3")
+    assert run_id == "20231114T221320-a1b2c3"
+    assert re.match(r"^\d{8}T\d{6}-[0-9a-f]{6}$", lk.new_run_id())
+    ss = lk.resolve_spark_submit(lk.merge_spark_submit({"enabled": True}, None))
+    argv = lk.build_command("compact", ["--table", "db.a"], ss, "/app/r.py", spark_submit="spark-submit",
+                            result_file="/r", job_id="4242", run_id=run_id)
+    assert argv == ["spark-submit", "--master", "yarn", "--name", "lakekeeper-compact-db.a-awx-4242-" + run_id,
+                    "/app/r.py", "compact", "--table", "db.a", "--new-run-id", run_id, "--result-file", "/r"]
+    # a name the user gave is kept; the engine still takes the run id
+    named = lk.build_command("compact", ["--table", "db.a"], dict(ss, name="nightly"), "/app/r.py",
+                             spark_submit="s", result_file="/r", run_id=run_id)
+    assert named[3:5] == ["--name", "nightly"] and named[-4:-2] == ["--new-run-id", run_id]
     assert lk.default_app_name("cleanup", ["--tables", "db.t"], "") == "lakekeeper-cleanup-db.t"
     for args, flag in ((["--deploy-mode", "cluster"], "--deploy-mode"), (["--name=x"], "--name"),
                        (["--files", "a"], "--files"), (["--conf", "a=b", ""], "empty")):

@@ -17,6 +17,7 @@ import copy
 import hashlib
 import json
 import os
+import re
 import shlex
 import stat
 import sys
@@ -265,7 +266,9 @@ def test_config_file_spark_submit_merged_on_the_target(engine, tmp_path, monkeyp
     assert res["failed"] is False
     flags = json.loads((tmp_path / "submit.json").read_text())
     props_file = flags[flags.index("--properties-file") + 1]
-    assert flags == ["--master", "yarn", "--deploy-mode", "client", "--name", "lakekeeper-compact-db.events",
+    cmd = shlex.split(res["cmd"])
+    run_id = cmd[cmd.index("--new-run-id") + 1]
+    assert flags == ["--master", "yarn", "--deploy-mode", "client", "--name", "lakekeeper-compact-db.events-" + run_id,
                      "--principal", "myuser@MY.REALM.COM",
                      "--keytab", str(keytab), "--conf", "spark.yarn.queue=urgent",
                      "--conf", "spark.yarn.kerberos.relogin.period=1h",
@@ -274,11 +277,10 @@ def test_config_file_spark_submit_merged_on_the_target(engine, tmp_path, monkeyp
     props = json.loads((tmp_path / "submit.json.properties").read_text())
     assert props == {"mode": "0o600", "text": "spark.ssl.keyPassword=hunter22\n"}
     assert "keyPassword" not in res["cmd"] and "hunter22" not in res["cmd"]
-    cmd = shlex.split(res["cmd"])
     result_file = cmd[-1]
     # no --state-dir: not asked for in spark-submit mode
     assert cmd == [submit] + flags + [engine, "compact", "--table", "db.events", "--config-file", str(config),
-                                      "--require-metastore", "--result-file", result_file]
+                                      "--new-run-id", run_id, "--require-metastore", "--result-file", result_file]
     # the Metastore the driver will read: the hive-site.xml in HADOOP_CONF_DIR (hadoop_conf_dir)
     assert res["catalog"]["kind"] == "metastore" and res["catalog"]["uris"] == "thrift://ms.example.com:9083"
     assert res["catalog"]["source"] == str(hadoop_conf / "hive-site.xml")
@@ -386,6 +388,12 @@ def test_case(case, engine, tmp_path, monkeypatch):
     assert os.path.dirname(os.path.dirname(result_file)) == str(tmp_path / "rtmp")
     names.update(result_file=result_file,
                  properties_file=os.path.join(os.path.dirname(result_file), "lakekeeper-secret.properties"))
+    if case.get("spark_submit"):  # the module chose the application's run id: the engine and the name carry it
+        run_id = cmd[cmd.index("--new-run-id") + 1]
+        assert re.match(r"^\d{8}T\d{6}-[0-9a-f]{6}$", run_id), run_id
+        names["run_id"] = run_id
+    else:
+        assert "--new-run-id" not in cmd
     expected_cmd = _fill(case["cmd"], names)
     assert cmd == expected_cmd
     received = json.loads(echo.read_text())
