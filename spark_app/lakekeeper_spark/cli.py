@@ -98,7 +98,7 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--min-target-ratio", type=float, dest="min_target_ratio",
                         help="undersized: smaller than target size x this (default 0.75)")
     common.add_argument("--where", dest="where",
-                        help="analyze/compact: partition filter, e.g. \"dt >= '2024-09-01' AND region IN ('eu','us')\"")
+                        help="analyze/compact/rollback: partition filter, e.g. \"dt >= '2024-09-01' AND region IN ('eu','us')\"")
     common.add_argument("--log-level", dest="log_level", type=str.upper)
     common.add_argument("--result-file", help="also write the JSON result to this local file")
     common.add_argument("--state-dir", help="embedded Metastore and warehouse directory (plain python mode)")
@@ -171,9 +171,9 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
     given = [k for k in rewrite if getattr(args, k) is not None]
     if given and args.command != "compact":
         raise UsageError(f"--{given[0].replace('_', '-')} only applies to compact")
-    if settings.where is not None and args.command not in ("analyze", "compact"):
-        raise UsageError(f"where only applies to analyze and compact; {args.command} works on whole backups "
-                         f"and runs, not on a selection of partitions")
+    if settings.where is not None and args.command not in ("analyze", "compact", "rollback"):
+        raise UsageError(f"where only applies to analyze, compact and rollback; {args.command} works on whole "
+                         f"backups and runs, not on a selection of partitions")
     tables: list[str] = []
     if args.table:
         db, t = parse_table_name(args.table)

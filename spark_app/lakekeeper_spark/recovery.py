@@ -233,7 +233,8 @@ def pending_runs(ctx: Context, info: TableInfo) -> list[str]:
 def finish_rollback(ctx: Context, info: TableInfo, journal: Journal, doc: dict[str, Any],
                     units: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
     """Drive every unit of a rollback journal to 'restored', whatever step it
-    was interrupted at, then drop the backup and the journals."""
+    was interrupted at, then drop the backup and the journals (a partial
+    rollback: only the restored partitions leave the backup table)."""
     fs, cat = ctx.fs, ctx.catalog
     actions = []
     for u in doc["units"]:
@@ -264,8 +265,12 @@ def finish_rollback(ctx: Context, info: TableInfo, journal: Journal, doc: dict[s
         journal.unit_step(idx, "rolled_back", **kept)
         actions.append({"spec": u["spec"], "action": "rolled_back", "was_at": step, **kept})
     bdb, bname = doc["backup_table"].split(".")
-    cat.drop_table(bdb, bname)
-    Journal(fs, doc.get("backup_journal_dir") or journal.dir, doc["backup_run_id"]).remove()
+    if doc.get("partial"):  # a rollback of some partitions (where): the backup keeps the others
+        for u in doc["units"]:
+            cat.drop_partition(bdb, bname, u["partition"])
+    else:
+        cat.drop_table(bdb, bname)
+        Journal(fs, doc.get("backup_journal_dir") or journal.dir, doc["backup_run_id"]).remove()
     journal.table_step("rolled_back")
     journal.remove()
     actions.append({"spec": None, "action": "finished_run", "was_at": doc.get("step")})

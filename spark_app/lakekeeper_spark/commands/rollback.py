@@ -16,10 +16,16 @@ newest one (an "undo run RUN" from an earlier job's artifact): refused
 (``newer_run``) when a later run changed one of its units, whose own
 backup holds that run's output; a table without a backup of RUN is
 refused with ``not_found`` (passed over by a database run).
+
+With ``--where FILTER`` only the partitions the filter selects are restored,
+from the newest backup holding one of them (or from RUN's): a partial
+rollback. The backup keeps its other partitions (their originals, its
+journal) for a later rollback or cleanup; the restored ones leave it.
 """
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from ..backup import find_backups
@@ -29,26 +35,51 @@ from ..journal import Journal
 from ..layout import journal_dir, trash_path
 from ..recovery import backup_record, backup_units, finish_rollback, recover_table, update_statistics
 from ..results import table_result
-from ..tables import load_table
+from ..tables import load_table, where_selection
 
 
-def _backup_of_run(ctx: Context, info: Any, full_name: str, backups: list[Any], run: str) -> Any:
-    """The backup of ``run`` (run id or backup table name), refused when a
-    later run changed one of its units (restoring it would drop that run's
-    result and leave its backup pointing at data that is gone)."""
+def _selected(ctx: Context, info: Any, b: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(every unit of backup ``b``, the units the ``where`` filter selects)."""
+    units = backup_units(ctx, info, b)
+    if not ctx.settings.where:
+        return units, units
+    marks = [SimpleNamespace(spec=u["partition"] or {}) for u in units]
+    picked = where_selection(ctx, info, marks)
+    chosen = {id(p) for p in picked}
+    return units, [u for u, m in zip(units, marks) if id(m) in chosen]
+
+
+def _newest_backup(ctx: Context, info: Any, backups: list[Any]) -> tuple[Any, list[Any], list[Any]]:
+    """The newest backup (with ``where``: the newest holding a selected
+    partition): (backup, its units, the units to restore); no units to
+    restore when no backup holds one."""
+    for b in reversed(backups):
+        units, selected = _selected(ctx, info, b)
+        if selected:
+            return b, units, selected
+    return backups[-1], [], []
+
+
+def _backup_of_run(ctx: Context, info: Any, full_name: str, backups: list[Any],
+                   run: str) -> tuple[Any, list[Any], list[Any]]:
+    """The backup of ``run`` (run id or backup table name), its units and the
+    units to restore, refused when a later run changed one of those
+    (restoring it would drop that run's result and leave its backup pointing
+    at data that is gone)."""
     match = [i for i, b in enumerate(backups) if run in (b.run_id, b.name, b.full_name)]
     if not match:
         known = ", ".join(b.run_id for b in backups)
         raise Refused("not_found", f"{full_name} has no backup of run {run!r} to roll back to (backups: {known})")
     b = backups[match[0]]
-    mine = {u["location"] for u in backup_units(ctx, info, b)}
+    units, selected = _selected(ctx, info, b)
+    mine = {u["location"] for u in selected}
     for later in backups[match[0] + 1:]:
         overlap = sorted(mine & {u["location"] for u in backup_units(ctx, info, later)})
         if overlap:
             raise Refused("newer_run", f"run {later.run_id} ({later.full_name}) changed {len(overlap)} unit(s) of run "
                                        f"{b.run_id} after it, e.g. {overlap[0]}; roll run {later.run_id} back first, "
                                        f"or roll back without run_id (the newest backup)")
-    return b
+    return b, units, selected
 
 
 def rollback_table(ctx: Context, full_name: str) -> dict[str, Any]:
@@ -58,10 +89,15 @@ def rollback_table(ctx: Context, full_name: str) -> dict[str, Any]:
     if not backups:
         return table_result(full_name, "skipped", "no backup to roll back to", changed=bool(recovered),
                             run_id=ctx.run_id, recovered=recovered)
-    b = backups[-1]
     if ctx.settings.rollback_run:
-        b = _backup_of_run(ctx, info, full_name, backups, ctx.settings.rollback_run)
-    units = backup_units(ctx, info, b)
+        b, every, units = _backup_of_run(ctx, info, full_name, backups, ctx.settings.rollback_run)
+    else:
+        b, every, units = _newest_backup(ctx, info, backups)
+    if not units:  # where: nothing of it in this backup (or in any)
+        of = f"the backup of run {b.run_id}" if ctx.settings.rollback_run else "any backup"
+        return table_result(full_name, "skipped", f"no partition of {of} matches the where filter",
+                            changed=bool(recovered), run_id=ctx.run_id, recovered=recovered, where=ctx.settings.where)
+    partial = len(units) < len(every)
     missing = [u["old"] for u in units if not ctx.fs.exists(u["old"])]
     if missing:
         raise LakekeeperError("backup_incomplete", f"original data of {b.full_name} is missing: {missing[:3]}")
@@ -89,9 +125,13 @@ def rollback_table(ctx: Context, full_name: str) -> dict[str, Any]:
             "status": "planned" if ctx.settings.dry_run else "rolled_back",
             "reason": f"restore {u['old']}",
         })
+    extra: dict[str, Any] = {"where": ctx.settings.where} if ctx.settings.where else {}
+    what = f"{len(units)} unit(s) from {b.full_name}"
+    if partial:
+        what = f"{len(units)} of the {len(every)} units of {b.full_name} (it keeps the other {len(every) - len(units)})"
     if ctx.settings.dry_run:
-        return table_result(full_name, "planned", f"would restore {len(units)} unit(s) from {b.full_name}",
-                            would_change=True, backup_table=b.full_name, run_id=ctx.run_id, partitions=parts)
+        return table_result(full_name, "planned", f"would restore {what}", would_change=True,
+                            backup_table=b.full_name, run_id=ctx.run_id, partitions=parts, **extra)
     jdir = journal_dir(info)
     journal = Journal(ctx.fs, jdir, ctx.run_id)
     doc = {
@@ -100,6 +140,7 @@ def rollback_table(ctx: Context, full_name: str) -> dict[str, Any]:
         "backup_table": b.full_name,
         "backup_run_id": b.run_id,
         "backup_journal_dir": b.journal_dir or jdir,
+        "partial": partial,  # the backup keeps its other units: only these leave it
         "units": [dict(u, index=i, trash=trash_path(u["location"], ctx.run_id)) for i, u in enumerate(units)],
     }
     journal.start(doc)
@@ -121,6 +162,5 @@ def rollback_table(ctx: Context, full_name: str) -> dict[str, Any]:
                 part["files_after"] += inside["file_count"]
                 part["bytes_after"] += inside["length"]
     update_statistics(ctx, info, list(zip(units, parts)))
-    return table_result(full_name, "rolled_back", f"restored {len(units)} unit(s) from {b.full_name}",
-                        changed=True, backup_table=b.full_name, run_id=ctx.run_id, partitions=parts,
-                        recovered=recovered)
+    return table_result(full_name, "rolled_back", f"restored {what}", changed=True, backup_table=b.full_name,
+                        run_id=ctx.run_id, partitions=parts, recovered=recovered, **extra)
