@@ -17,6 +17,8 @@ description:
   - With O(run_id), the backup of that run is restored instead (undo run O(run_id), for example from an earlier job's
     RV(run_id)); a table is refused (C(code=newer_run)) when a later run changed one of the same partitions, and
     refused (C(code=not_found)) when it has no backup of that run (a O(database) run passes over such tables).
+  - With O(where), only the partitions the filter selects are restored, from the most recent backup that holds one
+    of them (or from the backup of O(run_id)); the backup keeps its other partitions for a later rollback or cleanup.
   - With O(mode=recover), runs the engine command C(recover), which repairs what a crashed compaction left behind.
 author:
   - Lakekeeper for Ansible contributors (!UNKNOWN)
@@ -48,6 +50,16 @@ options:
     description:
       - Restore the backup of this run (its run id, or its backup table name) instead of the most recent one
         (C(--run-id)). Only with O(mode=rollback).
+    type: str
+  where:
+    description:
+      - Restore only the partitions this filter selects (C(--where)), for example V(dt = '2024-09-01') or
+        V(dt BETWEEN '2024-09-01' AND '2024-09-03'): comparisons, V(IN) lists, V(BETWEEN), V(AND), V(OR) and V(NOT)
+        on partition columns only, the syntax of O(lakekeeper.hive.lakekeeper_compact#module:where) (never SQL).
+      - The backup keeps the other partitions (their original files and journal) and is dropped once the last of
+        them is restored; a table with no backup holding a selected partition is V(skipped), a filter that does
+        not fit the table (a data column, a non-partitioned table) is V(refused) with C(code=invalid_where).
+      - Only with O(mode=rollback).
     type: str
   break_lease:
     description:
@@ -86,6 +98,12 @@ EXAMPLES = r"""
   lakekeeper.hive.lakekeeper_rollback:
     tables: [mydb.events, mydb.clicks]
     run_id: 20261122T013000-3f9a1c
+    config_file: /etc/lakekeeper/lakekeeper.yaml
+
+- name: Undo the compaction of one day only (the backup keeps the other partitions)
+  lakekeeper.hive.lakekeeper_rollback:
+    table: mydb.events
+    where: "dt = '2024-09-01'"
     config_file: /etc/lakekeeper/lakekeeper.yaml
 
 - name: Recover tables after a crashed compaction (engine command "recover")
@@ -166,6 +184,10 @@ tables:
       description: The backup table kept for a rollback.
       type: str
       returned: when there is one
+    where:
+      description: The partition filter (O(where)); only the partitions it selected are in RV(tables[].partitions).
+      type: str
+      returned: when O(where) is set and the table has a backup
     partitions:
       description:
         - Per-partition file counts, sizes and statuses; a non-partitioned table has one entry with C(spec) V("").
@@ -288,7 +310,7 @@ def main():
     argspec = lakekeeper_argspec()
     # the engine command: rollback or recover
     argspec.update_argspec(mode=dict(type="str", choices=["rollback", "recover"], default="rollback"),
-                           run_id=dict(type="str"), break_lease=dict(type="bool"))
+                           run_id=dict(type="str"), where=dict(type="str"), break_lease=dict(type="bool"))
     run_module(argspec.create_ansible_module(), Engine("lakekeeper_rollback", command_option="mode"))
 
 

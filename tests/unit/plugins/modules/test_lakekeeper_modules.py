@@ -176,7 +176,7 @@ def test_min_piece_mb_is_a_compact_option(engine, tmp_path):
 
 @pytest.mark.parametrize("module,args", [
     (lakekeeper_compact, dict(mode="mega")),
-    (lakekeeper_rollback, dict(where="dt = '1'")),
+    (lakekeeper_rollback, dict(min_input_files=3)),  # (where applies: a rollback of some partitions)
     (lakekeeper_cleanup, dict(mode="smart")),
 ])
 def test_compaction_options_only_where_they_apply(engine, tmp_path, module, args):
