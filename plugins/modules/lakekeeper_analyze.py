@@ -218,6 +218,20 @@ tables:
       description: The partition filter (O(where)); partitions it does not select are not in RV(tables[].partitions).
       type: str
       returned: when O(where) is set
+    policy:
+      description:
+        - The table's own policy - its C(lakekeeper.*) table properties, which override the run's settings for this
+          table (for example C(lakekeeper.target_file_size_mb), C(lakekeeper.sort_by), C(lakekeeper.exclude),
+          C(lakekeeper.retention.keep_last)); the analysis applies them. An unknown or invalid one makes the table
+          V(refused) (V(skipped) in a O(database) run) with C(code=invalid_policy).
+      type: dict
+      returned: when the table has such properties
+      sample: {lakekeeper.target_file_size_mb: "256", lakekeeper.exclude: "false"}
+    excluded:
+      description: Whether the table property C(lakekeeper.exclude) keeps compact away from the table (then
+        RV(tables[].needs_compaction) is false).
+      type: bool
+      returned: when the table has a policy
     needs_compaction:
       description: Whether a partition (or the table) would be compacted.
       type: bool

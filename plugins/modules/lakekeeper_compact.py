@@ -287,8 +287,18 @@ tables:
         - V(schema_drift) when every partition to compact has files whose columns are not the table's (renamed,
           dropped or reordered columns, another type; nothing was written, see O(allow_by_name_projection)).
         - V(locked) when another run holds the table's lease (nothing was done; not a failure).
+        - V(excluded) when the table property C(lakekeeper.exclude) is true, V(invalid_policy) when a C(lakekeeper.*)
+          table property is unknown or does not validate (see RV(tables[].policy)); nothing was done.
       type: str
       returned: when the table failed, was refused or was locked
+    policy:
+      description:
+        - The table's own policy - its C(lakekeeper.*) table properties, which override the run's settings for this
+          table (for example C(lakekeeper.target_file_size_mb), C(lakekeeper.sort_by), C(lakekeeper.mode),
+          C(lakekeeper.retention.keep_last)); the engine contract lists them.
+      type: dict
+      returned: when the table has such properties
+      sample: {lakekeeper.target_file_size_mb: "256", lakekeeper.sort_by: customer_id}
     reason:
       description: Why the engine did what it did (or failed).
       type: str

@@ -355,7 +355,13 @@ def build_settings(file_values: dict[str, Any], overrides: dict[str, Any]) -> Se
         for key, value in source.items():
             if value is not None:
                 merged[key] = value
-    s = Settings()
+    return apply_values(Settings(), merged)
+
+
+def apply_values(s: Settings, merged: dict[str, Any]) -> Settings:
+    """``s`` with config-file-style values set on it (durations parsed,
+    types coerced), validated. Also how a table's policy (policy.py)
+    lands on the run's settings."""
     for key, value in merged.items():
         if key == "older_than":
             # "all": every unpinned backup outside the grace period (retention.OLDER_THAN_ALL)

@@ -3,6 +3,7 @@ we may touch it, and list and plan its units."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from .context import Context
@@ -12,6 +13,7 @@ from .formats import detect_format, reader_properties, unfaithful_properties
 from .layout import BACKUP_OF_PROPERTY, parse_hidden_name, split_path
 from .model import Decision, Listing, TableInfo, TablePlan
 from .planner import plan_table
+from .policy import apply_policy, table_policy
 
 
 def check_eligible(info: TableInfo) -> None:
@@ -80,6 +82,15 @@ def resolve_storage(ctx: Context, info: TableInfo, p: TablePlan) -> None:
             u.decision = Decision("refuse", why[1], u.stats.files, u.decision.rule, code=why[0])
         else:
             u.storage = storage
+
+
+def with_policy(ctx: Context, info: TableInfo) -> tuple[Context, dict[str, str]]:
+    """The table's own context: its ``lakekeeper.*`` table properties over
+    the run's settings (policy.py), and that policy (empty without one)."""
+    policy = table_policy(info.properties)
+    if not policy:
+        return ctx, policy
+    return dataclasses.replace(ctx, settings=apply_policy(ctx.settings, policy)), policy
 
 
 def load_table(ctx: Context, full_name: str) -> TableInfo:

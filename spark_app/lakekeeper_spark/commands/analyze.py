@@ -19,7 +19,8 @@ from ..recovery import backup_units, pending_runs
 from ..results import partition_result, table_result
 from ..retention import backup_verdicts
 from ..space import space_check
-from ..tables import check_rewritable, leftovers, load_table, plan
+from ..policy import EXCLUDE, excluded
+from ..tables import check_rewritable, leftovers, load_table, plan, with_policy
 
 
 def lease_facts(ctx: Context, journal_dir: str) -> dict[str, Any] | None:
@@ -61,9 +62,11 @@ def backup_facts(ctx: Context, info: TableInfo) -> list[dict[str, Any]]:
 
 def analyze_table(ctx: Context, full_name: str) -> dict[str, Any]:
     info = load_table(ctx, full_name)
+    ctx, policy = with_policy(ctx, info)  # the table owner's lakekeeper.* properties
     check_rewritable(info)  # text properties a rewrite cannot honour
     p = plan(ctx, info)
     todo = p.to_compact
+    out = excluded(policy)
     parts, before_all, after_all = [], [], []
     for u in p.units:
         before, after = unit_histograms(u, u in todo)
@@ -74,13 +77,16 @@ def analyze_table(ctx: Context, full_name: str) -> dict[str, Any]:
     backups = backup_facts(ctx, info)
     files = sum(u.stats.files for u in p.units)
     files_after = sum(u.decision.target_files if u in todo else u.stats.files for u in p.units)
+    reason = f"{len(todo)} of {len(p.units)} unit(s) need compaction" if p.units else (
+        "no partition matches the where filter" if ctx.settings.where else "no partitions")
+    if out:
+        reason = f"excluded by its table property {EXCLUDE}=true (compact leaves it alone); {reason}"
     return table_result(
         full_name,
         "analyzed",
-        f"{len(todo)} of {len(p.units)} unit(s) need compaction" if p.units else (
-            "no partition matches the where filter" if ctx.settings.where else "no partitions"),
+        reason,
         would_change=False,
-        needs_compaction=bool(todo),
+        needs_compaction=bool(todo) and not out,
         run_id=ctx.run_id,
         location=info.location,
         format=info.format,
@@ -101,4 +107,5 @@ def analyze_table(ctx: Context, full_name: str) -> dict[str, Any]:
         lease=lease_facts(ctx, p.journal_dir),
         mode=ctx.settings.mode,
         **({"where": ctx.settings.where} if ctx.settings.where else {}),
+        **({"policy": policy, "excluded": out} if policy else {}),
     )

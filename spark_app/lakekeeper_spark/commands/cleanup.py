@@ -24,7 +24,7 @@ from ..recovery import backup_record, backup_units, recover_table
 from ..results import table_result
 from ..retention import backup_verdicts, missing_policy, policy_of
 from ..swap import adopt_files
-from ..tables import load_table
+from ..tables import load_table, with_policy
 
 
 def pin_table(ctx: Context, full_name: str, backups: list[BackupRef], run: str, pinned: bool) -> dict[str, Any]:
@@ -55,6 +55,7 @@ def cleanup_table(ctx: Context, full_name: str) -> dict[str, Any]:
         if missing:  # the command line refuses this first; here for every other caller
             raise Refused("no_retention_policy", missing)
     info = load_table(ctx, full_name)
+    ctx, _policy = with_policy(ctx, info)  # lakekeeper.retention.* of the table over the run's policy
     recovered = [] if ctx.settings.dry_run else recover_table(ctx, info)
     backups = find_backups(ctx.catalog, info.db, info.name, ctx.settings.backup_prefix)
     if ctx.settings.pin or ctx.settings.unpin:

@@ -29,7 +29,8 @@ from ..schema_drift import CODE as SCHEMA_DRIFT
 from ..schema_drift import check_units as check_schema_drift
 from ..space import space_check
 from ..swap import adopt_late_files, check_unchanged, swap_in
-from ..tables import check_rewritable, leftovers, load_table, plan, resolve_storage
+from ..policy import EXCLUDE, excluded
+from ..tables import check_rewritable, leftovers, load_table, plan, resolve_storage, with_policy
 from ..verify import verify_staging
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,9 @@ log = logging.getLogger(__name__)
 
 def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     info = load_table(ctx, full_name)
+    ctx, policy = with_policy(ctx, info)  # the table owner's lakekeeper.* properties
+    if excluded(policy):
+        raise Refused("excluded", f"{full_name} has the table property {EXCLUDE}=true: compact leaves it alone")
     check_rewritable(info)  # text properties a rewrite cannot honour
     columns = resolve_columns(ctx.settings, info)  # sort_by / dedupe columns: refused before anything runs
     recovered = [] if ctx.settings.dry_run else recover_table(ctx, info)
@@ -58,6 +62,8 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     base = dict(run_id=ctx.run_id, location=info.location, format=info.format, recovered=recovered,
                 leftovers=leftovers(ctx, p, known))
     base["mode"] = ctx.settings.mode
+    if policy:
+        base["policy"] = policy
     if ctx.settings.where:
         base["where"] = ctx.settings.where
     if ctx.settings.dry_run:

@@ -1,0 +1,105 @@
+"""Per-table policies (policy.py): a table's ``lakekeeper.*`` properties
+override the run's settings for that table.
+
+The pure rules first (no Spark), then one database run on real tables:
+a table tagged with its own target size and sort order, one excluded, one
+with a typo in its policy, one whose retention keeps more than the run's.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from lakekeeper_spark.config import build_settings
+from lakekeeper_spark.errors import Refused
+from lakekeeper_spark.policy import apply_policy, excluded, table_policy
+
+from engine_helpers import frozen, same_rows
+
+
+def test_policy_properties_override_the_run_and_nothing_else():
+    run = build_settings({"block_size_mb": 64, "mode": "ratio"}, {"older_than": "7d", "sort_by": "a"})
+    props = {"owner": "etl", "lakekeeper.Mode": "major", "lakekeeper.target_file_size_mb": "16",
+             "lakekeeper.sort_by": "b, c", "lakekeeper.retention.keep_last": "3",
+             "lakekeeper.dedupe.keys": "id", "lakekeeper.dedupe.order_by": "ts",
+             "lakekeeper.backup_of": "db.t", "lakekeeper.run_id": "x"}  # lakekeeper's own: not a policy
+    policy = table_policy(props)
+    assert list(policy) == ["lakekeeper.dedupe.keys", "lakekeeper.dedupe.order_by", "lakekeeper.mode",
+                            "lakekeeper.retention.keep_last", "lakekeeper.sort_by", "lakekeeper.target_file_size_mb"]
+    s = apply_policy(run, policy)
+    assert (s.mode, s.target_file_size_mb, s.sort_by, s.keep_last) == ("major", 16.0, ["b", "c"], 3)
+    assert (s.dedupe_keys, s.dedupe_order_by) == (["id"], "ts")
+    assert (s.block_size_mb, s.older_than_seconds) == (64.0, 7 * 86400)  # the run's, where the table says nothing
+    assert (run.mode, run.sort_by, run.keep_last) == ("ratio", ["a"], None)  # the run's own settings untouched
+    assert apply_policy(run, {}) is run and not excluded({})
+    assert excluded({"lakekeeper.exclude": "TRUE"}) and not excluded({"lakekeeper.exclude": "false"})
+
+
+@pytest.mark.parametrize("props, match", [
+    ({"lakekeeper.target_file_sz_mb": "16"}, "unknown table property lakekeeper.target_file_sz_mb"),
+    ({"lakekeeper.mode": "mega"}, "lakekeeper.mode='mega': invalid mode"),
+    ({"lakekeeper.retention.older_than": "soon"}, "invalid duration"),
+    ({"lakekeeper.dedupe.keys": "id"}, "dedupe needs an ordering column"),
+    ({"lakekeeper.exclude": "maybe"}, "true or false"),
+])
+def test_a_policy_that_does_not_validate_refuses_the_table(props, match):
+    with pytest.raises(Refused, match=match) as err:
+        apply_policy(build_settings({}, {}), table_policy(props))
+    assert err.value.code == "invalid_policy"
+
+
+@pytest.mark.integration
+def test_a_database_run_honours_each_tables_policy(spark, engine, files, warehouse):
+    spark.sql("CREATE DATABASE IF NOT EXISTS lkpol")
+
+    def table(name: str, props: dict[str, str]) -> str:
+        loc = f"{warehouse}/lkpol/{name}"
+        spark.sql(f"DROP TABLE IF EXISTS lkpol.{name}")
+        tbl = ", ".join(f"'{k}'='{v}'" for k, v in props.items())
+        spark.sql(f"CREATE EXTERNAL TABLE lkpol.{name} (id BIGINT, k INT, pad STRING) STORED AS PARQUET "
+                  f"LOCATION '{loc}'" + (f" TBLPROPERTIES ({tbl})" if tbl else ""))
+        (spark.range(0, 20000).selectExpr("id", "CAST(id % 97 AS INT) AS k", "concat(sha2(CAST(id AS STRING), 512), sha2(CAST(-id AS STRING), 512)) AS pad")
+         .repartition(24).createOrReplaceTempView("lk_src"))
+        spark.sql(f"INSERT INTO lkpol.{name} SELECT * FROM lk_src")
+        return loc
+
+    plain = table("plain", {})
+    tagged = table("tagged", {"lakekeeper.target_file_size_mb": "1", "lakekeeper.sort_by": "k",
+                              "lakekeeper.retention.keep_last": "1"})
+    excluded_loc = table("excluded", {"lakekeeper.exclude": "true"})
+    table("typo", {"lakekeeper.taget_file_size_mb": "1"})
+    rows = {n: frozen(spark, f"lkpol.{n}") for n in ("plain", "tagged")}
+    untouched = files.snapshot(excluded_loc)
+
+    report = {r["table"]: r for r in engine.run("analyze", database="lkpol")}
+    assert report["lkpol.tagged"]["policy"] == {"lakekeeper.retention.keep_last": "1", "lakekeeper.sort_by": "k",
+                                                "lakekeeper.target_file_size_mb": "1"}
+    assert report["lkpol.excluded"]["excluded"] is True and not report["lkpol.excluded"]["needs_compaction"]
+    assert "policy" not in report["lkpol.plain"] and report["lkpol.plain"]["needs_compaction"]
+    assert report["lkpol.typo"]["status"] == "skipped" and report["lkpol.typo"]["code"] == "invalid_policy"
+
+    res = {r["table"]: r for r in engine.run("compact", database="lkpol")}
+    assert res["lkpol.plain"]["status"] == "compacted" and "policy" not in res["lkpol.plain"]
+    assert res["lkpol.tagged"]["status"] == "compacted" and res["lkpol.tagged"]["policy"]["lakekeeper.sort_by"] == "k"
+    assert (res["lkpol.excluded"]["status"], res["lkpol.excluded"]["code"]) == ("skipped", "excluded")
+    assert (res["lkpol.typo"]["status"], res["lkpol.typo"]["code"]) == ("skipped", "invalid_policy")
+    assert "lakekeeper.taget_file_size_mb" in res["lkpol.typo"]["reason"]
+    assert files.snapshot(excluded_loc) == untouched
+    # the table's 1 MB target against the run's 128 MB: several files, each sorted by k; the other: one file
+    assert len(files.data_files(plain)) == 1
+    tagged_files = files.data_files(tagged)
+    assert len(tagged_files) > 1, tagged_files
+    for f in tagged_files:
+        ks = [r.k for r in spark.read.parquet(f).select("k").collect()]
+        assert ks == sorted(ks), f
+    for name in ("plain", "tagged"):
+        spark.sql(f"REFRESH TABLE lkpol.{name}")
+        assert same_rows(rows[name], spark.table(f"lkpol.{name}")), name
+
+    # retention: the run keeps nothing older than 0 s, the tagged table keeps its newest backup
+    res = {r["table"]: r for r in engine.run("cleanup", database="lkpol", older_than="all")}
+    assert res["lkpol.plain"]["status"] == "cleaned", res["lkpol.plain"]
+    assert res["lkpol.tagged"]["status"] == "skipped" and len(res["lkpol.tagged"]["kept"]) == 1, res["lkpol.tagged"]
+    spark.sql("ALTER TABLE lkpol.tagged UNSET TBLPROPERTIES ('lakekeeper.retention.keep_last')")
+    res = engine.one("cleanup", "lkpol.tagged", older_than="all")
+    assert res["status"] == "cleaned", res
