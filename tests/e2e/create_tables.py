@@ -13,7 +13,8 @@ STATE_DIR/warehouse. Creates, as Hive EXTERNAL parquet tables whose data lives
 under DATA_DIR:
 
 * ``e2e.events``: not partitioned, 60 small files;
-* ``e2e.clicks``: partitioned by ``day``, 2 partitions of 30 small files;
+* ``e2e.clicks``: partitioned by ``day``, 2 partitions of 30 small files, with the
+  table property ``lakekeeper.sort_by=id`` (a per-table policy);
 
 and the same two tables in each further DATABASE, under DATA_DIR/DATABASE
 (one JVM sets up the worlds of several scenarios).
@@ -41,8 +42,9 @@ def create(spark, database, data):
     clicks = os.path.join(data, "clicks")
     (spark.range(0, 3000).selectExpr("id", "IF(id % 2 = 0, '2024-01-01', '2024-01-02') AS day")
      .repartition(30).write.mode("overwrite").partitionBy("day").parquet("file://" + clicks))
+    # its owner's policy (a table property): files sorted by id (policy.py)
     spark.sql("CREATE EXTERNAL TABLE %s.clicks (id BIGINT) PARTITIONED BY (day STRING) STORED AS PARQUET "
-              "LOCATION 'file://%s'" % (database, clicks))
+              "LOCATION 'file://%s' TBLPROPERTIES ('lakekeeper.sort_by'='id')" % (database, clicks))
     spark.sql("MSCK REPAIR TABLE %s.clicks" % database)
     return {
         "events": {"location": events, "rows": spark.table("%s.events" % database).count()},
