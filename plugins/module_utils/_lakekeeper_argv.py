@@ -269,6 +269,28 @@ def _columns(values, what):
     return names
 
 
+def _sort_columns(values):
+    """sort_by items: a column name, optionally followed by ASC or DESC
+    (passed on as ``col`` / ``col DESC``)."""
+    if isinstance(values, str):
+        values = values.split(",")
+    if not isinstance(values, (list, tuple)) or not values:
+        raise LakekeeperError("sort_by must be a non-empty list of column names")
+    items, names = [], []
+    for value in values:
+        words = ("" if value is None else str(value)).split()
+        direction = words[1].upper() if len(words) == 2 else ""
+        if len(words) > 2 or direction not in ("", "ASC", "DESC"):
+            raise LakekeeperError("every item of sort_by must be a column name, optionally followed by ASC or DESC, "
+                                  "got %r" % value)
+        names.append(_column(words[0] if words else "", "every item of sort_by"))
+        items.append(names[-1] + (" DESC" if direction == "DESC" else ""))
+    lowered = [n.lower() for n in names]
+    if len(set(lowered)) != len(lowered):
+        raise LakekeeperError("sort_by names a column twice: %s" % ", ".join(names))
+    return items
+
+
 def rewrite_args(sort_by=None, dedupe=None):
     """``--sort-by`` and ``--dedupe-*`` flags of compact (docs/engine-contract.md).
 
@@ -278,7 +300,7 @@ def rewrite_args(sort_by=None, dedupe=None):
     """
     argv = []
     if sort_by not in (None, [], ""):
-        argv += ["--sort-by", ",".join(_columns(sort_by, "sort_by"))]
+        argv += ["--sort-by", ",".join(_sort_columns(sort_by))]
     if dedupe in (None, {}):
         return argv
     if not isinstance(dedupe, dict):

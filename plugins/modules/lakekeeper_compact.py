@@ -79,6 +79,8 @@ options:
     description:
       - Data columns to sort the rows of each written file by (C(--sort-by)), e.g. to make min/max statistics of
         Parquet and ORC files selective. Each write task sorts its own rows; there is no global sort across files.
+      - Each item is a column name, ascending, or followed by V(DESC) for largest first (V(ASC) is accepted),
+        for example V([customer_id, event_time DESC]).
       - Applies only to the partitions that are compacted; a partition that the size rule skips is not re-sorted,
         so a second run reports RV(changed=false).
       - Partition columns are refused (every file of a partition holds one value of them), as are columns the table

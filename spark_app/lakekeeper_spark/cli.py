@@ -64,8 +64,9 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--min-piece-mb", type=float, dest="min_piece_mb", metavar="MB",
                         help="compact: when a partition's files are fewer than the cores, write each as pieces of at "
                              "least this size on parallel tasks and join them (default 8; 0: never)")
-    common.add_argument("--sort-by", dest="sort_by", metavar="COL[,COL]",
-                        help="compact: sort the rows inside each written file by these data columns")
+    common.add_argument("--sort-by", dest="sort_by", metavar="COL[ DESC][,COL]",
+                        help="compact: sort the rows inside each written file by these data columns "
+                             "(each ascending, or largest first with DESC)")
     common.add_argument("--dedupe-keys", dest="dedupe_keys", metavar="COL[,COL]",
                         help="compact: keep only the latest version of each key (per partition)")
     common.add_argument("--dedupe-order-by", dest="dedupe_order_by", metavar="COL",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .config import Settings
+from .config import Settings, sort_key
 from .errors import Refused
 from .model import TableInfo
 
@@ -19,7 +19,7 @@ DEDUPE_FORMATS = ("parquet", "orc")
 class RewriteColumns:
     """Column names as the table spells them; empty/None when not used."""
 
-    sort_by: tuple[str, ...] = ()
+    sort_by: tuple[str, ...] = ()  # "col" or "col desc" (config.sort_key)
     keys: tuple[str, ...] = ()
     order_by: str | None = None
     delete_marker: str | None = None
@@ -63,7 +63,7 @@ def resolve_columns(settings: Settings, table: TableInfo) -> RewriteColumns:
             raise Refused("invalid_columns", f"{full}: {what} column {name} is a {typ}, which cannot be compared")
         return real
 
-    sort_by = tuple(find(c, "sort_by") for c in settings.sort_by)
+    sort_by = tuple(find(c, "sort_by") + (" desc" if desc else "") for c, desc in map(sort_key, settings.sort_by))
     if not settings.dedupe_keys:
         return RewriteColumns(sort_by=sort_by)
     if table.format not in DEDUPE_FORMATS:

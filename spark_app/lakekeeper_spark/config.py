@@ -236,7 +236,7 @@ class Settings:
         return self
 
     def _validate_rewrite_options(self) -> None:
-        self.sort_by = _column_list(self.sort_by, "sort_by")
+        self.sort_by = _sort_list(self.sort_by)
         self.dedupe_keys = _column_list(self.dedupe_keys, "dedupe keys")
         for attr, what in (("dedupe_order_by", "dedupe order_by"), ("dedupe_delete_marker", "dedupe delete_marker")):
             value = getattr(self, attr)
@@ -262,6 +262,31 @@ class Settings:
             raise UsageError(f"dedupe delete_marker {marker} must not be a key or the ordering column")
         if self.dedupe_delete_value is not None and not marker:
             raise UsageError("dedupe delete_marker_value needs dedupe delete_marker")
+
+
+def sort_key(item: str) -> tuple[str, bool]:
+    """A sort_by item (``col`` or ``col desc``, as validated) -> (column, descending)."""
+    name, _sep, direction = item.partition(" ")
+    return name, direction == "desc"
+
+
+def _sort_list(value: Any) -> list[str]:
+    """sort_by: ``a, b DESC`` or ``[a, "b desc"]`` -> ``["a", "b desc"]``:
+    validated column names, each optionally followed by ASC (dropped) or
+    DESC (largest first), without repeats."""
+    items = value.split(",") if isinstance(value, str) else value
+    if isinstance(items, (list, tuple)):
+        plain, directions = [], []
+        for item in items:
+            words = str(item if item is not None else "").split()
+            direction = words[1].lower() if len(words) == 2 else ""
+            if len(words) > 2 or direction not in ("", "asc", "desc"):
+                raise UsageError(f"sort_by: {item!r} is not a column name, optionally followed by ASC or DESC")
+            plain.append(words[0] if words else "")
+            directions.append(direction)
+        names = _column_list(plain, "sort_by")
+        return [n + (" desc" if d == "desc" else "") for n, d in zip(names, directions)]
+    return _column_list(value, "sort_by")
 
 
 def _column_list(value: Any, what: str) -> list[str]:

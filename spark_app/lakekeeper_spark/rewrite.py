@@ -34,7 +34,7 @@ from typing import Any
 
 from .columns import RewriteColumns
 from . import content as content_check
-from .config import Settings
+from .config import Settings, sort_key
 from .errors import LakekeeperError
 from .compat.file_joins import join_files, join_support
 from .faults import write_with_table_descriptor
@@ -99,6 +99,13 @@ def _cols(names: Any) -> list[Any]:
     from pyspark.sql import functions as F
 
     return [F.col(quote_column(n)) for n in names]
+
+
+def _sort_cols(sort_by: Any) -> list[Any]:
+    """sort_by items (``col`` or ``col desc``) as sort expressions."""
+    from pyspark.sql import functions as F
+
+    return [F.col(quote_column(c)).desc() if desc else F.col(quote_column(c)) for c, desc in map(sort_key, sort_by)]
 
 
 def _deleted(columns: RewriteColumns) -> Any:
@@ -225,7 +232,7 @@ def _write_native(spark: Any, fs: Any, table: TableInfo, unit: Unit, settings: S
         kept_obs = Observation("lk_" + uuid.uuid4().hex[:12])
         df = df.observe(kept_obs, *content_check.metrics(df))
     if columns.sort_by:
-        df = df.sortWithinPartitions(*_cols(columns.sort_by))
+        df = df.sortWithinPartitions(*_sort_cols(columns.sort_by))
     writer = df.write.mode("errorifexists").format(fmt)
     name = spark_codec_name(fmt, codec.get("codec"))
     if name:
@@ -330,7 +337,7 @@ def _write_hive_serde(spark: Any, table: TableInfo, unit: Unit, codec: dict[str,
     prop_sql = ", ".join(f"{sql_string_literal(k)}={sql_string_literal(v)}" for k, v in sorted(props.items()))
     n = max(1, unit.decision.target_files)
     # SORT BY sorts the rows of each write task, after the repartition: every file is sorted.
-    sort_sql = ", ".join(quote_column(c) for c in sort_by)
+    sort_sql = ", ".join(quote_column(c) + (" DESC" if desc else "") for c, desc in map(sort_key, sort_by))
     sort_clause = f" SORT BY {sort_sql}" if sort_by else ""
     log.info("%s: writing %d files into %s through %s (%s descriptor)", unit.spec or table.full_name,
              unit.stats.files, unit.staging, desc.serde, "its own" if storage is not None else "the table's")

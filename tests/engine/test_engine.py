@@ -164,7 +164,7 @@ FORMATS = {
     "orc_zlib": dict(fmt="orc", props={"orc.compress": "ZLIB"}, codec="zlib"),
     "avro_snappy": dict(fmt="avro", conf={"hive.exec.compress.output": "true", "avro.output.codec": "snappy"},
                         codec="snappy"),
-    "text_gzip": dict(fmt="textfile", row_format="ROW FORMAT DELIMITED FIELDS TERMINATED BY '|'", sort_by=["name"],
+    "text_gzip": dict(fmt="textfile", row_format="ROW FORMAT DELIMITED FIELDS TERMINATED BY '|'", sort_by=["name DESC"],
                       conf={"hive.exec.compress.output": "true",
                             "mapreduce.output.fileoutputformat.compress.codec": "org.apache.hadoop.io.compress.GzipCodec"},
                       codec="org.apache.hadoop.io.compress.GzipCodec"),
@@ -201,9 +201,9 @@ def test_formats_keep_their_codec(spark, engine, files, warehouse, case):
     assert p["files_after"] == 1 and p["rows_before"] == p["rows_after"] == 1500
     new = files.data_files(loc)
     assert len(new) == 1
-    if opts:  # sorted through the SerDe path (SORT BY)
+    if opts:  # sorted through the SerDe path (SORT BY ... DESC)
         names = [line.value.split("|")[1] for line in spark.read.text(new[0]).collect()]
-        assert names == sorted(names) and len(names) == 1500
+        assert names == sorted(names, reverse=True) and len(names) == 1500
     assert str(detect_codec(spark, fmt, new[0])["codec"]).lower() == spec["codec"].lower()
     spark.sql(f"REFRESH TABLE {t}")
     assert same_rows(spark.table(t), rows)

@@ -760,3 +760,16 @@ def test_the_application_run_id_chosen_by_the_launcher():
     for bad in ("", "r1", "20240301T020000-3F9A1C", "20240301T020000-3f9a1c/../x"):
         with pytest.raises(UsageError, match="--new-run-id must look like"):
             parse_args(["rollback", "--table", "db.t", "--new-run-id", bad])
+
+
+def test_sort_by_takes_a_direction_per_column():
+    from lakekeeper_spark.config import sort_key
+
+    s = build_settings({"sort_by": ["Region", "ts DESC", "id asc"]}, {})
+    assert s.sort_by == ["region", "ts desc", "id"]
+    assert [sort_key(c) for c in s.sort_by] == [("region", False), ("ts", True), ("id", False)]
+    assert build_settings({}, {"sort_by": "ts desc, id"}).sort_by == ["ts desc", "id"]
+    for bad, match in ((["ts downward"], "optionally followed by ASC or DESC"), (["a b c"], "optionally followed"),
+                       (["ts desc", "TS"], "given twice"), (["a;b desc"], "sort_by column")):
+        with pytest.raises(UsageError, match=match):
+            build_settings({"sort_by": bad}, {})

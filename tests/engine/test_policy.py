@@ -64,7 +64,7 @@ def test_a_database_run_honours_each_tables_policy(spark, engine, files, warehou
         return loc
 
     plain = table("plain", {})
-    tagged = table("tagged", {"lakekeeper.target_file_size_mb": "1", "lakekeeper.sort_by": "k",
+    tagged = table("tagged", {"lakekeeper.target_file_size_mb": "1", "lakekeeper.sort_by": "k DESC",
                               "lakekeeper.retention.keep_last": "1"})
     excluded_loc = table("excluded", {"lakekeeper.exclude": "true"})
     table("typo", {"lakekeeper.taget_file_size_mb": "1"})
@@ -72,7 +72,7 @@ def test_a_database_run_honours_each_tables_policy(spark, engine, files, warehou
     untouched = files.snapshot(excluded_loc)
 
     report = {r["table"]: r for r in engine.run("analyze", database="lkpol")}
-    assert report["lkpol.tagged"]["policy"] == {"lakekeeper.retention.keep_last": "1", "lakekeeper.sort_by": "k",
+    assert report["lkpol.tagged"]["policy"] == {"lakekeeper.retention.keep_last": "1", "lakekeeper.sort_by": "k DESC",
                                                 "lakekeeper.target_file_size_mb": "1"}
     assert report["lkpol.excluded"]["excluded"] is True and not report["lkpol.excluded"]["needs_compaction"]
     assert "policy" not in report["lkpol.plain"] and report["lkpol.plain"]["needs_compaction"]
@@ -80,18 +80,18 @@ def test_a_database_run_honours_each_tables_policy(spark, engine, files, warehou
 
     res = {r["table"]: r for r in engine.run("compact", database="lkpol")}
     assert res["lkpol.plain"]["status"] == "compacted" and "policy" not in res["lkpol.plain"]
-    assert res["lkpol.tagged"]["status"] == "compacted" and res["lkpol.tagged"]["policy"]["lakekeeper.sort_by"] == "k"
+    assert res["lkpol.tagged"]["status"] == "compacted" and res["lkpol.tagged"]["policy"]["lakekeeper.sort_by"] == "k DESC"
     assert (res["lkpol.excluded"]["status"], res["lkpol.excluded"]["code"]) == ("skipped", "excluded")
     assert (res["lkpol.typo"]["status"], res["lkpol.typo"]["code"]) == ("skipped", "invalid_policy")
     assert "lakekeeper.taget_file_size_mb" in res["lkpol.typo"]["reason"]
     assert files.snapshot(excluded_loc) == untouched
-    # the table's 1 MB target against the run's 128 MB: several files, each sorted by k; the other: one file
+    # the table's 1 MB target against the run's 128 MB: several files, each sorted by k, largest first; the other: one
     assert len(files.data_files(plain)) == 1
     tagged_files = files.data_files(tagged)
     assert len(tagged_files) > 1, tagged_files
     for f in tagged_files:
         ks = [r.k for r in spark.read.parquet(f).select("k").collect()]
-        assert ks == sorted(ks), f
+        assert ks == sorted(ks, reverse=True) and ks[0] > ks[-1], f
     for name in ("plain", "tagged"):
         spark.sql(f"REFRESH TABLE lkpol.{name}")
         assert same_rows(rows[name], spark.table(f"lkpol.{name}")), name

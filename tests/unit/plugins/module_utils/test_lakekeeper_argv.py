@@ -192,6 +192,9 @@ def test_engine_args_sort_by_and_dedupe():
     assert lk.rewrite_args(None, dict(keys=["id"], order_by="v", delete_marker="gone", delete_marker_value=None)) == [
         "--dedupe-keys", "id", "--dedupe-order-by", "v", "--dedupe-delete-marker", "gone"]
     assert lk.rewrite_args([], None) == [] and lk.rewrite_args(None, {}) == []
+    # a direction per column: DESC passed on, ASC the default
+    assert lk.rewrite_args(["customer_id asc", " event_time  desc "], None) == [
+        "--sort-by", "customer_id,event_time DESC"]
     # a YAML boolean (the module option is raw) reaches the engine as Spark prints it
     assert lk.rewrite_args(None, dict(keys=["id"], order_by="v", delete_marker="op", delete_marker_value=True))[-2:] == [
         "--dedupe-delete-value", "true"]
@@ -200,6 +203,9 @@ def test_engine_args_sort_by_and_dedupe():
 @pytest.mark.parametrize("sort_by,dedupe,match", [
     (["a;b"], None, "every item of sort_by must be a column name"),
     (["a", "A"], None, "names a column twice"),
+    (["a DESC", "A"], None, "names a column twice"),
+    (["a down"], None, "optionally followed by ASC or DESC"),
+    (["a DESC NULLS"], None, "optionally followed by ASC or DESC"),
     ("", dict(keys=[], order_by="v"), "dedupe.keys must be a non-empty list"),
     (None, dict(keys=["id"]), "dedupe.order_by must be a column name"),
     (None, dict(keys=["id"], order_by="ID"), "must not be one of dedupe.keys"),
