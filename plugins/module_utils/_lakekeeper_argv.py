@@ -89,6 +89,7 @@ ENGINE_OPTIONS = (
     ("parallelism", _flag("--parallelism")),
     ("verify", _flag("--verify")),
     ("allow_by_name_projection", _switch("--allow-by-name-projection")),
+    ("allow_owner_change", _switch("--allow-owner-change")),
     # one run per table: when a lease is stale; recover only: take over a live one
     ("lease_timeout", _flag("--lease-timeout")),
     # progress records for whoever watches a long (async) run

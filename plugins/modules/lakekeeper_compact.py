@@ -75,6 +75,19 @@ options:
       - V(false) passes nothing, so the config file's C(allow_by_name_projection) applies.
     type: bool
     default: false
+  allow_owner_change:
+    description:
+      - On HDFS, compact partitions whose directory or files belong to another owner or group than this run can give
+        its compacted copy (C(--allow-owner-change)). The copy is a new directory written by the run's user; only the
+        HDFS superuser can give it another owner (and only a member of a group that group), which the engine tries for
+        real before anything is written (on a probe file next to its journal).
+      - By default (V(false)) such a partition is not compacted - C(status) V(refused), C(code) V(ownership), the
+        owners in C(reason), nothing written - so that the ingestion user does not lose write access to its own
+        directory. With V(true) it is compacted, its files then belong to the run's user, and the partition's
+        C(warnings) name the owner change.
+      - V(false) passes nothing, so the config file's C(allow_owner_change) applies.
+    type: bool
+    default: false
   sort_by:
     description:
       - Data columns to sort the rows of each written file by (C(--sort-by)), e.g. to make min/max statistics of
@@ -291,6 +304,12 @@ tables:
         - V(locked) when another run holds the table's lease (nothing was done; not a failure).
         - V(excluded) when the table property C(lakekeeper.exclude) is true, V(invalid_policy) when a C(lakekeeper.*)
           table property is unknown or does not validate (see RV(tables[].policy)); nothing was done.
+        - On HDFS, when no partition was compacted and one was refused before anything was written -
+          V(encryption_zone) (its directory is the root of an encryption zone), V(erasure_coding) (its directory's
+          erasure coding policy is not its parent's), V(snapshottable) (snapshots are allowed on its directory),
+          V(ownership) (its directory or files belong to an owner this run cannot keep, see O(allow_owner_change)).
+          A partition with a file still open for write is V(skipped) with C(code) V(open_files) (compacted once it
+          is closed); one opened or appended to during the run fails with V(concurrent_write), its original kept.
       type: str
       returned: when the table failed, was refused or was locked
     policy:
@@ -357,6 +376,12 @@ tables:
           subdirectories (e.g. C(HIVE_UNION_SUBDIR_1) of Hive on Tez) is V(skipped).
         - C(late_files) lists files (and subdirectories, with a trailing C(/)) written during the swap and moved
           into the live directory.
+        - On HDFS, a partition refused before anything was written has C(code) V(encryption_zone),
+          V(erasure_coding), V(snapshottable) or V(ownership); one with a file still open for write (a Flume
+          C(.tmp), a C(._COPYING_), hidden ones too) is V(skipped) with C(code) V(open_files), naming up to three.
+          A compacted entry has C(carried), what its copy was given besides owner, group, mode, ACL and quotas -
+          C(storage_policy) (the directory's own), C(xattrs) (their names), C(replication) (the factor the
+          rewritten files shared).
       type: list
       elements: dict
       returned: when the engine inspected the table
@@ -496,6 +521,7 @@ def main():
         quiet_period=dict(type="str"),
         verify=dict(type="str", choices=["content", "rows"]),
         allow_by_name_projection=dict(type="bool", default=False),
+        allow_owner_change=dict(type="bool", default=False),
         dedupe=dedupe_option(),
         refresh_command=dict(type="list", elements="str"),
     )

@@ -85,6 +85,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="compact: compact Parquet/ORC units whose files' columns drift from the table's "
                              "(renamed, dropped, reordered columns, other types) by name, as Spark reads them, "
                              "instead of refusing them (schema_drift)")
+    common.add_argument("--allow-owner-change", action="store_true", default=None, dest="allow_owner_change",
+                        help="compact, HDFS: compact units whose files or directory belong to another owner or group "
+                             "than this run (not the HDFS superuser) can give its copy anyway, with a warning, "
+                             "instead of refusing them (ownership)")
     common.add_argument("--lease-timeout", dest="lease_timeout",
                         help="compact/rollback/cleanup/recover: a table's lease without heartbeat for this long is "
                              "stale and is taken over (default 30m; a holder on this host whose process is gone: "
@@ -142,7 +146,7 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
         "dry_run", "log_level", "older_than", "parallelism", "min_piece_mb", "quiet_period",
         "mode", "min_input_files", "fragment_ratio", "min_target_ratio", "where",
         "keep_last", "grace_period", "pin", "unpin", "verify", "rollback_run", "lease_timeout", "break_lease",
-        "allow_by_name_projection")}
+        "allow_by_name_projection", "allow_owner_change")}
     rewrite = ("sort_by", "dedupe_keys", "dedupe_order_by", "dedupe_delete_marker", "dedupe_delete_value")
     overrides.update({k: getattr(args, k) for k in rewrite})
     settings = build_settings(file_values, overrides)
@@ -169,6 +173,8 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
         raise UsageError("--verify only applies to compact")
     if args.allow_by_name_projection is not None and args.command != "compact":
         raise UsageError("--allow-by-name-projection only applies to compact")
+    if args.allow_owner_change is not None and args.command != "compact":
+        raise UsageError("--allow-owner-change only applies to compact")
     given = [k for k in rewrite if getattr(args, k) is not None]
     if given and args.command != "compact":
         raise UsageError(f"--{given[0].replace('_', '-')} only applies to compact")

@@ -154,6 +154,9 @@ class Settings:
     # compact: compact units whose files' columns drift from the table's (renamed/dropped columns) by name
     # anyway, as Spark and Hive read them (schema_drift.py); off: such units are refused
     allow_by_name_projection: bool = False
+    # compact, HDFS: compact units whose files or directory belong to another owner or group than this run can
+    # give its copy (it is not the HDFS superuser) anyway, with a warning; off: such units are refused (ownership)
+    allow_owner_change: bool = False
     # one run per table (lease.py): a lease whose heartbeat is older than this is stale
     lease_timeout_seconds: int = 30 * 60
     break_lease: bool = False  # recover: take over the lease even if it looks live (holder known dead)
@@ -332,6 +335,7 @@ _FILE_KEYS = {
     "where": str,
     "verify": str,
     "allow_by_name_projection": bool,
+    "allow_owner_change": bool,
     "lease_timeout": str,
 }
 # ``dedupe:`` in the file is a mapping of these keys -> Settings attributes.

@@ -30,25 +30,32 @@ log = logging.getLogger(__name__)
 
 _STATUS = re.compile(
     r"\w+\{path=(?P<path>.*?); isDirectory=(?P<dir>true|false)"
-    r"(?:; length=(?P<len>\d+))?.*?; modification_time=(?P<mtime>\d+)"
+    r"(?:; length=(?P<len>\d+)(?:; replication=(?P<repl>\d+))?)?.*?; modification_time=(?P<mtime>\d+)"
+    r"(?:; access_time=\d+; owner=(?P<owner>[^;{}]*); group=(?P<group>[^;{}]*);)?"
 )
 
 
-def parse_status_dump(text: str) -> list[tuple[str, bool, int, int]] | None:
+def parse_status_dump(text: str, details: bool = False) -> list[tuple[Any, ...]] | None:
     """Parse ``ArrayUtils.toString(FileStatus[])`` (``{A{...},B{...}}``; the
     ``[A{...}, B{...}]`` form of ``Arrays.toString`` is accepted too).
 
     Returns (path, is_dir, length, mtime) tuples, or None when the text does not
-    parse cleanly (the caller then falls back to per-field calls).
+    parse cleanly (the caller then falls back to per-field calls). With
+    ``details`` each tuple also has (replication, owner, group) (None where
+    the text does not say).
     """
     text = text.strip()
     if text in ("[]", "{}"):
         return []
     if not ((text.startswith("[") and text.endswith("}]")) or (text.startswith("{") and text.endswith("}}"))):
         return None
-    out = []
+    out: list[tuple[Any, ...]] = []
     for m in _STATUS.finditer(text):
-        out.append((m.group("path"), m.group("dir") == "true", int(m.group("len") or 0), int(m.group("mtime"))))
+        entry: tuple[Any, ...] = (m.group("path"), m.group("dir") == "true", int(m.group("len") or 0),
+                                  int(m.group("mtime")))
+        if details:
+            entry += (int(m.group("repl")) if m.group("repl") else None, m.group("owner"), m.group("group"))
+        out.append(entry)
     # Every entry must have been recognised (one "{path=" per status).
     if len(out) != text.count("{path="):
         return None
@@ -167,17 +174,20 @@ class HadoopFS:
             arr[i] = self.path(u)
         statuses = fs.listStatus(arr)
         entries = None
-        if str(fs.getScheme()) != "file":
+        remote = str(fs.getScheme()) != "file"
+        if remote:
             # One round trip for the whole batch. Not on file://, where
             # toString() would load each file's owner and permission.
-            entries = parse_status_dump(self._jvm.org.apache.commons.lang3.ArrayUtils.toString(statuses))
+            entries = parse_status_dump(self._jvm.org.apache.commons.lang3.ArrayUtils.toString(statuses), details=True)
         if entries is None:
             entries = []
             for st in statuses:
-                entries.append(
-                    (str(st.getPath().toString()), bool(st.isDirectory()), int(st.getLen()), int(st.getModificationTime()))
-                )
-        for path, is_dir, length, mtime in entries:
+                entry = (str(st.getPath().toString()), bool(st.isDirectory()), int(st.getLen()),
+                         int(st.getModificationTime()))
+                if remote:  # owners and replication: what the HDFS pre-flight compares (hdfs_checks.py)
+                    entry += (int(st.getReplication()), str(st.getOwner()), str(st.getGroup()))
+                entries.append(entry)
+        for path, is_dir, length, mtime, *more in entries:
             parent, _sep, name = path.rstrip("/").rpartition("/")
             u = qualified.get(parent)
             if u is None:  # e.g. file:/x vs file:///x spellings
@@ -185,11 +195,15 @@ class HadoopFS:
             if u is None:
                 raise LakekeeperError("fs_error", f"unexpected entry {path} in batch listing")
             if is_hidden(name):
+                if not is_dir:
+                    listings[u].hidden_files.append(name)
                 continue
             if is_dir:
                 listings[u].subdirs.append(name)
             else:
-                listings[u].files.append(FileEntry(name=name, size=length, mtime=mtime))
+                repl, owner, group = more if more else (None, None, None)
+                listings[u].files.append(FileEntry(name=name, size=length, mtime=mtime, replication=repl,
+                                                   owner=owner, group=group))
         return listings
 
     @staticmethod
@@ -207,6 +221,8 @@ class HadoopFS:
             with os.scandir(q[5:]) as it:
                 for entry in it:
                     if is_hidden(entry.name):
+                        if not entry.is_dir(follow_symlinks=True):
+                            listing.hidden_files.append(entry.name)
                         continue
                     st = entry.stat(follow_symlinks=True)
                     if entry.is_dir(follow_symlinks=True):
@@ -277,10 +293,13 @@ class HadoopFS:
             self._fs_cache["rename_none"] = arr
         return self._fs_cache["rename_none"]
 
-    def copy_permissions(self, src: str, dst: str, recursive_files: bool = True) -> list[str]:
+    def copy_permissions(self, src: str, dst: str, recursive_files: bool = True, keep_owner: bool = True) -> list[str]:
         """Give ``dst`` (and its files) the owner, group and mode of ``src``
         (and its first file), and the directory's ACL and quotas (see
-        ``copy_dir_attributes``). Returns warnings for what the filesystem refused."""
+        ``copy_dir_attributes``). Returns warnings for what the filesystem
+        refused. ``keep_owner=False``: the owner and group are left as this
+        run wrote them (the HDFS pre-flight found it cannot change them and
+        ``allow_owner_change`` let the unit go on; its warning says so)."""
         warnings: list[str] = self.copy_dir_attributes(src, dst)
         fs = self.fs(src)
         st = fs.getFileStatus(self.path(src))
@@ -301,6 +320,8 @@ class HadoopFS:
                 fs.setPermission(path, ref.getPermission())
             except Exception as exc:  # noqa: BLE001
                 warnings.append(f"setPermission {path.toString()}: {java_message(exc)}")
+            if not keep_owner:
+                continue
             cur = fs.getFileStatus(path)
             if str(cur.getOwner()) != str(ref.getOwner()) or str(cur.getGroup()) != str(ref.getGroup()):
                 try:
@@ -500,3 +521,151 @@ class HadoopFS:
             except Exception as exc:  # noqa: BLE001 - needs superuser
                 warnings.append(f"quota of {src} not copied to {dst}: {java_message(exc)}")
         return warnings
+
+    # ------------------------------------------------------------ HDFS attributes (hdfs_checks.py)
+    # What lives on an HDFS directory's inode or is the NameNode's state of a
+    # file. Called for hdfs:// units only, one NameNode call each.
+
+    @staticmethod
+    def is_hdfs(uri: str) -> bool:
+        return uri.startswith("hdfs://")
+
+    def current_user(self) -> str:
+        return str(self._jvm.org.apache.hadoop.security.UserGroupInformation.getCurrentUser().getShortUserName())
+
+    def dir_facts(self, uri: str) -> dict[str, Any]:
+        """One ``getFileStatus``: owner, group, whether the directory is in an
+        encryption zone or erasure coded, and its effective storage policy id
+        (inherited from its ancestors; 0: none set anywhere; None: unknown)."""
+        fs, p = self.fs(uri), self.path(uri)
+        st = fs.getFileStatus(p)
+        try:  # Hadoop 3 clients: the status is an HdfsFileStatus
+            policy: int | None = int(st.getStoragePolicy())
+        except Exception:  # noqa: BLE001 - py4j: no such method on this client's status class
+            try:
+                policy = int(fs.getClient().getFileInfo(p.toUri().getPath()).getStoragePolicy())
+            except Exception:  # noqa: BLE001
+                policy = None
+        return {"owner": str(st.getOwner()), "group": str(st.getGroup()), "encrypted": bool(st.isEncrypted()),
+                "erasure_coded": bool(st.isErasureCoded()), "storage_policy": policy}
+
+    def storage_policy_names(self, uri: str) -> dict[int, str]:
+        """Storage policy id -> name (``getAllStoragePolicies``, Hadoop 2.7 and later), once per filesystem."""
+        key = "policies:" + str(self.fs(uri).getUri().toString())
+        if key not in self._fs_cache:
+            self._fs_cache[key] = {int(x.getId()): str(x.getName()) for x in self.fs(uri).getAllStoragePolicies()}
+        return self._fs_cache[key]
+
+    def encryption_zone(self, uri: str) -> str | None:
+        """The root path (``/a/b``) of the encryption zone ``uri`` is in, or None."""
+        zone = self.fs(uri).getEZForPath(self.path(uri))
+        if zone is None:
+            return None
+        return str(zone.getPath()).rstrip("/") or "/"
+
+    def erasure_coding_policy(self, uri: str) -> str | None:
+        """The effective erasure coding policy's name, None when replicated. A
+        NameNode without erasure coding (Hadoop 2) answers "Unknown method":
+        nothing there is erasure coded."""
+        try:
+            pol = self.fs(uri).getErasureCodingPolicy(self.path(uri))
+        except Exception as exc:  # noqa: BLE001
+            text = java_message(exc) + " " + str(exc)[:2000]
+            if "Unknown method getErasureCodingPolicy" in text:
+                return None
+            raise
+        return str(pol.getName()) if pol is not None else None
+
+    def is_snapshottable(self, uri: str) -> bool:
+        """Whether snapshots are allowed on the directory (``hdfs dfsadmin
+        -allowSnapshot``): its ``.snapshot`` exists. Works for any user on
+        Hadoop 2.7 and 3 (the snapshottable listing shows a user only the
+        directories it owns)."""
+        try:
+            self.fs(uri).getFileStatus(self.path(uri.rstrip("/") + "/.snapshot"))
+        except Exception as exc:  # noqa: BLE001
+            if "FileNotFoundException" in java_message(exc) + " " + str(exc)[:2000]:
+                return False
+            raise
+        return True
+
+    def xattrs(self, uri: str) -> dict[str, bytes]:
+        """The extended attributes this user can read (``user.*``; ``trusted.*``
+        for the superuser); {} where the NameNode has them disabled."""
+        try:
+            got = self.fs(uri).getXAttrs(self.path(uri))
+        except Exception as exc:  # noqa: BLE001
+            if "disabled" in java_message(exc).lower():
+                return {}
+            raise
+        return {str(k): bytes(v) for k, v in got.items()}
+
+    def open_files(self, names: dict[str, list[str]], threads: int = 8) -> dict[str, list[str]]:
+        """For each directory (``{uri: [file name, ...]}``), the files a writer
+        still holds open (``isFileClosed`` false: under construction on the
+        NameNode, their length and time not final). One call per file, on up
+        to ``threads`` threads. A file gone meanwhile is not open (the listing
+        checks see it)."""
+        pairs = [(uri, name) for uri, files in names.items() for name in files]
+
+        def closed(pair: tuple[str, str]) -> bool:
+            uri, name = pair
+            try:
+                return bool(self.fs(uri).isFileClosed(self.path(f"{uri.rstrip('/')}/{name}")))
+            except Exception as exc:  # noqa: BLE001
+                if "FileNotFoundException" in java_message(exc) + " " + str(exc)[:2000]:
+                    return True
+                raise
+
+        out: dict[str, list[str]] = {uri: [] for uri in names}
+        for (uri, name), ok in zip(pairs, threaded(closed, pairs, threads)):
+            if not ok:
+                out[uri].append(name)
+        return out
+
+    def set_storage_policy(self, uri: str, name: str) -> None:
+        self.fs(uri).setStoragePolicy(self.path(uri), name)
+
+    def set_xattr(self, uri: str, name: str, value: bytes) -> None:
+        self.fs(uri).setXAttr(self.path(uri), name, bytearray(value))
+
+    def set_replication(self, uri: str, replication: int) -> None:
+        if not self.fs(uri).setReplication(self.path(uri), int(replication)):
+            raise LakekeeperError("fs_error", f"could not set the replication of {uri} to {replication}")
+
+    def replication_of(self, uri: str) -> int:
+        return int(self.fs(uri).getFileStatus(self.path(uri)).getReplication())
+
+    def owner_probe(self, probe: str, targets: list[tuple[str, str]]) -> dict[tuple[str, str], str | None]:
+        """Whether this run may give its files each (owner, group) of
+        ``targets``, tried for real: ``probe`` (a new, empty file this creates
+        and removes) is given each in turn. None where it worked, else the
+        NameNode's refusal (``AccessControlException``: not the superuser, not
+        a member of the group)."""
+        fs, p = self.fs(probe), self.path(probe)
+        fs.create(p, False).close()
+        out: dict[tuple[str, str], str | None] = {}
+        try:
+            for owner, group in targets:
+                try:
+                    fs.setOwner(p, owner, group)
+                    out[(owner, group)] = None
+                except Exception as exc:  # noqa: BLE001
+                    text = java_message(exc)
+                    if "AccessControlException" not in text + " " + str(exc)[:2000]:
+                        raise
+                    out[(owner, group)] = text
+        finally:
+            fs.delete(p, False)
+        return out
+
+
+def threaded(fn: Any, items: list[Any], limit: int = 8) -> list[Any]:
+    """``fn`` over ``items`` on up to ``limit`` threads (each NameNode call a
+    gateway round trip: many of them overlap); results in order."""
+    if len(items) <= 1 or limit <= 1:
+        return [fn(x) for x in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(limit, len(items)), thread_name_prefix="lakekeeper-nn") as pool:
+        return list(pool.map(fn, items))

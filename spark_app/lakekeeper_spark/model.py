@@ -16,6 +16,10 @@ class FileEntry:
     name: str
     size: int
     mtime: int  # milliseconds since the epoch, as the FileSystem API reports
+    # HDFS listings only (None elsewhere), not part of the fingerprint: what the HDFS pre-flight compares
+    replication: int | None = dataclasses.field(default=None, compare=False)
+    owner: str | None = dataclasses.field(default=None, compare=False)
+    group: str | None = dataclasses.field(default=None, compare=False)
 
     def key(self) -> tuple[str, int, int]:
         return (self.name, self.size, self.mtime)
@@ -29,6 +33,8 @@ class Listing:
     exists: bool = True
     files: list[FileEntry] = dataclasses.field(default_factory=list)
     subdirs: list[str] = dataclasses.field(default_factory=list)  # visible subdirectory names
+    # hidden files (``_SUCCESS``, a writer's ``.x.tmp``): not data, but they move with the directory
+    hidden_files: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def total_bytes(self) -> int:
@@ -110,6 +116,19 @@ class Decision:
 
 
 @dataclasses.dataclass
+class HdfsCarry:
+    """What the HDFS pre-flight (hdfs_checks.py) found on a unit directory that
+    its compacted copy must be given before the swap (the copy is a new
+    directory inode, written next to it)."""
+
+    storage_policy: str | None = None  # the directory's own storage policy (not its parent's)
+    xattrs: dict[str, bytes] = dataclasses.field(default_factory=dict)  # user.* (trusted.* as superuser)
+    replication: int | None = None  # the one replication factor of the files rewritten, if they share one
+    keep_owner: bool = True  # False: allow_owner_change, this run cannot give the copy the owner
+    owner_note: str | None = None  # the warning that says whose files changed owner
+
+
+@dataclasses.dataclass
 class Unit:
     """One directory that is compacted and swapped as a whole: the table's
     location for a non-partitioned table, else one partition's location."""
@@ -124,6 +143,8 @@ class Unit:
     old: str
     # a partition's own storage descriptor (tables.resolve_storage); None: the table's
     storage: Storage | None = None
+    # HDFS attributes to carry onto the compacted copy (hdfs_checks.check_units); None: not on HDFS
+    hdfs: HdfsCarry | None = None
 
     @property
     def rewrite_files(self) -> list[FileEntry]:

@@ -41,7 +41,9 @@ MOVE_IN_ATTEMPTS = 5
 
 def check_unchanged(fs: HadoopFS, unit: Unit) -> None:
     """Concurrent-write guard: the live directory must still hold exactly the
-    files that were planned (names, sizes, modification times)."""
+    files that were planned (names, sizes, modification times), and on HDFS
+    none of its files may be open for write (an append, or a hidden file a
+    writer renames into place when done, changes no listing until closed)."""
     now = fs.list_dir(unit.location)
     if not now.exists:
         raise LakekeeperError("source_vanished", f"{unit.location} disappeared during compaction (its partition "
@@ -55,6 +57,11 @@ def check_unchanged(fs: HadoopFS, unit: Unit) -> None:
             f"{unit.location} changed during compaction (added {added[:3]}, removed {removed[:3]}, "
             f"{len(now.files)} files now vs {len(unit.listing.files)} planned)",
         )
+    if fs.is_hdfs(unit.location):  # appended to, or a hidden file being written: the listing does not show it
+        held = fs.open_files({unit.location: [f.name for f in now.files] + list(now.hidden_files)})[unit.location]
+        if held:
+            raise LakekeeperError("concurrent_write", f"{unit.location} has {len(held)} file(s) open for write "
+                                                      f"({', '.join(held[:3])}): a writer is still writing there")
 
 
 def swap_in(fs: HadoopFS, journal: Journal, idx: int, unit: Unit) -> list[str]:

@@ -7,7 +7,10 @@ Spark standalone with executors in a separate worker JVM.
    through the filesystem, statistics and partitions through the Metastore's
    Thrift API, refusals read from it) run again with their session connected
    to the test bed (hdfs:// warehouse, Metastore service, standalone
-   master), in a child pytest. The others (codecs, dedupe, modes, database
+   master), in a child pytest, with the HDFS-only ones
+   (tests/engine/test_hdfs_attributes.py: open files, encryption zones,
+   snapshots, storage policy, xattrs, replication, a run that is not the
+   superuser). The others (codecs, dedupe, modes, database
    runs) exercise the same calls and run on the embedded default only.
 2. The engine CLI runs under spark-submit on the standalone cluster against
    an HDFS table, and a second Spark process sees the compacted table and the
@@ -39,14 +42,14 @@ def test_engine_suite_on_hdfs_metastore_service_and_standalone(testbed):
     env = dict(os.environ, LAKEKEEPER_ENGINE_BACKEND="testbed", LAKEKEEPER_TESTBED_JSON=str(testbed.json_path))
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "hdfs",
-         str(ROOT / "tests" / "engine" / "test_engine.py")],
+         str(ROOT / "tests" / "engine" / "test_engine.py"), str(ROOT / "tests" / "engine" / "test_hdfs_attributes.py")],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800, check=False
     )
     tail = "\n".join(proc.stdout.splitlines()[-25:])
     print(tail)
     assert proc.returncode == 0, f"engine suite on the test bed failed:\n{tail}\n{proc.stderr[-3000:]}"
     assert " passed" in proc.stdout and " failed" not in proc.stdout
-    assert "9 passed" in proc.stdout, tail  # every test marked hdfs ran
+    assert "11 passed" in proc.stdout, tail  # every test marked hdfs ran (9 + the 2 HDFS-only ones)
 
 
 SETUP = textwrap.dedent(

@@ -19,6 +19,8 @@ from ..content import compare as compare_content
 from ..content import staged_checksum
 from ..faults import alter_staged_value, tamper_staging
 from ..formats import detect_codec, file_columns, payload_fraction, spark_codec_name
+from ..hdfs_checks import carry_attributes
+from ..hdfs_checks import check_units as check_hdfs_units
 from ..journal import Journal
 from ..model import Decision, TableInfo, TablePlan, Unit
 from ..names import sql_path_literal
@@ -47,6 +49,10 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     p = plan(ctx, info)
     apply_quiet_period(p, ctx.settings.quiet_period_seconds)
     resolve_storage(ctx, info, p)  # each partition's own descriptor; refuses what a rewrite would change
+    # HDFS: open files, encryption zone roots, erasure coding, snapshottable directories, owners this run cannot
+    # keep: refused or skipped before anything is written; storage policy, xattrs, replication carried later
+    check_hdfs_units(ctx.fs, p, ctx.settings,
+                     f"{p.journal_dir}/.owner-probe-{ctx.run_id}" if ctx.lease is not None else None)
     # Files whose columns are not the table's (renamed/dropped columns): refused before anything is written.
     drift_notes = check_schema_drift(info, p.units, lambda uri: file_columns(ctx.spark, info.format or "", uri),
                                      ctx.settings.allow_by_name_projection)
@@ -231,7 +237,12 @@ def _compact_unit(
         journal.unit_step(idx, "verifying")
         staged, rows_after = verify_staging(ctx.spark, fs, info, u, written.rows_expected, codec, columns.keys,
                                             copied)
-        warnings = fs.copy_permissions(u.location, u.staging)
+        carried = carry_attributes(fs, u, set(copied))  # HDFS: storage policy, xattrs, replication
+        if carried:
+            extra["carried"] = carried
+        warnings = fs.copy_permissions(u.location, u.staging, keep_owner=u.hdfs is None or u.hdfs.keep_owner)
+        if u.hdfs is not None and u.hdfs.owner_note:
+            warnings.append(u.hdfs.owner_note)
         if backup is not None:
             backup.wait()
         recheck_before_swap(ctx, p)

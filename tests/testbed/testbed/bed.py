@@ -40,6 +40,20 @@ DEFAULT_TIMEOUT = float(os.environ.get("LAKEKEEPER_TESTBED_TIMEOUT", "120"))
 # Order in which services appear in testbed.json and are reported.
 SERVICES = ("namenode", "datanode", "metastore", "spark-master", "spark-worker")
 
+# HDFS transparent encryption: a Java keystore key provider (jceks) with one key,
+# made once per cache by Hadoop's KeyShell (KEY_NAME), read by the NameNode and,
+# through the client configuration, by every HDFS client of the test bed (the
+# keystore is a local file on this one host). On Java 17 the JCEKS filter must let
+# Hadoop's key metadata class be deserialized (HADOOP-15473); Hadoop 2.7 reads the
+# metadata with Gson, which is not among its 28 jars (taken from Spark's).
+KEY_NAME = "lkkey"
+JCEKS_FILTER = ("-Djceks.key.serialFilter=org.apache.hadoop.crypto.key.JavaKeyStoreProvider$KeyMetadata;"
+                "java.lang.Enum;java.security.KeyRep;java.security.KeyRep$Type;javax.crypto.spec.SecretKeySpec;!*")
+
+# Users of the NameNode's static group mapping (no such accounts on the host):
+# ``ingest`` and ``etl`` share the group ``lakers``; neither is a superuser.
+TEST_USERS = {"ingest": "lakers", "etl": "lakers"}
+
 # Environment variables that would point a daemon at someone else's configuration.
 _SCRUB = ("HADOOP_CONF_DIR", "YARN_CONF_DIR", "HIVE_CONF_DIR", "SPARK_CONF_DIR", "PYSPARK_SUBMIT_ARGS",
           "SPARK_HOME", "HADOOP_HOME", "HADOOP_USER_NAME", "CLASSPATH", "_JAVA_OPTIONS", "JAVA_TOOL_OPTIONS",
@@ -120,6 +134,46 @@ def _namenode_template(java: str, jars: Path, log_dir: Path, timeout: float) -> 
     return template
 
 
+def _gson_jar(spark_home: Path) -> Path:
+    found = sorted((spark_home / "jars").glob("gson-*.jar"))
+    if not found:
+        raise TestbedError(f"no gson jar in {spark_home / 'jars'} (the NameNode's key provider needs one)")
+    return found[-1]
+
+
+def _key_store_template(java: str, jars: Path, spark_home: Path, log_dir: Path, timeout: float) -> Path:
+    """A Java keystore holding the key ``KEY_NAME``, made once and cached
+    (KeyShell costs a JVM start); each run copies it."""
+    import fcntl
+    cache = hadoop_jars.cache_root()
+    template = cache / "hadoop-2.7.3-kms-template" / "kms.jceks"
+    if template.exists():
+        return template
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / ".kms-template.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if template.exists():
+            return template
+        work = Path(tempfile.mkdtemp(prefix=".kms-", dir=cache))
+        try:
+            log = log_dir / "keyshell.log"
+            argv = [java, *DAEMON_JVM_OPTS, JCEKS_FILTER, "-cp",
+                    os.pathsep.join([*hadoop_jars.classpath(jars), str(_gson_jar(spark_home))]),
+                    "org.apache.hadoop.crypto.key.KeyShell", "create", KEY_NAME,
+                    "-provider", f"jceks://file{work / 'kms.jceks'}"]
+            log.parent.mkdir(parents=True, exist_ok=True)
+            with open(log, "wb") as out:
+                rc = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, env=_clean_env(), cwd=work,
+                                    timeout=timeout, check=False).returncode
+            if rc != 0 or not (work / "kms.jceks").exists():
+                raise TestbedError(f"KeyShell create {KEY_NAME} failed (exit {rc}); log: {log}\n{log_tail(log)}")
+            template.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(work / "kms.jceks", template)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return template
+
+
 class Testbed:
     """A running (or stopped) test bed, described by its testbed.json."""
 
@@ -142,6 +196,8 @@ class Testbed:
     master_url = property(lambda self: self.info["spark"]["master_url"] if self.info.get("spark") else None)
     warehouse_dir = property(lambda self: self.info["warehouse_dir"])
     block_size = property(lambda self: self.info.get("block_size", DEFAULT_BLOCK_SIZE))
+    key_provider = property(lambda self: (self.info.get("hdfs") or {}).get("key_provider"),
+                            doc="jceks:// URI of the key provider (HDFS encryption zones; key KEY_NAME)")
 
     def __repr__(self) -> str:
         return f"Testbed({self.json_path})"
@@ -197,7 +253,8 @@ class Testbed:
             "hadoop_jars": str(jars) if jars else None,
             "warehouse_dir": warehouse,
             "block_size": block_size,
-            "hdfs": {"uri": hdfs_uri, "namenode_port": nn_port} if hdfs else None,
+            "hdfs": {"uri": hdfs_uri, "namenode_port": nn_port, "key_provider": f"jceks://file{run / 'kms' / 'kms.jceks'}",
+                     "key": KEY_NAME, "users": TEST_USERS} if hdfs else None,
             "metastore": {"uri": f"thrift://127.0.0.1:{hms_port}", "port": hms_port} if metastore else None,
             "spark": {"master_url": f"spark://127.0.0.1:{master_port}", "master_port": master_port,
                       "worker_cores": worker_cores, "worker_memory": worker_memory} if spark else None,
@@ -216,6 +273,8 @@ class Testbed:
                 "fs.defaultFS": hdfs_uri,
                 "hadoop.tmp.dir": str(tmp / "hadoop"),
                 "hadoop.security.authentication": "simple",
+                "hadoop.security.key.provider.path": info["hdfs"]["key_provider"],
+                "hadoop.user.group.static.mapping.overrides": ";".join(f"{u}={g}" for u, g in TEST_USERS.items()),
                 **(extra_core_site or {}),
             })
             write_site(hconf / "hdfs-site.xml", {
@@ -246,6 +305,7 @@ class Testbed:
                 "dfs.heartbeat.interval": 1,
                 "dfs.datanode.data.dir.perm": "700",
                 "dfs.client.block.write.replace-datanode-on-failure.enable": False,
+                "dfs.encryption.key.provider.uri": info["hdfs"]["key_provider"],  # the name Hadoop 2.7 reads
                 **(extra_hdfs_site or {}),
             })
             write_properties(hconf / "log4j.properties", HADOOP_LOG4J)
@@ -277,10 +337,12 @@ class Testbed:
             if hdfs:
                 template = _namenode_template(java, jars, logs, timeout)
                 shutil.copytree(template, run / "dfs" / "name")
-                cp = os.pathsep.join([str(conf / "hadoop"), *hadoop_jars.classpath(jars)])
+                (run / "kms").mkdir()
+                shutil.copy(_key_store_template(java, jars, spark_home, logs, timeout), run / "kms" / "kms.jceks")
+                cp = os.pathsep.join([str(conf / "hadoop"), *hadoop_jars.classpath(jars), str(_gson_jar(spark_home))])
 
                 def hadoop_argv(cls_name: str, xmx: str) -> list[str]:
-                    return [java, *JAVA17_OPENS, *DAEMON_JVM_OPTS, f"-Xmx{xmx}",
+                    return [java, *JAVA17_OPENS, *DAEMON_JVM_OPTS, JCEKS_FILTER, f"-Xmx{xmx}",
                             f"-Djava.io.tmpdir={tmp}", f"-Dhadoop.log.dir={logs}",
                             f"-Dhadoop.home.dir={jars}", "-Dhadoop.root.logger=INFO,console",
                             "-cp", cp, cls_name]
@@ -382,6 +444,8 @@ class Testbed:
             c["spark.hadoop.fs.defaultFS"] = self.hdfs_uri
             c["spark.hadoop.dfs.blocksize"] = str(self.block_size)
             c["spark.hadoop.dfs.replication"] = "1"
+            if self.key_provider:  # clients read and write files in encryption zones
+                c["spark.hadoop.hadoop.security.key.provider.path"] = self.key_provider
         if self.metastore_uri:
             c["spark.hadoop.hive.metastore.uris"] = self.metastore_uri
             c["spark.sql.catalogImplementation"] = "hive"
@@ -530,6 +594,8 @@ def _write_client_conf(bed: Testbed, d: Path) -> None:
     core = {}
     if bed.hdfs_uri:
         core["fs.defaultFS"] = bed.hdfs_uri
+    if bed.key_provider:
+        core["hadoop.security.key.provider.path"] = bed.key_provider
     write_site(d / "core-site.xml", core)
     hdfs = {}
     if bed.hdfs_uri:

@@ -1,0 +1,94 @@
+"""The HDFS pre-flight's rules (hdfs_checks.py) as pure functions, without
+Spark: what refuses or skips a unit, what is carried onto its copy, whose
+ownership a run must be able to keep. Erasure coding (Hadoop 3 only) is
+tested only here: the test bed's NameNode is Hadoop 2.7, and no real
+erasure-coded cluster was available (see tests/engine/test_hdfs_attributes.py
+for the rest, on real HDFS)."""
+
+from __future__ import annotations
+
+from lakekeeper_spark.fs import parse_status_dump
+from lakekeeper_spark.hdfs_checks import (
+    ENCRYPTION_ZONE,
+    ERASURE_CODING,
+    SNAPSHOTTABLE,
+    carry_plan,
+    dir_refusal,
+    open_files_reason,
+    owner_targets,
+    ownership_outcome,
+    uri_path,
+)
+from lakekeeper_spark.model import FileEntry
+
+LOC = "hdfs://nn:8020/wh/t/dt=1"
+
+
+def test_uri_path():
+    assert uri_path(LOC) == "/wh/t/dt=1"
+    assert uri_path("hdfs://nn:8020/wh/t/") == "/wh/t"
+    assert uri_path("hdfs://nn") == "/"
+
+
+def test_dir_refusals():
+    plain = {"zone": None, "ec": None, "snapshottable": False}
+    assert dir_refusal(LOC, plain, {"ec": None}) is None
+    # inside a zone (its root above the unit): the copy is written in the same zone
+    assert dir_refusal(LOC, dict(plain, zone="/wh"), {"ec": None}) is None
+    code, reason = dir_refusal(LOC, dict(plain, zone="/wh/t/dt=1"), {"ec": None})
+    assert code == ENCRYPTION_ZONE and "root of an HDFS encryption zone" in reason and "nothing was written" in reason
+    # erasure coding: only a policy other than the parent's (which the copy would take) refuses
+    assert dir_refusal(LOC, dict(plain, ec="RS-6-3-1024k"), {"ec": "RS-6-3-1024k"}) is None
+    code, reason = dir_refusal(LOC, dict(plain, ec="RS-6-3-1024k"), {"ec": None})
+    assert code == ERASURE_CODING and "RS-6-3-1024k" in reason and "replicated" in reason
+    code, _reason = dir_refusal(LOC, plain, {"ec": "XOR-2-1-1024k"})
+    assert code == ERASURE_CODING
+    code, reason = dir_refusal(LOC, dict(plain, snapshottable=True), {"ec": None})
+    assert code == SNAPSHOTTABLE and "-allowSnapshot" in reason
+
+
+def test_open_files_reason_names_three():
+    assert "FlumeData.1.tmp" in open_files_reason(["FlumeData.1.tmp"])
+    text = open_files_reason([f"f{i}" for i in range(5)])
+    assert text.startswith("5 file(s) still open") and "f0, f1, f2 and 2 more" in text
+
+
+def test_carry_plan():
+    names = {0: "UNSPECIFIED?", 7: "HOT", 12: "ALL_SSD"}
+    files = [FileEntry("a", 1, 1, replication=2), FileEntry("b", 1, 1, replication=2)]
+    unit = {"storage_policy": 12, "xattrs": {"user.team": b"x", "trusted.t": b"y", "security.s": b"z"}}
+    c = carry_plan(unit, {"storage_policy": 7}, names, files)
+    assert (c.storage_policy, sorted(c.xattrs), c.replication) == ("ALL_SSD", ["trusted.t", "user.team"], 2)
+    # inherited from the parent: nothing to set (the copy inherits it too)
+    assert carry_plan({"storage_policy": 12}, {"storage_policy": 12}, names, files).storage_policy is None
+    assert carry_plan({"storage_policy": None}, {"storage_policy": 7}, names, files).storage_policy is None
+    mixed = files + [FileEntry("c", 1, 1, replication=3)]
+    assert carry_plan({}, {}, names, mixed).replication is None  # no one factor: left as written
+    assert carry_plan({}, {}, names, [FileEntry("a", 1, 1)]).replication is None  # not known (not HDFS)
+
+
+def test_owner_targets_and_outcome():
+    files = [FileEntry("a", 1, 1, owner="ingest", group="lakers"), FileEntry("b", 1, 1, owner="etl", group="lakers"),
+             FileEntry("c", 1, 1)]
+    assert owner_targets("ingest", "lakers", files) == [("etl", "lakers"), ("ingest", "lakers")]
+    targets = [("ingest", "lakers")]
+    denied = {("ingest", "lakers"): "AccessControlException: Non-super user cannot change owner"}
+    assert ownership_outcome(LOC, targets, {}, "etl", "lakers", False) == (None, None)
+    refusal, note = ownership_outcome(LOC, targets, denied, "etl", "lakers", False)
+    assert note is None and "belong to ingest:lakers" in refusal and "this run (etl)" in refusal
+    assert "allow_owner_change" in refusal and "nothing was written" in refusal
+    refusal, note = ownership_outcome(LOC, targets, denied, "etl", "lakers", True)
+    assert refusal is None and "owner change" in note and "ingest:lakers" in note and "etl:lakers" in note
+
+
+def test_status_dump_details():
+    dump = (
+        "{HdfsNamedFileStatus{path=hdfs://h:1/t/a; isDirectory=false; length=10; replication=2; blocksize=1; "
+        "modification_time=5; access_time=1; owner=ingest; group=lakers; permission=rw-r--r--; isSymlink=false; "
+        "hasAcl=false; isEncrypted=false; isErasureCoded=false},HdfsNamedFileStatus{path=hdfs://h:1/t/d; "
+        "isDirectory=true; modification_time=6; access_time=0; owner=etl; group=g; permission=rwxr-xr-x; "
+        "isSymlink=false; hasAcl=false; isEncrypted=false; isErasureCoded=false}}"
+    )
+    assert parse_status_dump(dump, details=True) == [("hdfs://h:1/t/a", False, 10, 5, 2, "ingest", "lakers"),
+                                                     ("hdfs://h:1/t/d", True, 0, 6, None, "etl", "g")]
+    assert parse_status_dump(dump) == [("hdfs://h:1/t/a", False, 10, 5), ("hdfs://h:1/t/d", True, 0, 6)]
