@@ -524,6 +524,14 @@ class Testbed:
         return subprocess.run([self.python, str(script), *map(str, args)], env=full_env, cwd=cwd,
                               capture_output=True, text=True, timeout=timeout, check=check)
 
+    def start_python(self, script: str | os.PathLike, *args: str, stdout=None, stderr=None,
+                     env: dict[str, str] | None = None) -> subprocess.Popen:
+        """``run_python`` without waiting: the process, to run alongside the caller's own work."""
+        full_env = self.env(base=_clean_env())
+        full_env.update(env or {})
+        return subprocess.Popen([self.python, str(script), *map(str, args)], env=full_env, stdout=stdout,
+                                stderr=stderr, text=True)
+
     def export_lines(self) -> str:
         import shlex
         return "".join(f"export {k}={shlex.quote(v)}\n" for k, v in self.env().items())
