@@ -88,11 +88,22 @@ def _spark_type(field: dict[str, Any]) -> str:
     return _parse_datatype_json_value(field["type"]).simpleString()
 
 
+# Spark 3.4+ casts the values of a partition spec in ``ALTER TABLE ...
+# PARTITION`` to the column's type (``hour='09'`` becomes ``9``: another
+# partition) unless this is set. The Metastore keeps raw strings, and two
+# partitions whose values cast to one (``hour=9`` and ``hour=09``, left by
+# ``MSCK REPAIR TABLE`` over directories an external tool wrote) are both
+# real; partition DDL here names each by its own raw value (Spark 3.3
+# never casts; the key is ignored there).
+_RAW_PARTITION_VALUES = "spark.sql.legacy.skipTypeValidationOnAlterPartition"
+
+
 class Catalog:
     """Spark and Hive internals are reached through ``compat`` only."""
 
     def __init__(self, spark: Any):
         self.spark = spark
+        self._raw_values: Any = None  # the child session of partition DDL (``sql``), made when first needed
         conv = scala_collections.for_spark(spark)
         self._conv = conv
         self._internals = CatalogInternals(spark, conv)
@@ -110,9 +121,17 @@ class Catalog:
 
     _opt = staticmethod(CatalogInternals.opt)
 
-    def sql(self, statement: str) -> Any:
+    def sql(self, statement: str, raw_partition_values: bool = False) -> Any:
+        """Run a statement; ``raw_partition_values``: its partition specs name
+        partitions by their raw Metastore values (``_RAW_PARTITION_VALUES``)."""
         log.debug("SQL: %s", statement)
-        return self.spark.sql(statement)
+        if not raw_partition_values:
+            return self.spark.sql(statement)
+        if self._raw_values is None:  # a child session: the shared catalog, its own SQL conf
+            child = self.spark.newSession()
+            child.conf.set(_RAW_PARTITION_VALUES, "true")
+            self._raw_values = child
+        return self._raw_values.sql(statement)
 
     # ------------------------------------------------------------ reads
     def database_exists(self, db: str) -> bool:
@@ -230,15 +249,20 @@ class Catalog:
         )
 
     def add_partitions(self, db: str, table: str, parts: list[tuple[dict[str, str], str]]) -> None:
+        """Partitions with exactly these raw values (``hour=09`` stays ``09``)."""
         for i in range(0, len(parts), 100):
             chunk = parts[i : i + 100]
             clauses = " ".join(
                 f"{self.partition_clause(spec)} LOCATION {sql_path_literal(loc)}" for spec, loc in chunk
             )
-            self.sql(f"ALTER TABLE {qualified(db, table)} ADD IF NOT EXISTS {clauses}")
+            self.sql(f"ALTER TABLE {qualified(db, table)} ADD IF NOT EXISTS {clauses}", raw_partition_values=True)
+        self._internals.refresh_table(db, table)  # this session's cached relation, as the statement does its own
 
     def drop_partition(self, db: str, table: str, spec: dict[str, str]) -> None:
-        self.sql(f"ALTER TABLE {qualified(db, table)} DROP IF EXISTS {self.partition_clause(spec)}")
+        """The partition with exactly these raw values (never a sibling whose values cast to the same)."""
+        self.sql(f"ALTER TABLE {qualified(db, table)} DROP IF EXISTS {self.partition_clause(spec)}",
+                 raw_partition_values=True)
+        self._internals.refresh_table(db, table)
 
     def set_location(self, db: str, table: str, location: str, spec: dict[str, str] | None = None) -> None:
         """Point a table, or one of its partitions, at ``location``. A

@@ -214,7 +214,7 @@ def _compact_unit(
             backup.wait()  # raises: no point writing a copy that cannot be swapped in
         journal.unit_step(idx, "writing_staging", staging=u.staging)
         columns = columns or RewriteColumns()
-        written = write_staging(ctx.spark, fs, info, u, ctx.settings, codec, columns, slots)
+        written = write_staging(ctx.spark, fs, info, u, ctx.settings, codec, columns, slots, ctx.catalog, p.run_id)
         rows_before = written.rows_source
         extra = _dedupe_result(written) if columns.dedupe else {}
         if written.notes:  # what this Spark could not do for the unit (done the plain way instead)
