@@ -35,7 +35,7 @@ def _all_lines(files, loc: str) -> list[bytes]:
     return sorted(line for lines in _lines_of(files, loc).values() for line in lines)
 
 
-def test_text_units_read_their_own_directory(spark, engine, files, warehouse):
+def test_text_units_read_their_own_directory_with_their_own_codec(spark, engine, files, warehouse):
     """``hour`` is an INT partition column. The pipeline writes ``hour=9``
     through the table (plain text); an external tool drops gzip files into
     ``hour=09`` and ``MSCK REPAIR TABLE`` adds that partition with its raw
@@ -83,4 +83,161 @@ def test_text_units_read_their_own_directory(spark, engine, files, warehouse):
     assert same_rows(spark.table(t), rows)
     for p, want in lines.items():  # byte for byte, each unit its own lines, once
         assert _all_lines(files, f"{loc}/{p}") == want, p
+    # each unit's own codec; hour=10's files disagree: the newest file's (gzip), said in a note
+    assert [n.endswith(".gz") for n in _lines_of(files, f"{loc}/hour=9")] == [False]
+    assert [n.endswith(".gz") for n in _lines_of(files, f"{loc}/hour=09")] == [True]
+    assert [n.endswith(".gz") for n in _lines_of(files, f"{loc}/hour=10")] == [True]
+    assert "notes" not in by["hour=9"] and "notes" not in by["hour=09"], res
+    assert any("GzipCodec" in n and "newest" in n for n in by["hour=10"].get("notes", [])), by["hour=10"]
     spark.sql(f"DROP TABLE {t}")
+
+
+def _parquet_facts(spark, files, loc: str) -> list[tuple[str, str | None]]:
+    from lakekeeper_spark.formats import file_facts
+
+    return sorted({(file_facts(spark, "parquet", uri)["codec"], file_facts(spark, "parquet", uri)["layout"])
+                   for uri in files.data_files(loc)}, key=str)
+
+
+def test_parquet_units_keep_their_own_codec_and_layout(spark, engine, files, warehouse):
+    """A Parquet table as years leave it: snappy files (Spark's default)
+    until its ``parquet.compression`` property became GZIP; files written in
+    Parquet's legacy layout (as Hive and Impala write it, or Spark with
+    writeLegacyFormat: decimals as fixed_len_byte_array) next to standard
+    ones. dt=a snappy, dt=b gzip, dt=c both codecs (written as the newest
+    file's, gzip, with a note), dt=d both layouts (refused: readers of the
+    legacy layout only would see other rows), dt=e legacy only.
+
+    Before, the codec and layout of the first file of the first unit (dt=a:
+    snappy, standard) were used for every unit: dt=b became snappy, dt=e
+    standard, dt=d was compacted into one layout."""
+    loc = f"{warehouse}/unit_codecs"
+    t = "lk.unit_codecs"
+    spark.sql(f"DROP TABLE IF EXISTS {t}")
+    spark.sql(f"CREATE EXTERNAL TABLE {t} (id BIGINT, name STRING, amount DECIMAL(12,2)) PARTITIONED BY (dt STRING) "
+              f"STORED AS PARQUET LOCATION '{loc}'")
+
+    def insert(dt: str, start: int, n_files: int, legacy: bool = False) -> None:
+        s = spark.newSession()  # a writer's own settings
+        s.conf.set("spark.sql.parquet.writeLegacyFormat", "true" if legacy else "false")
+        s.sql(f"INSERT INTO {t} PARTITION (dt='{dt}') SELECT /*+ REPARTITION({n_files}) */ id, concat('n-', id), "
+              f"CAST(id * 1.5 AS DECIMAL(12,2)) FROM range({start}, {start + 40})")
+
+    insert("a", 0, 4)
+    insert("c", 100, 4)
+    insert("d", 200, 4)
+    insert("d", 240, 3, legacy=True)
+    insert("e", 300, 4, legacy=True)
+    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('parquet.compression'='GZIP')")
+    insert("b", 400, 4)
+    insert("c", 140, 3)
+    spark.sql(f"REFRESH TABLE {t}")
+    before = {dt: _parquet_facts(spark, files, f"{loc}/dt={dt}") for dt in "abcde"}
+    assert before == {"a": [("snappy", "standard")], "b": [("gzip", "standard")],
+                      "c": [("gzip", "standard"), ("snappy", "standard")],
+                      "d": [("snappy", "legacy"), ("snappy", "standard")], "e": [("snappy", "legacy")]}, before
+    original_d = files.snapshot(f"{loc}/dt=d")
+    rows = frozen(spark, t)
+
+    res = engine.one("compact", t)
+    by = {p["spec"]: p for p in res["partitions"]}
+    assert res["status"] == "compacted", res
+    assert [by[f"dt={dt}"]["status"] for dt in "abcde"] == ["compacted"] * 3 + ["refused", "compacted"], res
+    d = by["dt=d"]
+    assert d["code"] == "mixed_files" and "legacy" in d["reason"] and "standard" in d["reason"], d
+    assert files.snapshot(f"{loc}/dt=d") == original_d and files.hidden(f"{loc}/dt=d") == []
+    after = {dt: _parquet_facts(spark, files, f"{loc}/dt={dt}") for dt in "abce"}
+    assert after == {"a": [("snappy", "standard")], "b": [("gzip", "standard")], "c": [("gzip", "standard")],
+                     "e": [("snappy", "legacy")]}, after
+    assert any("gzip" in n and "snappy" in n and "newest" in n for n in by["dt=c"].get("notes", [])), by["dt=c"]
+    assert not by["dt=a"].get("notes") and not by["dt=b"].get("notes"), res
+    spark.sql(f"REFRESH TABLE {t}")
+    assert same_rows(spark.table(t), rows)
+    spark.sql(f"DROP TABLE {t}")
+
+
+def test_avro_units_keep_their_own_codec_and_writer_schema(spark, engine, files, warehouse):
+    """An Avro table partitioned by a string: the default partition (a NULL
+    key, written by a dynamic insert) and a value Hive escapes in its
+    directory name (``k=a%3Ab%2Fc%25d e``) read through their own
+    directories; k=a:b... was written with deflate, the rest with snappy;
+    k=x got snappy then deflate files (written as deflate, the newest's);
+    k=y holds files an external tool wrote with its own writer schema,
+    which has a field the table does not (``source``), next to the
+    pipeline's: refused, untouched.
+
+    Before, every unit was written with the codec and writer schema of the
+    first file of the first unit: k=a:b... became snappy, and k=y was
+    compacted through the table's schema, dropping the tool's ``source``
+    values from its files (content verification, reading through the
+    table's schema, could not see it)."""
+    import json
+
+    from lakekeeper_spark.formats import avro_header
+
+    loc = f"{warehouse}/unit_avro"
+    t = "lk.unit_avro"
+    spark.sql(f"DROP TABLE IF EXISTS {t}")
+    spark.sql(f"CREATE EXTERNAL TABLE {t} (id BIGINT, name STRING) PARTITIONED BY (k STRING) STORED AS AVRO "
+              f"LOCATION '{loc}'")
+    tool_schema = json.dumps({"type": "record", "name": "event", "namespace": "com.example.ingest", "fields": [
+        {"name": "id", "type": ["null", "long"]}, {"name": "name", "type": ["null", "string"]},
+        {"name": "source", "type": ["null", "string"]}]})
+    tool = spark.newSession()  # the external tool: its own schema, deflate, straight into k=y's directory
+    tool.conf.set("hive.exec.compress.output", "true")
+    tool.conf.set("avro.output.codec", "deflate")
+    tool.sql(f"INSERT OVERWRITE DIRECTORY '{loc}/k=y' ROW FORMAT SERDE 'org.apache.hadoop.hive.serde2.avro.AvroSerDe' "
+             f"WITH SERDEPROPERTIES ('avro.schema.literal'='{tool_schema}') STORED AS "
+             "INPUTFORMAT 'org.apache.hadoop.hive.ql.io.avro.AvroContainerInputFormat' "
+             "OUTPUTFORMAT 'org.apache.hadoop.hive.ql.io.avro.AvroContainerOutputFormat' "
+             "SELECT /*+ REPARTITION(3) */ id, concat('tool-', id) AS name, 'crm' AS source FROM range(500, 530)")
+    for n in [n for n in files.names(f"{loc}/k=y") if n.startswith(("_", "."))]:
+        files.rmtree(f"{loc}/k=y/{n}")
+    spark.sql(f"MSCK REPAIR TABLE {t}")
+
+    def insert(codec: str, key: str, start: int, n_files: int) -> None:
+        s = spark.newSession()  # the pipeline, with its codec of the day
+        s.conf.set("hive.exec.compress.output", "true")
+        s.conf.set("avro.output.codec", codec)
+        s.conf.set("hive.exec.dynamic.partition.mode", "nonstrict")
+        s.sql(f"INSERT INTO {t} PARTITION (k) SELECT /*+ REPARTITION({n_files}) */ id, concat('n-', id), {key} "
+              f"FROM range({start}, {start + 30})")
+
+    insert("snappy", "NULL", 0, 4)
+    insert("deflate", "'a:b/c%d e'", 100, 4)
+    insert("snappy", "'x'", 200, 4)
+    insert("snappy", "'y'", 300, 3)
+    insert("deflate", "'x'", 230, 3)
+    assert sorted(files.names(loc)) == ["k=__HIVE_DEFAULT_PARTITION__", "k=a%3Ab%2Fc%25d e", "k=x", "k=y"]
+    spark.sql(f"REFRESH TABLE {t}")
+
+    def headers(d: str) -> list[tuple[str, str]]:
+        return sorted({(h["codec"], json.loads(h["schema"]).get("name"))
+                       for h in (avro_header(spark, uri) for uri in files.data_files(f"{loc}/{d}"))})
+
+    dirs = {"default": "k=__HIVE_DEFAULT_PARTITION__", "escaped": "k=a%3Ab%2Fc%25d e", "x": "k=x", "y": "k=y"}
+    before = {c: headers(d) for c, d in dirs.items()}
+    table_record = before["default"][0][1]
+    assert before == {"default": [("snappy", table_record)], "escaped": [("deflate", table_record)],
+                      "x": [("deflate", table_record), ("snappy", table_record)],
+                      "y": [("deflate", "event"), ("snappy", table_record)]}, before
+    original_y = files.snapshot(f"{loc}/k=y")
+    rows = frozen(spark, t)
+    assert rows.count() == 180 and rows.where("k IS NULL OR k = '__HIVE_DEFAULT_PARTITION__'").count() == 30
+
+    res = engine.one("compact", t)
+    by = {p["spec"]: p for p in res["partitions"]}
+    assert res["status"] == "compacted", res
+    assert [by[s]["status"] for s in sorted(by)] == ["compacted", "compacted", "compacted", "refused"], res
+    y = by["k=y"]
+    assert y["code"] == "mixed_files" and "source" in y["reason"] and "writer schema" in y["reason"], y
+    assert files.snapshot(f"{loc}/k=y") == original_y and files.hidden(f"{loc}/k=y") == []
+    after = {c: headers(d) for c, d in dirs.items() if c != "y"}
+    assert after == {"default": [("snappy", table_record)], "escaped": [("deflate", table_record)],
+                     "x": [("deflate", table_record)]}, after
+    assert all(len(files.data_files(f"{loc}/{dirs[c]}")) == 1 for c in after)
+    assert any("deflate" in n and "snappy" in n for n in by["k=x"].get("notes", [])), by["k=x"]
+    spark.sql(f"REFRESH TABLE {t}")
+    assert same_rows(spark.table(t), rows)
+    spark.sql(f"DROP TABLE {t}")
+
