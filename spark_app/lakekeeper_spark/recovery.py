@@ -49,6 +49,8 @@ from .swap import adopt_files, finish_trash, remove_empty_dir, swap_back
 log = logging.getLogger(__name__)
 
 _FINAL = {"done", "aborted", "rolled_back"}
+# A rollback unit whose partition was dropped after the compaction: not restored (commands/rollback.py).
+PARTITION_DROPPED = "partition_dropped"
 # Unit steps recorded before the live directory is moved aside (``moving_aside`` is recorded just before that rename).
 _BEFORE_MOVE_ASIDE = {"planned", "writing_staging", "verifying"}
 
@@ -233,7 +235,10 @@ def pending_runs(ctx: Context, info: TableInfo) -> list[str]:
 def finish_rollback(ctx: Context, info: TableInfo, journal: Journal, doc: dict[str, Any],
                     units: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
     """Drive every unit of a rollback journal to 'restored', whatever step it
-    was interrupted at, then drop the backup and the journals."""
+    was interrupted at, then drop the backup and the journals; a rollback
+    that skipped units whose partition was dropped (``skipped``) keeps the
+    backup with exactly those units instead (and its journal). A partition
+    is never re-created here."""
     fs, cat = ctx.fs, ctx.catalog
     actions = []
     for u in doc["units"]:
@@ -259,13 +264,20 @@ def finish_rollback(ctx: Context, info: TableInfo, journal: Journal, doc: dict[s
             kept = finish_trash(fs, L, T, compacted)  # original already back in place
         else:
             raise LakekeeperError("rollback_failed", f"cannot restore {L}: original {O} and live data both missing")
-        if u.get("partition_missing") and u.get("partition"):
-            cat.add_partitions(info.db, info.name, [(u["partition"], L)])
         journal.unit_step(idx, "rolled_back", **kept)
         actions.append({"spec": u["spec"], "action": "rolled_back", "was_at": step, **kept})
     bdb, bname = doc["backup_table"].split(".")
-    cat.drop_table(bdb, bname)
-    Journal(fs, doc.get("backup_journal_dir") or journal.dir, doc["backup_run_id"]).remove()
+    if doc.get("skipped"):
+        # Units whose partition was dropped were not restored: the backup keeps exactly them (and its
+        # journal), so cleanup finds and frees their originals like any backup's; the restored ones leave it.
+        for u in doc["units"]:
+            if u.get("partition"):
+                cat.drop_partition(bdb, bname, u["partition"])
+        actions.append({"spec": None, "action": "kept_backup", "backup_table": doc["backup_table"],
+                        "units": [d["spec"] for d in doc["skipped"]]})
+    else:
+        cat.drop_table(bdb, bname)
+        Journal(fs, doc.get("backup_journal_dir") or journal.dir, doc["backup_run_id"]).remove()
     journal.table_step("rolled_back")
     journal.remove()
     actions.append({"spec": None, "action": "finished_run", "was_at": doc.get("step")})

@@ -241,3 +241,74 @@ def test_avro_units_keep_their_own_codec_and_writer_schema(spark, engine, files,
     assert same_rows(spark.table(t), rows)
     spark.sql(f"DROP TABLE {t}")
 
+
+def test_rollback_leaves_partitions_dropped_after_the_compaction_and_cleanup_frees_them(
+        spark, engine, files, warehouse):
+    """Run 1 compacts dt=a, b, c; run 2 later compacts dt=e. Then dt=b is
+    dropped (``ALTER TABLE ... DROP PARTITION``: an external table keeps its
+    directory) and dt=c dropped with its directory deleted. Rolling back run
+    1 (``--run-id``) restores dt=a only: dt=b and dt=c are reported
+    ``skipped`` (``partition_dropped``), not re-created, nothing of them
+    moved; their originals stay, and run 1's backup keeps exactly them. A
+    rollback of the newest run restores dt=e; one more rollback finds only
+    dropped partitions and changes nothing; cleanup frees run 1's originals.
+
+    Before, the rollback re-created dt=b (a partition the user had dropped)
+    and refused the whole table (``live_changed``) for dt=c."""
+    from engine_helpers import make_table
+
+    loc = make_table(spark, warehouse, "dropped_parts", rows=100, partitions={"a": 6, "b": 6, "c": 6})
+    t = "lk.dropped_parts"
+    original = {dt: files.snapshot(f"{loc}/dt={dt}") for dt in "abc"}
+    run1 = engine.one("compact", t)
+    assert run1["status"] == "compacted" and len(run1["partitions"]) == 3, run1
+    spark.range(900, 960).selectExpr("id", "concat('name-', id) AS name", "CAST(id * 1.5 AS DECIMAL(12,2)) AS amount",
+                                     "timestamp_seconds(1700000000 + id) AS ts").repartition(6) \
+        .createOrReplaceTempView("lk_src_e")
+    spark.sql(f"INSERT INTO {t} PARTITION (dt='e') SELECT * FROM lk_src_e")
+    original["e"] = files.snapshot(f"{loc}/dt=e")
+    run2 = engine.one("compact", t)
+    assert [p["spec"] for p in run2["partitions"] if p["status"] == "compacted"] == ["dt=e"], run2
+    compacted_b = files.snapshot(f"{loc}/dt=b")
+    rows = frozen(spark, t)
+    spark.sql(f"ALTER TABLE {t} DROP PARTITION (dt='b')")
+    spark.sql(f"ALTER TABLE {t} DROP PARTITION (dt='c')")
+    files.rmtree(f"{loc}/dt=c")
+    old = {dt: f"{loc}/.dt={dt}.lk_old_{run1['run_id']}" for dt in "bc"}
+    assert all(files.snapshot(o) == original[dt] for dt, o in old.items())
+
+    res = engine.one("rollback", t, rollback_run=run1["run_id"])
+    by = {p["spec"]: p for p in res["partitions"]}
+    assert res["status"] == "rolled_back" and res["changed"], res
+    assert by["dt=a"]["status"] == "rolled_back", res
+    for dt in "bc":
+        assert (by[f"dt={dt}"]["status"], by[f"dt={dt}"]["code"]) == ("skipped", "partition_dropped"), res
+        reason = by[f"dt={dt}"]["reason"]
+        assert f"/.dt={dt}.lk_old_{run1['run_id']}" in reason and run1["backup_table"] in reason, res
+    assert "still holds the compacted files" in by["dt=b"]["reason"] and "is gone" in by["dt=c"]["reason"], res
+    assert any("dt=b, dt=c" in n for n in res["notes"]), res
+    assert sorted(r[0] for r in spark.sql(f"SHOW PARTITIONS {t}").collect()) == ["dt=a", "dt=e"]
+    assert files.snapshot(f"{loc}/dt=a") == original["a"]
+    assert files.snapshot(f"{loc}/dt=b") == compacted_b and not files.exists(f"{loc}/dt=c")  # nothing moved
+    assert all(files.snapshot(o) == original[dt] for dt, o in old.items())  # the originals stay
+    assert sorted(r[0] for r in spark.sql(f"SHOW PARTITIONS {run1['backup_table']}").collect()) == ["dt=b", "dt=c"]
+    spark.sql(f"REFRESH TABLE {t}")
+    assert same_rows(spark.table(t), rows.where("dt IN ('a', 'e')"))
+
+    res = engine.one("rollback", t)  # the newest backup: run 2's
+    assert res["status"] == "rolled_back" and [p["spec"] for p in res["partitions"]] == ["dt=e"], res
+    assert files.snapshot(f"{loc}/dt=e") == original["e"]
+    res = engine.one("rollback", t)  # run 1's backup again: only dropped partitions in it
+    assert (res["status"], res["code"], res["changed"]) == ("skipped", "partition_dropped", False), res
+    assert sorted(r[0] for r in spark.sql(f"SHOW PARTITIONS {t}").collect()) == ["dt=a", "dt=e"]
+
+    res = engine.one("cleanup", t, older_than="all")
+    (removed,) = res["backups_removed"]
+    assert res["status"] == "cleaned" and removed["backup_table"] == run1["backup_table"], res
+    assert removed["dropped_partitions"] == ["dt=b", "dt=c"] and removed["bytes"] > 0, res
+    assert not any(files.exists(o) for o in old.values()) and files.hidden(loc) == []
+    assert files.snapshot(f"{loc}/dt=b") == compacted_b  # the dropped partition's own directory: never ours to delete
+    assert engine.one("rollback", t)["status"] == "skipped"
+    spark.sql(f"REFRESH TABLE {t}")
+    assert same_rows(spark.table(t), rows.where("dt IN ('a', 'e')"))
+    spark.sql(f"DROP TABLE {t}")
