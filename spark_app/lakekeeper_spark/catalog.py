@@ -164,7 +164,7 @@ class Catalog:
             db=db,
             name=table,
             table_type=str(ct.tableType().name()),
-            location=str(loc.toString()) if loc is not None else None,
+            location=self._internals.location_string(loc) if loc is not None else None,
             provider=self._opt(ct.provider()),
             serde=self._opt(storage.serde()),
             input_format=self._opt(storage.inputFormat()),
@@ -182,10 +182,12 @@ class Catalog:
         return info
 
     def list_partitions(self, info: TableInfo) -> list[PartitionInfo]:
-        """Every partition's spec and location. One Metastore call and one
-        gateway round trip for all of them: the JVM renders the partition
-        list as text (``Seq.mkString``), parsed here; a partition whose
-        values make that text ambiguous is read field by field instead."""
+        """Every partition's spec and location (a path string, decoded). One
+        Metastore call and one gateway round trip for all of them: the JVM
+        renders the partition list as text (``Seq.mkString``), parsed here;
+        a partition whose values make that text ambiguous, or whose location
+        has a ``%`` (Hive escapes ``:``, ``/``, ``%``... in directory names),
+        is read field by field instead."""
         seq = self._internals.partitions(info.db, info.name)
         cols = [c for c, _type in info.partition_columns]
         chunks = str(seq.mkString(_PART_SEP)).split(_PART_SEP) if int(seq.size()) else []
@@ -193,7 +195,9 @@ class Catalog:
         out = []
         for i, chunk in enumerate(chunks):
             parsed = parse_partition_text(chunk, cols)
-            if parsed is None:  # slow path for this one: ~6 gateway calls
+            # The text's location is the URI's (encoded: Spark 3.3) or its path (decoded: later lines): with a
+            # '%' it cannot be told which, so that partition's location comes from the JVM, decoded.
+            if parsed is None or "%" in parsed[1]:  # slow path for this one: ~6 gateway calls
                 if parts is None:
                     parts = self._conv.java_list(seq)
                 parsed = self._partition_fields(parts.get(i), cols)
@@ -204,7 +208,7 @@ class Catalog:
     def _partition_fields(self, p: Any, cols: list[str]) -> tuple[dict[str, str], str]:
         spec = self._map(p.spec())
         loc = self._opt(p.storage().locationUri())
-        return {c: spec[c] for c in cols}, str(loc.toString()) if loc is not None else ""
+        return {c: spec[c] for c in cols}, self._internals.location_string(loc) if loc is not None else ""
 
     def partition_storage(self, db: str, table: str, spec: dict[str, str]) -> Storage:
         """A partition's own storage descriptor (SerDe, formats, SerDe
