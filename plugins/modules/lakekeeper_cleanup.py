@@ -200,14 +200,18 @@ tables:
         - Each backup removed (in check mode, that would be removed) - C(backup_table), C(run_id), C(bytes), C(units),
           C(age_seconds), C(pinned), C(verdict) (C(delete)), C(reason) (which policies let it go), and
           C(moved_to_live) when files that were not originals were found among them (moved into the live directory,
-          never deleted; subdirectories, e.g. C(HIVE_UNION_SUBDIR_1/) of Hive on Tez, with a trailing C(/)).
+          never deleted; subdirectories, e.g. C(HIVE_UNION_SUBDIR_1/) of Hive on Tez, with a trailing C(/)), and
+          C(dropped_partitions) when some of its partitions were dropped after the compaction (for example left in
+          the backup by a rollback that did not restore them).
       type: list
       elements: dict
       returned: when the table was cleaned or planned
     kept:
       description:
         - Each backup kept - C(backup_table), C(run_id), C(age_seconds), C(pinned), C(verdict) (C(keep)) and
-          C(reason) (C(pinned), within the grace period, one of the O(keep_last) newest, younger than O(older_than)).
+          C(reason) (C(pinned), within the grace period, one of the O(keep_last) newest, younger than O(older_than);
+          or, for a backup the policies let go, that files the compaction did not write are among the originals of
+          a partition whose directory is gone - nothing to move them into, so nothing of it is deleted).
       type: list
       elements: dict
       returned: when the table was cleaned, planned or skipped

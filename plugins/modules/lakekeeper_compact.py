@@ -301,6 +301,9 @@ tables:
           C(timestamp.formats) with timestamp columns).
         - V(schema_drift) when every partition to compact has files whose columns are not the table's (renamed,
           dropped or reordered columns, another type; nothing was written, see O(allow_by_name_projection)).
+        - V(mixed_files) when every partition to compact has files that disagree on what a rewrite must keep
+          (Parquet files in both the legacy and the standard layout, Avro files with different writer schemas;
+          nothing was written).
         - V(locked) when another run holds the table's lease (nothing was done; not a failure).
         - V(excluded) when the table property C(lakekeeper.exclude) is true, V(invalid_policy) when a C(lakekeeper.*)
           table property is unknown or does not validate (see RV(tables[].policy)); nothing was done.
@@ -374,6 +377,12 @@ tables:
           is V(skipped) with C(code) V(schema_drift) and the columns in C(reason), its files untouched; with
           O(allow_by_name_projection) it is compacted and C(notes) says what drifted. A partition with
           subdirectories (e.g. C(HIVE_UNION_SUBDIR_1) of Hive on Tez) is V(skipped).
+        - Each partition is read from its own directory (never through a filter on its values, which a sibling
+          such as V(hour=09) next to V(hour=9) may share) and written with the codec, Parquet layout and Avro writer
+          schema of its own files. A partition whose Parquet files are in both layouts (legacy and standard) or
+          whose Avro files have different writer schemas has C(status) V(refused) and C(code) V(mixed_files),
+          naming what differs, its files untouched. Files with different codecs are compacted with the codec of the
+          newest file (values are the same whatever the codec), and C(notes) lists the codecs found.
         - C(late_files) lists files (and subdirectories, with a trailing C(/)) written during the swap and moved
           into the live directory.
         - On HDFS, a partition refused before anything was written has C(code) V(encryption_zone),

@@ -180,6 +180,21 @@ tables:
       description: Whether the table has partitions below the compaction threshold.
       type: bool
       returned: by C(analyze) and dry runs, when the engine reports it
+    code:
+      description:
+        - The reason code of a table that failed, was refused or was skipped for a reason (the engine contract
+          lists them all), for example V(live_changed), V(newer_run), V(not_found), V(backup_incomplete).
+        - V(partition_dropped) (status V(skipped), nothing changed) when every partition of the backup was dropped
+          after the compaction; the backup keeps their original files until a cleanup removes them.
+      type: str
+      returned: when the table failed, was refused, or was skipped with a code
+    notes:
+      description:
+        - Facts a person should know, for example which partitions dropped since the compaction were not restored
+          and that the backup keeps their original files until a cleanup.
+      type: list
+      elements: str
+      returned: when there are some
     backup_table:
       description: The backup table kept for a rollback.
       type: str
@@ -191,6 +206,11 @@ tables:
     partitions:
       description:
         - Per-partition file counts, sizes and statuses; a non-partitioned table has one entry with C(spec) V("").
+        - C(status) V(rolled_back) for a restored partition.
+        - A partition dropped after the compaction (C(ALTER TABLE ... DROP PARTITION), its directory kept or deleted)
+          is not restored and not re-created - C(status) V(skipped), C(code) V(partition_dropped), C(reason) says
+          where its compacted and original files are, C(original) the directory of its original files, which the
+          backup keeps (the restored partitions leave it) until a cleanup removes them.
         - C(carried_over) lists what was written into the live directory after the compaction and kept in the restored
           one - files, and subdirectories with a trailing C(/) (e.g. C(HIVE_UNION_SUBDIR_1/) of a Hive on Tez
           C(UNION ALL)); C(reason) counts both.

@@ -88,11 +88,22 @@ def _spark_type(field: dict[str, Any]) -> str:
     return _parse_datatype_json_value(field["type"]).simpleString()
 
 
+# Spark 3.4+ casts the values of a partition spec in ``ALTER TABLE ...
+# PARTITION`` to the column's type (``hour='09'`` becomes ``9``: another
+# partition) unless this is set. The Metastore keeps raw strings, and two
+# partitions whose values cast to one (``hour=9`` and ``hour=09``, left by
+# ``MSCK REPAIR TABLE`` over directories an external tool wrote) are both
+# real; partition DDL here names each by its own raw value (Spark 3.3
+# never casts; the key is ignored there).
+_RAW_PARTITION_VALUES = "spark.sql.legacy.skipTypeValidationOnAlterPartition"
+
+
 class Catalog:
     """Spark and Hive internals are reached through ``compat`` only."""
 
     def __init__(self, spark: Any):
         self.spark = spark
+        self._raw_values: Any = None  # the child session of partition DDL (``sql``), made when first needed
         conv = scala_collections.for_spark(spark)
         self._conv = conv
         self._internals = CatalogInternals(spark, conv)
@@ -110,9 +121,17 @@ class Catalog:
 
     _opt = staticmethod(CatalogInternals.opt)
 
-    def sql(self, statement: str) -> Any:
+    def sql(self, statement: str, raw_partition_values: bool = False) -> Any:
+        """Run a statement; ``raw_partition_values``: its partition specs name
+        partitions by their raw Metastore values (``_RAW_PARTITION_VALUES``)."""
         log.debug("SQL: %s", statement)
-        return self.spark.sql(statement)
+        if not raw_partition_values:
+            return self.spark.sql(statement)
+        if self._raw_values is None:  # a child session: the shared catalog, its own SQL conf
+            child = self.spark.newSession()
+            child.conf.set(_RAW_PARTITION_VALUES, "true")
+            self._raw_values = child
+        return self._raw_values.sql(statement)
 
     # ------------------------------------------------------------ reads
     def database_exists(self, db: str) -> bool:
@@ -145,7 +164,7 @@ class Catalog:
             db=db,
             name=table,
             table_type=str(ct.tableType().name()),
-            location=str(loc.toString()) if loc is not None else None,
+            location=self._internals.location_string(loc) if loc is not None else None,
             provider=self._opt(ct.provider()),
             serde=self._opt(storage.serde()),
             input_format=self._opt(storage.inputFormat()),
@@ -163,10 +182,12 @@ class Catalog:
         return info
 
     def list_partitions(self, info: TableInfo) -> list[PartitionInfo]:
-        """Every partition's spec and location. One Metastore call and one
-        gateway round trip for all of them: the JVM renders the partition
-        list as text (``Seq.mkString``), parsed here; a partition whose
-        values make that text ambiguous is read field by field instead."""
+        """Every partition's spec and location (a path string, decoded). One
+        Metastore call and one gateway round trip for all of them: the JVM
+        renders the partition list as text (``Seq.mkString``), parsed here;
+        a partition whose values make that text ambiguous, or whose location
+        has a ``%`` (Hive escapes ``:``, ``/``, ``%``... in directory names),
+        is read field by field instead."""
         seq = self._internals.partitions(info.db, info.name)
         cols = [c for c, _type in info.partition_columns]
         chunks = str(seq.mkString(_PART_SEP)).split(_PART_SEP) if int(seq.size()) else []
@@ -174,7 +195,9 @@ class Catalog:
         out = []
         for i, chunk in enumerate(chunks):
             parsed = parse_partition_text(chunk, cols)
-            if parsed is None:  # slow path for this one: ~6 gateway calls
+            # The text's location is the URI's (encoded: Spark 3.3) or its path (decoded: later lines): with a
+            # '%' it cannot be told which, so that partition's location comes from the JVM, decoded.
+            if parsed is None or "%" in parsed[1]:  # slow path for this one: ~6 gateway calls
                 if parts is None:
                     parts = self._conv.java_list(seq)
                 parsed = self._partition_fields(parts.get(i), cols)
@@ -185,7 +208,7 @@ class Catalog:
     def _partition_fields(self, p: Any, cols: list[str]) -> tuple[dict[str, str], str]:
         spec = self._map(p.spec())
         loc = self._opt(p.storage().locationUri())
-        return {c: spec[c] for c in cols}, str(loc.toString()) if loc is not None else ""
+        return {c: spec[c] for c in cols}, self._internals.location_string(loc) if loc is not None else ""
 
     def partition_storage(self, db: str, table: str, spec: dict[str, str]) -> Storage:
         """A partition's own storage descriptor (SerDe, formats, SerDe
@@ -230,15 +253,20 @@ class Catalog:
         )
 
     def add_partitions(self, db: str, table: str, parts: list[tuple[dict[str, str], str]]) -> None:
+        """Partitions with exactly these raw values (``hour=09`` stays ``09``)."""
         for i in range(0, len(parts), 100):
             chunk = parts[i : i + 100]
             clauses = " ".join(
                 f"{self.partition_clause(spec)} LOCATION {sql_path_literal(loc)}" for spec, loc in chunk
             )
-            self.sql(f"ALTER TABLE {qualified(db, table)} ADD IF NOT EXISTS {clauses}")
+            self.sql(f"ALTER TABLE {qualified(db, table)} ADD IF NOT EXISTS {clauses}", raw_partition_values=True)
+        self._internals.refresh_table(db, table)  # this session's cached relation, as the statement does its own
 
     def drop_partition(self, db: str, table: str, spec: dict[str, str]) -> None:
-        self.sql(f"ALTER TABLE {qualified(db, table)} DROP IF EXISTS {self.partition_clause(spec)}")
+        """The partition with exactly these raw values (never a sibling whose values cast to the same)."""
+        self.sql(f"ALTER TABLE {qualified(db, table)} DROP IF EXISTS {self.partition_clause(spec)}",
+                 raw_partition_values=True)
+        self._internals.refresh_table(db, table)
 
     def set_location(self, db: str, table: str, location: str, spec: dict[str, str] | None = None) -> None:
         """Point a table, or one of its partitions, at ``location``. A

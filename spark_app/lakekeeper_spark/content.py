@@ -18,8 +18,9 @@ it; arrays, maps and structs are hashed through their JSON text.
   Avro the unit's own SerDe, its properties and table properties (a partition
   keeps its own storage descriptor, copied from the Metastore; a scratch
   EXTERNAL table over the staging directory, ``external.table.purge=false``,
-  dropped right after; it is refused as a table to compact meanwhile). That
-  read is what ``content`` costs over ``rows``.
+  dropped right after; it is refused as a table to compact meanwhile:
+  ``unit_table``, which also serves the rewrite's read of a text/Avro unit).
+  That read is what ``content`` costs over ``rows``.
 
 Any difference stops the unit before its swap with ``content_mismatch`` and
 both figures. ``verify: rows`` keeps only the metadata checks (row counts
@@ -28,9 +29,10 @@ from footers, schema, codec).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import uuid
-from typing import Any
+from typing import Any, Iterator
 
 from .errors import LakekeeperError
 from .model import TableInfo, Unit
@@ -103,35 +105,54 @@ def staged_checksum(spark: Any, fs: Any, catalog: Any, table: TableInfo, unit: U
 
 
 def _through_serde(s: Any, fs: Any, catalog: Any, table: TableInfo, unit: Unit, run_id: str) -> dict[str, Any]:
-    """Text and Avro: a scratch EXTERNAL clone of the table (its SerDe,
-    formats, SerDe and table properties, purge disabled), dropped after the
-    read; for a partition, the scratch partition gets that partition's own
-    storage descriptor and parameters straight from the Metastore (not the
-    descriptor the write used), so Spark's reader layers them over the
-    table's exactly as for the real partition. Hadoop's input formats skip an input path whose own name is
-    hidden, so the staged files are read from a visible subdirectory of the
-    (hidden) staging directory, and moved back up afterwards; a failure
-    anywhere here fails the unit, whose staging is then discarded whole."""
+    """Text and Avro: read through a scratch table over the staged files
+    (``unit_table``). Hadoop's input formats skip an input path whose own
+    name is hidden, so the staged files are read from a visible
+    subdirectory of the (hidden) staging directory, and moved back up
+    afterwards; a failure anywhere here fails the unit, whose staging is
+    then discarded whole."""
     staging = unit.staging.rstrip("/")
     view = f"{staging}/{_READ_DIR}"
     names = [f.name for f in fs.list_dir(staging).files]
     fs.mkdirs(view)
     for n in names:
         fs.rename(f"{staging}/{n}", f"{view}/{n}")
-    name = f"__lk_verify_{table.name[:60]}_{uuid.uuid4().hex[:12]}".lower()
-    catalog.create_clone(table, table.db, name, view, {SCRATCH_OF_PROPERTY: table.full_name,
-                                                       "lakekeeper.run_id": run_id})
+    try:
+        with unit_table(catalog, table, unit, view, run_id, "verify") as name:
+            cols = [quote_column(n) for n, _type in table.data_columns]
+            return checksum(s.table(qualified(table.db, name)).select(*cols))
+    finally:
+        for n in names:
+            fs.rename(f"{view}/{n}", f"{staging}/{n}")
+        fs.delete(view)
+
+
+@contextlib.contextmanager
+def unit_table(catalog: Any, table: TableInfo, unit: Unit, location: str, run_id: str,
+               kind: str) -> Iterator[str]:
+    """A scratch EXTERNAL clone of a text/Avro table (its SerDe, formats,
+    SerDe and table properties, purge disabled, property ``lakekeeper.verify_of``:
+    refused as a table to compact meanwhile) over exactly the directory
+    ``location``; yields its name (in the table's database), dropped afterwards. For a
+    partition, its one partition gets that partition's own storage
+    descriptor and parameters straight from the Metastore, so Spark's reader
+    layers them over the table's exactly as for the real partition.
+
+    Reading it reads that directory and nothing else: never a filter on the
+    partition's values, which a sibling partition may share (``hour=9`` and
+    ``hour=09`` of an INT column cast to one value). Used for the unit's
+    source (``kind`` ``source``, over its live directory) and for its staged
+    copy (``verify``)."""
+    name = f"__lk_{kind}_{table.name[:60]}_{uuid.uuid4().hex[:12]}".lower()
+    catalog.create_clone(table, table.db, name, location, {SCRATCH_OF_PROPERTY: table.full_name,
+                                                           "lakekeeper.run_id": run_id})
     try:
         if table.is_partitioned:  # the partition's own descriptor, as the Metastore holds it
-            catalog.add_partitions(table.db, name, [(unit.partition or {}, view)])
-            catalog.copy_partition_storage(table.db, table.name, name, unit.partition or {}, view)
-        cols = [quote_column(n) for n, _type in table.data_columns]
-        return checksum(s.table(qualified(table.db, name)).select(*cols))
+            catalog.add_partitions(table.db, name, [(unit.partition or {}, location)])
+            catalog.copy_partition_storage(table.db, table.name, name, unit.partition or {}, location)
+        yield name
     finally:
         try:
             catalog.drop_table(table.db, name)
         except Exception:  # noqa: BLE001 - a leftover scratch table is refused as a table and changes nothing
             log.warning("could not drop the scratch table %s.%s", table.db, name, exc_info=True)
-        for n in names:
-            fs.rename(f"{view}/{n}", f"{staging}/{n}")
-        fs.delete(view)

@@ -4,6 +4,7 @@ how to count rows without scanning data where the format allows it."""
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from .model import Storage, TableInfo
@@ -172,6 +173,27 @@ def orc_footer(spark: Any, uri: str, spark_schema: bool = False) -> dict[str, An
 _CONVERTED: dict[tuple[str, str], list[tuple[str, str]]] = {}
 
 
+def _columns_of(spark: Any, fmt: str, physical: Any) -> list[tuple[str, str]]:
+    """``(name, Spark SQL type)`` of a Parquet ``MessageType`` or an ORC
+    ``TypeDescription``, by Spark's own conversion, once per distinct schema."""
+    from pyspark.sql.types import StructType
+    import json
+
+    text = str(physical.toString())
+    if (fmt, text) not in _CONVERTED:
+        jvm = spark._jvm
+        if fmt == "parquet":
+            sql_conf = spark._jsparkSession.sessionState().conf()
+            converter = jvm.org.apache.spark.sql.execution.datasources.parquet.ParquetToSparkSchemaConverter
+            schema_json = str(converter(sql_conf).convert(physical).json())
+        else:
+            schema_json = str(jvm.org.apache.spark.sql.execution.datasources.orc.OrcUtils.toCatalystSchema(
+                physical).json())
+        st = StructType.fromJson(json.loads(schema_json))
+        _CONVERTED[(fmt, text)] = [(f.name, f.dataType.simpleString()) for f in st.fields]
+    return list(_CONVERTED[(fmt, text)])
+
+
 def file_columns(spark: Any, fmt: str, uri: str) -> list[tuple[str, str]]:
     """The columns of a Parquet or ORC file, ``(name, Spark SQL type)`` in
     the file's order, with the names the file has (not the table's): from
@@ -179,9 +201,6 @@ def file_columns(spark: Any, fmt: str, uri: str) -> list[tuple[str, str]]:
     are Spark's conversion of the physical schema (Parquet:
     ``ParquetToSparkSchemaConverter``, ORC: ``OrcUtils.toCatalystSchema``),
     done once per distinct physical schema."""
-    from pyspark.sql.types import StructType
-    import json
-
     jvm = spark._jvm
     conf = spark._jsc.hadoopConfiguration()
     if fmt == "parquet":
@@ -190,35 +209,54 @@ def file_columns(spark: Any, fmt: str, uri: str) -> list[tuple[str, str]]:
         reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(
             jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(_jpath(spark, uri), conf), opts)
         try:
-            physical = reader.getFooter().getFileMetaData().getSchema()
-            text = str(physical.toString())
-            if (fmt, text) not in _CONVERTED:
-                sql_conf = spark._jsparkSession.sessionState().conf()
-                converter = jvm.org.apache.spark.sql.execution.datasources.parquet.ParquetToSparkSchemaConverter
-                schema_json = str(converter(sql_conf).convert(physical).json())
-            else:
-                schema_json = ""
+            return _columns_of(spark, fmt, reader.getFooter().getFileMetaData().getSchema())
         finally:
             reader.close()
-    elif fmt == "orc":
+    if fmt == "orc":
         orc = jvm.org.apache.orc.OrcFile
         reader = orc.createReader(_jpath(spark, uri), orc.readerOptions(conf))
         try:
-            physical = reader.getSchema()
-            text = str(physical.toString())
-            if (fmt, text) not in _CONVERTED:
-                utils = jvm.org.apache.spark.sql.execution.datasources.orc.OrcUtils
-                schema_json = str(utils.toCatalystSchema(physical).json())
-            else:
-                schema_json = ""
+            return _columns_of(spark, fmt, reader.getSchema())
         finally:
             reader.close()
-    else:
-        raise ValueError(f"no footer for {fmt}")
-    if (fmt, text) not in _CONVERTED:
-        st = StructType.fromJson(json.loads(schema_json))
-        _CONVERTED[(fmt, text)] = [(f.name, f.dataType.simpleString()) for f in st.fields]
-    return list(_CONVERTED[(fmt, text)])
+    raise ValueError(f"no footer for {fmt}")
+
+
+def file_facts(spark: Any, fmt: str, uri: str) -> dict[str, Any]:
+    """What a rewrite must keep of one data file, from one read of its
+    metadata (none for text): ``codec`` (named as ``detect_codec`` names it;
+    None for a Parquet file without row groups, which has none), for
+    Parquet and ORC ``columns`` (as ``file_columns``), for Parquet
+    ``layout`` (``parquet_layout``), for Avro the writer ``schema``."""
+    jvm = spark._jvm
+    conf = spark._jsc.hadoopConfiguration()
+    if fmt == "parquet":
+        reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(
+            jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(_jpath(spark, uri), conf))
+        try:
+            footer = reader.getFooter()
+            blocks = footer.getBlocks()
+            codec = None
+            if blocks.size() and blocks.get(0).getColumns().size():
+                codec = str(blocks.get(0).getColumns().get(0).getCodec().name()).lower()
+            physical = footer.getFileMetaData().getSchema()
+            return {"codec": codec, "columns": _columns_of(spark, fmt, physical),
+                    "layout": parquet_layout(str(physical.toString()))}
+        finally:
+            reader.close()
+    if fmt == "orc":
+        orc = jvm.org.apache.orc.OrcFile
+        reader = orc.createReader(_jpath(spark, uri), orc.readerOptions(conf))
+        try:
+            return {"codec": str(reader.getCompressionKind().name()).lower(),
+                    "columns": _columns_of(spark, fmt, reader.getSchema())}
+        finally:
+            reader.close()
+    if fmt == "avro":
+        return avro_header(spark, uri)
+    if fmt == "text":
+        return {"codec": text_codec(uri)}
+    raise ValueError(fmt)
 
 
 def _codec_name(fmt: str, footer: dict[str, Any]) -> str:
@@ -231,14 +269,18 @@ def _codec_name(fmt: str, footer: dict[str, Any]) -> str:
 
 def data_file_footer(spark: Any, fmt: str, uri: str) -> dict[str, Any]:
     """One read of a Parquet or ORC file's metadata: ``rows``, ``codec``
-    (named as ``detect_codec`` names it) and ``spark_schema`` (JSON)."""
+    (named as ``detect_codec`` names it), ``spark_schema`` (JSON) and for
+    Parquet ``layout`` (``parquet_layout``)."""
     if fmt == "parquet":
         f = parquet_footer(spark, uri, spark_schema=True)
     elif fmt == "orc":
         f = orc_footer(spark, uri, spark_schema=True)
     else:
         raise ValueError(f"no footer for {fmt}")
-    return {"rows": f["rows"], "codec": _codec_name(fmt, f), "spark_schema": f["spark_schema"]}
+    out = {"rows": f["rows"], "codec": _codec_name(fmt, f), "spark_schema": f["spark_schema"]}
+    if fmt == "parquet":
+        out["layout"] = parquet_layout(f["schema"])
+    return out
 
 
 def avro_header(spark: Any, uri: str) -> dict[str, Any]:
@@ -260,24 +302,52 @@ def detect_codec(spark: Any, fmt: str, uri: str) -> dict[str, Any]:
     """Codec (and, for Avro, the writer schema) of an existing data file."""
     if fmt == "parquet":
         f = parquet_footer(spark, uri)
-        return {"codec": _codec_name(fmt, f), "legacy": _parquet_is_legacy(f["schema"])}
+        return {"codec": _codec_name(fmt, f), "legacy": parquet_layout(f["schema"]) == "legacy"}
     if fmt == "orc":
         return {"codec": _codec_name(fmt, orc_footer(spark, uri))}
     if fmt == "avro":
         return avro_header(spark, uri)
     if fmt == "text":
-        for ext, codec in TEXT_CODECS.items():
-            if uri.endswith(ext):
-                return {"codec": codec}
-        return {"codec": None}
+        return {"codec": text_codec(uri)}
     raise ValueError(fmt)
 
 
-def _parquet_is_legacy(schema: str) -> bool:
-    """Files written by Hive (parquet-mr's legacy layout): decimals as
-    fixed_len_byte_array, lists as ``bag``/``array_element`` groups."""
+def text_codec(uri: str) -> str | None:
+    """The codec Hadoop reads a text file with, chosen by its name's
+    extension (``CompressionCodecFactory``); None: plain text."""
+    for ext, codec in TEXT_CODECS.items():
+        if uri.endswith(ext):
+            return codec
+    return None
+
+
+# A decimal column and its physical type, in parquet-mr's schema text
+# ("optional int64 amount (DECIMAL(12,2));").
+_PARQUET_DECIMAL = re.compile(r"\b(int32|int64|fixed_len_byte_array\(\d+\)|binary) .*?\(decimal\((\d+),\s*\d+\)\)")
+
+
+def parquet_layout(schema: str) -> str | None:
+    """How a Parquet file lays out what the two layouts write differently
+    (``spark.sql.parquet.writeLegacyFormat``): ``legacy`` (Hive, Impala,
+    Spark with writeLegacyFormat: a decimal of precision 18 or less as
+    fixed_len_byte_array, lists as ``bag``/``array``/``array_element``
+    groups), ``standard`` (such a decimal as int32/int64, lists as
+    ``list``/``element``), or None when the file holds nothing the two
+    write differently (no such decimal, no list): either layout is the same
+    file then. Evidence of both: ``legacy`` (what older readers need)."""
     s = schema.lower()
-    return ("fixed_len_byte_array" in s and "decimal" in s) or " bag {" in s or "array_element" in s
+    legacy = standard = False
+    for physical, precision in _PARQUET_DECIMAL.findall(s):
+        if int(precision) <= 18:
+            if physical.startswith("fixed_len_byte_array"):
+                legacy = True
+            elif physical in ("int32", "int64"):
+                standard = True
+    if re.search(r"repeated group bag \{|\barray_element\b|repeated \w+ array;", s):
+        legacy = True
+    elif re.search(r"repeated group list \{", s):
+        standard = True
+    return "legacy" if legacy else ("standard" if standard else None)
 
 
 def spark_codec_name(fmt: str, codec: str | None) -> str | None:

@@ -49,6 +49,8 @@ from .swap import adopt_files, finish_trash, remove_empty_dir, swap_back
 log = logging.getLogger(__name__)
 
 _FINAL = {"done", "aborted", "rolled_back"}
+# A rollback unit whose partition was dropped after the compaction: not restored (commands/rollback.py).
+PARTITION_DROPPED = "partition_dropped"
 # Unit steps recorded before the live directory is moved aside (``moving_aside`` is recorded just before that rename).
 _BEFORE_MOVE_ASIDE = {"planned", "writing_staging", "verifying"}
 
@@ -233,8 +235,11 @@ def pending_runs(ctx: Context, info: TableInfo) -> list[str]:
 def finish_rollback(ctx: Context, info: TableInfo, journal: Journal, doc: dict[str, Any],
                     units: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
     """Drive every unit of a rollback journal to 'restored', whatever step it
-    was interrupted at, then drop the backup and the journals (a partial
-    rollback: only the restored partitions leave the backup table)."""
+    was interrupted at, then drop the backup and the journals. A partial
+    rollback (``partial``: some partitions, ``--where``) or one that skipped
+    units whose partition was dropped (``skipped``) keeps the backup with
+    exactly the other units instead (and its journal): only the restored
+    partitions leave it. A partition is never re-created here."""
     fs, cat = ctx.fs, ctx.catalog
     actions = []
     for u in doc["units"]:
@@ -260,14 +265,18 @@ def finish_rollback(ctx: Context, info: TableInfo, journal: Journal, doc: dict[s
             kept = finish_trash(fs, L, T, compacted)  # original already back in place
         else:
             raise LakekeeperError("rollback_failed", f"cannot restore {L}: original {O} and live data both missing")
-        if u.get("partition_missing") and u.get("partition"):
-            cat.add_partitions(info.db, info.name, [(u["partition"], L)])
         journal.unit_step(idx, "rolled_back", **kept)
         actions.append({"spec": u["spec"], "action": "rolled_back", "was_at": step, **kept})
     bdb, bname = doc["backup_table"].split(".")
-    if doc.get("partial"):  # a rollback of some partitions (where): the backup keeps the others
+    if doc.get("partial") or doc.get("skipped"):
+        # The backup keeps the units not restored here (not selected by where, or whose partition was dropped:
+        # cleanup finds and frees their originals like any backup's), and its journal; the restored ones leave it.
         for u in doc["units"]:
-            cat.drop_partition(bdb, bname, u["partition"])
+            if u.get("partition"):
+                cat.drop_partition(bdb, bname, u["partition"])
+        if doc.get("skipped"):
+            actions.append({"spec": None, "action": "kept_backup", "backup_table": doc["backup_table"],
+                            "units": [d["spec"] for d in doc["skipped"]]})
     else:
         cat.drop_table(bdb, bname)
         Journal(fs, doc.get("backup_journal_dir") or journal.dir, doc["backup_run_id"]).remove()

@@ -10,7 +10,8 @@ without decoding (``join_pieces``: ORC stripes, Parquet row groups copied
 behind one footer), so the encoding, the costly part, uses every slot.
 Text and Avro: read through the
 table's Hive SerDe (each partition through its own descriptor, as readers
-read it) and write with the unit's own SerDe, formats and codec via
+read it, from a scratch table over exactly its directory: never a filter on
+its values, which a sibling partition may share) and write with the unit's own SerDe, formats and codec via
 ``INSERT OVERWRITE DIRECTORY``, repartitioned to the target file count, with
 every property its readers' SerDe is initialised with (SerDe properties,
 table properties, a partition's own; ``formats.reader_properties``).
@@ -27,10 +28,11 @@ before verification checks the staged copy against them.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import uuid
 import logging
-from typing import Any
+from typing import Any, Iterator
 
 from .columns import RewriteColumns
 from . import content as content_check
@@ -44,9 +46,6 @@ from .names import qualified, quote_column, sql_path_literal, sql_string_literal
 from .planner import WriteLayout, group_pieces, target_file_count, write_layout
 
 log = logging.getLogger(__name__)
-
-HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
-
 
 @dataclasses.dataclass
 class WriteResult:
@@ -79,11 +78,14 @@ def _unit_session(spark: Any) -> Any:
 
 def write_staging(
     spark: Any, fs: Any, table: TableInfo, unit: Unit, settings: Settings, codec: dict[str, Any],
-    columns: RewriteColumns | None = None, slots: int = 1,
+    columns: RewriteColumns | None = None, slots: int = 1, catalog: Any = None, run_id: str = "",
 ) -> WriteResult:
-    """The compacted copy of ``unit`` in its staging directory. ``slots``:
-    the task slots this unit can count on (the application's cores shared
-    by the units that run at the same time)."""
+    """The compacted copy of ``unit`` in its staging directory, written with
+    ``codec``: the codec (and Parquet layout, Avro writer schema) of the
+    unit's own files (``unit_formats``). ``slots``: the task slots this unit
+    can count on (the application's cores shared by the units that run at
+    the same time). ``catalog`` and ``run_id``: the scratch table a text or
+    Avro partition is read through (``content.unit_table``)."""
     fmt = table.format
     columns = columns or RewriteColumns()
     if fmt in ("parquet", "orc"):
@@ -91,7 +93,8 @@ def write_staging(
     if columns.dedupe:
         raise ValueError(f"dedupe is not supported for {fmt}")
     if fmt in ("text", "avro"):
-        return _write_hive_serde(spark, table, unit, codec, columns.sort_by, settings.verify == "content")
+        with _serde_source(catalog, table, unit, run_id) as source:
+            return _write_hive_serde(spark, table, unit, codec, source, columns.sort_by, settings.verify == "content")
     raise ValueError(f"unsupported format {fmt}")
 
 
@@ -292,18 +295,24 @@ def join_pieces(spark: Any, fs: Any, fmt: str, staging: str, layout: WriteLayout
     log.info("%s: joined %d pieces into %d file(s)", staging, len(pieces), len(groups))
 
 
-def partition_filter(table: TableInfo, spec: dict[str, str] | None) -> Any:
-    from pyspark.sql import functions as F
+@contextlib.contextmanager
+def _serde_source(catalog: Any, table: TableInfo, unit: Unit, run_id: str) -> Iterator[str]:
+    """The table (in the table's database) to read a text/Avro unit from: the table itself
+    when it is not partitioned (its directory is the unit), else a scratch
+    table over exactly the partition's directory with its own descriptor
+    (``content.unit_table``). Never the table filtered on the partition's
+    values: ``hour = '09'`` on an INT column also selects ``hour=9``, a
+    sibling partition whose rows would be written into this one."""
+    if not table.is_partitioned:
+        yield table.name
+        return
+    with content_check.unit_table(catalog, table, unit, unit.location, run_id, "source") as name:
+        yield name
 
-    cond = F.lit(True)
-    for col, value in (spec or {}).items():
-        c = F.col(quote_column(col))
-        cond = cond & (c.isNull() if value == HIVE_DEFAULT_PARTITION else (c == F.lit(value)))
-    return cond
 
-
-def _write_hive_serde(spark: Any, table: TableInfo, unit: Unit, codec: dict[str, Any],
+def _write_hive_serde(spark: Any, table: TableInfo, unit: Unit, codec: dict[str, Any], source: str,
                       sort_by: tuple[str, ...] = (), with_content: bool = True) -> WriteResult:
+    """``source``: the table (in the table's database) holding exactly the unit's rows (``_serde_source``)."""
     s = _unit_session(spark)
     c = codec.get("codec")
     if table.format == "text":
@@ -316,7 +325,7 @@ def _write_hive_serde(spark: Any, table: TableInfo, unit: Unit, codec: dict[str,
         if compressed:
             s.conf.set("avro.output.codec", c)
     cols = [quote_column(n) for n, _type in table.data_columns]
-    src = s.table(qualified(table.db, table.name)).where(partition_filter(table, unit.partition)).select(*cols)
+    src = s.table(qualified(table.db, source)).select(*cols)
     # Text and Avro have no row counts in metadata: one aggregate pass counts
     # the rows (and with verify "content" takes their checksum on the way).
     content = content_check.checksum(src) if with_content else None

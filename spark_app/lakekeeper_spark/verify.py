@@ -1,5 +1,6 @@
 """Checks on the staged copy before anything is swapped: same rows, same
-schema, same format and codec. Any mismatch stops the unit; the original
+schema, same format and codec (the unit's own: ``unit_formats``; Avro: the
+same writer schema). Any mismatch stops the unit; the original
 directory is never touched before this passes.
 
 A dedupe rewrite changes the rows by design: there the staged copy must hold
@@ -78,12 +79,22 @@ def verify_staging(
             raise LakekeeperError(
                 "verification_failed",
                 f"dedupe: {distinct} distinct keys in the compacted copy, expected {rows_before} (one row per key)")
+    if table.format == "parquet" and "legacy" in codec:  # the unit's own layout (None: nothing differs)
+        want = "legacy" if codec["legacy"] else "standard"
+        for uri, f in zip(uris, footers):
+            if f.get("layout") not in (None, want):
+                raise LakekeeperError("verification_failed", f"Parquet layout changed: {want} in the unit's files, "
+                                                             f"{f.get('layout')} in {uri.rsplit('/', 1)[-1]}")
+    header = detect_codec(spark, "avro", uris[0]) if uris and table.format == "avro" else {}
     if uris and codec.get("codec") and table.format in ("parquet", "orc", "avro"):
-        got = footers[0]["codec"] if footers else detect_codec(spark, table.format, uris[0]).get("codec")
+        got = footers[0]["codec"] if footers else header.get("codec")
         if str(got).lower() != str(codec["codec"]).lower():
             raise LakekeeperError(
                 "verification_failed", f"codec changed: {codec['codec']} before, {got} in the compacted copy"
             )
+    if header and codec.get("schema") and header.get("schema") != codec["schema"]:
+        raise LakekeeperError("verification_failed", f"Avro writer schema changed: {codec['schema']} in the unit's "
+                                                     f"files, {header.get('schema')} in the compacted copy")
     return staged, rows_after
 
 

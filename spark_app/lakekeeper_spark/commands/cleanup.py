@@ -49,6 +49,23 @@ def pin_table(ctx: Context, full_name: str, backups: list[BackupRef], run: str, 
                         unpinned=[] if pinned else [entry])
 
 
+def _stranded(ctx: Context, units: list[dict[str, Any]], planned: dict[str, set[str]]) -> str | None:
+    """Why a backup cannot be deleted: among the originals of a unit whose
+    live directory is gone (its partition dropped and its directory deleted)
+    are files the compaction did not plan (someone's data, which cleanup
+    moves into the live directory, and there is none). None: it can be."""
+    for u in units:
+        names = planned.get(u["location"])
+        if names is None or ctx.fs.exists(u["location"]) or not ctx.fs.exists(u["old"]):
+            continue
+        listing = ctx.fs.list_dir(u["old"])
+        strays = [f.name for f in listing.files if f.name not in names] + [d + "/" for d in listing.subdirs]
+        if strays:
+            return (f"{u['old']} holds {len(strays)} file(s) the compaction did not write there "
+                    f"({', '.join(strays[:3])}) and the live directory {u['location']} is gone")
+    return None
+
+
 def cleanup_table(ctx: Context, full_name: str) -> dict[str, Any]:
     if not (ctx.settings.pin or ctx.settings.unpin):
         missing = missing_policy(policy_of(ctx.settings))
@@ -80,8 +97,17 @@ def cleanup_table(ctx: Context, full_name: str) -> dict[str, Any]:
         size = sum(ctx.fs.content_summary(u["old"])["length"] for u in units if ctx.fs.exists(u["old"]))
         entry = {"backup_table": b.full_name, "run_id": b.run_id, "bytes": size, "units": len(units),
                  "age_seconds": v.age_seconds, "pinned": False, "verdict": "delete", "reason": v.reason}
+        dropped = [u["spec"] for u in units if u.get("partition_missing")]
+        if dropped:  # e.g. left by a rollback that could not restore them
+            entry["dropped_partitions"] = dropped
+        planned = backup_record(ctx, info, b).planned
+        stranded = _stranded(ctx, units, planned)
+        if stranded:  # someone's files among the originals, and no live directory to move them into
+            kept.append({"backup_table": b.full_name, "run_id": b.run_id, "age_seconds": v.age_seconds,
+                         "pinned": False, "verdict": "keep",
+                         "reason": f"{stranded}; not deleted (move them where they belong, then clean up again)"})
+            continue
         if not ctx.settings.dry_run:
-            planned = backup_record(ctx, info, b).planned
             for u in units:
                 names = planned.get(u["location"])
                 if names is not None and ctx.fs.exists(u["old"]):
@@ -95,6 +121,10 @@ def cleanup_table(ctx: Context, full_name: str) -> dict[str, Any]:
             Journal(ctx.fs, b.journal_dir or journal_dir(info), b.run_id).remove()
         removed.append(entry)
         freed += size
+    if not removed:  # every backup chosen had to be kept
+        return table_result(full_name, "skipped", f"{len(kept)} backup(s) kept, none could be cleaned",
+                            changed=bool(recovered), run_id=ctx.run_id, kept=kept, freed_bytes=0, backups_removed=[],
+                            recovered=recovered)
     if ctx.settings.dry_run:
         return table_result(full_name, "planned", f"would remove {len(removed)} backup(s), {freed} bytes",
                             would_change=True, run_id=ctx.run_id, backups_removed=removed, freed_bytes=freed, kept=kept)

@@ -18,7 +18,7 @@ from ..errors import LakekeeperError, Refused, UsageError, java_message, root_ca
 from ..content import compare as compare_content
 from ..content import staged_checksum
 from ..faults import alter_staged_value, tamper_staging
-from ..formats import detect_codec, file_columns, payload_fraction, spark_codec_name
+from ..formats import file_columns, file_facts, payload_fraction, spark_codec_name
 from ..hdfs_checks import carry_attributes
 from ..hdfs_checks import check_units as check_hdfs_units
 from ..journal import Journal
@@ -33,6 +33,8 @@ from ..space import space_check
 from ..swap import adopt_late_files, check_unchanged, swap_in
 from ..policy import EXCLUDE, excluded
 from ..tables import check_rewritable, leftovers, load_table, plan, resolve_storage, with_policy
+from ..unit_formats import read_facts
+from ..unit_formats import resolve_units as resolve_unit_formats
 from ..verify import verify_staging
 
 log = logging.getLogger(__name__)
@@ -53,9 +55,18 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     # keep: refused or skipped before anything is written; storage policy, xattrs, replication carried later
     check_hdfs_units(ctx.fs, p, ctx.settings,
                      f"{p.journal_dir}/.owner-probe-{ctx.run_id}" if ctx.lease is not None else None)
+    # One footer/header per write job of each unit's files (a file that is not in the table's format fails
+    # here, before anything is written): its columns, codec, Parquet layout, Avro writer schema.
+    facts = read_facts(info.format or "", p.to_compact, lambda uri: file_facts(ctx.spark, info.format or "", uri))
+
+    def read_columns(uri: str) -> list[tuple[str, str]]:
+        known = facts.get(uri)
+        return known["columns"] if known is not None else file_columns(ctx.spark, info.format or "", uri)
+
     # Files whose columns are not the table's (renamed/dropped columns): refused before anything is written.
-    drift_notes = check_schema_drift(info, p.units, lambda uri: file_columns(ctx.spark, info.format or "", uri),
-                                     ctx.settings.allow_by_name_projection)
+    drift_notes = check_schema_drift(info, p.units, read_columns, ctx.settings.allow_by_name_projection)
+    # Each unit's own codec, layout and writer schema; a unit whose files disagree is refused (mixed_files).
+    codecs, codec_notes = resolve_unit_formats(info, p.units, facts)
     todo = p.to_compact
     drifted = [u for u in p.units if u.decision.code == SCHEMA_DRIFT]
     if drifted and not todo:
@@ -100,13 +111,12 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
             sql_path_literal(path)
         except UsageError as exc:
             raise Refused("unsafe_path", f"{exc}; nothing was written") from exc
-    first = todo[0]  # before anything is written: a file that is not in the table's format fails here
-    codec = detect_codec(ctx.spark, info.format or "", f"{first.location}/{first.listing.files[0].name}")
+    payload = 1.0
     if info.format in ("parquet", "orc"):  # a few footers: how much smaller merged rows get
         sample = [(f"{u.location}/{f.name}", f.size) for u in todo for f in u.rewrite_files]
-        codec["payload_fraction"] = payload_fraction(ctx.spark, info.format, sample)
-    log.info("%s: %s files, codec %s, payload %.2f", full_name, info.format, codec.get("codec"),
-             codec.get("payload_fraction", 1.0))
+        payload = payload_fraction(ctx.spark, info.format, sample)
+    log.info("%s: %s files, codecs %s, payload %.2f", full_name, info.format,
+             sorted({str(codecs[u.spec].get("codec")) for u in todo}), payload)
     journal = Journal(ctx.fs, p.journal_dir, ctx.run_id)
     journal.start(_journal_doc(info, p, todo))
     journal.table_step("creating_backup")
@@ -118,12 +128,15 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     # The units start writing while the backup table is made; none swaps before it exists.
     backup = BackupInProgress(make_backup)
     slots = unit_slots(ctx, len(todo))
-    jobs = [(lambda i=i, u=u: _compact_unit(ctx, info, p, journal, i, u, codec, columns, backup, slots))
+    jobs = [(lambda i=i, u=u: _compact_unit(ctx, info, p, journal, i, u, dict(codecs[u.spec], payload_fraction=payload),
+                                            columns, backup, slots))
             for i, u in enumerate(todo)]
     done = run_unit_jobs(ctx, jobs)
     for u, r in zip(todo, done):
-        if u.spec in drift_notes and r["status"] == "compacted":
-            r.setdefault("notes", []).extend(drift_notes[u.spec])
+        if r["status"] == "compacted":
+            for notes in (drift_notes, codec_notes):
+                if u.spec in notes:
+                    r.setdefault("notes", []).extend(notes[u.spec])
     error = backup.settle()
     if error is not None:  # nothing was swapped: the table fails as a whole (and is recovered, cli)
         raise error
@@ -226,7 +239,7 @@ def _compact_unit(
             backup.wait()  # raises: no point writing a copy that cannot be swapped in
         journal.unit_step(idx, "writing_staging", staging=u.staging)
         columns = columns or RewriteColumns()
-        written = write_staging(ctx.spark, fs, info, u, ctx.settings, codec, columns, slots)
+        written = write_staging(ctx.spark, fs, info, u, ctx.settings, codec, columns, slots, ctx.catalog, p.run_id)
         rows_before = written.rows_source
         extra = _dedupe_result(written) if columns.dedupe else {}
         if written.notes:  # what this Spark could not do for the unit (done the plain way instead)

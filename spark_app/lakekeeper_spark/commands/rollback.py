@@ -21,6 +21,14 @@ With ``--where FILTER`` only the partitions the filter selects are restored,
 from the newest backup holding one of them (or from RUN's): a partial
 rollback. The backup keeps its other partitions (their originals, its
 journal) for a later rollback or cleanup; the restored ones leave it.
+
+A unit whose partition was dropped after the compaction (``ALTER TABLE ...
+DROP PARTITION``; its directory kept or deleted) is not restored: the
+partition is not re-created, nothing of it is moved, and it is reported
+``skipped`` with ``code: partition_dropped``. Its original files stay where
+they are, and the backup table keeps exactly those units (the restored
+ones leave it; their journal stays with it) so that a later cleanup finds
+and frees them like any backup.
 """
 
 from __future__ import annotations
@@ -33,7 +41,7 @@ from ..context import Context
 from ..errors import LakekeeperError, Refused
 from ..journal import Journal
 from ..layout import journal_dir, trash_path
-from ..recovery import backup_record, backup_units, finish_rollback, recover_table, update_statistics
+from ..recovery import PARTITION_DROPPED, backup_record, backup_units, finish_rollback, recover_table, update_statistics
 from ..results import table_result
 from ..tables import load_table, where_selection
 
@@ -65,16 +73,18 @@ def _backup_of_run(ctx: Context, info: Any, full_name: str, backups: list[Any],
     """The backup of ``run`` (run id or backup table name), its units and the
     units to restore, refused when a later run changed one of those
     (restoring it would drop that run's result and leave its backup pointing
-    at data that is gone)."""
+    at data that is gone). Units whose partition was dropped are not
+    restored by either, so they do not count."""
     match = [i for i, b in enumerate(backups) if run in (b.run_id, b.name, b.full_name)]
     if not match:
         known = ", ".join(b.run_id for b in backups)
         raise Refused("not_found", f"{full_name} has no backup of run {run!r} to roll back to (backups: {known})")
     b = backups[match[0]]
     units, selected = _selected(ctx, info, b)
-    mine = {u["location"] for u in selected}
+    mine = {u["location"] for u in selected if not u.get("partition_missing")}
     for later in backups[match[0] + 1:]:
-        overlap = sorted(mine & {u["location"] for u in backup_units(ctx, info, later)})
+        overlap = sorted(mine & {u["location"] for u in backup_units(ctx, info, later)
+                                 if not u.get("partition_missing")})
         if overlap:
             raise Refused("newer_run", f"run {later.run_id} ({later.full_name}) changed {len(overlap)} unit(s) of run "
                                        f"{b.run_id} after it, e.g. {overlap[0]}; roll run {later.run_id} back first, "
@@ -97,7 +107,14 @@ def rollback_table(ctx: Context, full_name: str) -> dict[str, Any]:
         of = f"the backup of run {b.run_id}" if ctx.settings.rollback_run else "any backup"
         return table_result(full_name, "skipped", f"no partition of {of} matches the where filter",
                             changed=bool(recovered), run_id=ctx.run_id, recovered=recovered, where=ctx.settings.where)
-    partial = len(units) < len(every)
+    partial = len(units) < len(every)  # where: the backup keeps the units it did not select
+    dropped = [_dropped_result(ctx, b, u) for u in units if u.get("partition_missing")]
+    units = [u for u in units if not u.get("partition_missing")]
+    if not units:  # every partition of this backup (that the filter selects) was dropped since: nothing moved
+        return table_result(full_name, "skipped", f"nothing restored from {b.full_name}: {dropped[0]['reason']}",
+                            changed=bool(recovered), code=PARTITION_DROPPED, backup_table=b.full_name,
+                            run_id=ctx.run_id, partitions=dropped, recovered=recovered,
+                            notes=[_kept_note(b, dropped)])
     missing = [u["old"] for u in units if not ctx.fs.exists(u["old"])]
     if missing:
         raise LakekeeperError("backup_incomplete", f"original data of {b.full_name} is missing: {missing[:3]}")
@@ -126,12 +143,15 @@ def rollback_table(ctx: Context, full_name: str) -> dict[str, Any]:
             "reason": f"restore {u['old']}",
         })
     extra: dict[str, Any] = {"where": ctx.settings.where} if ctx.settings.where else {}
+    if dropped:
+        extra["notes"] = [_kept_note(b, dropped)]
     what = f"{len(units)} unit(s) from {b.full_name}"
     if partial:
         what = f"{len(units)} of the {len(every)} units of {b.full_name} (it keeps the other {len(every) - len(units)})"
+    what += f"; {len(dropped)} skipped ({PARTITION_DROPPED})" if dropped else ""
     if ctx.settings.dry_run:
         return table_result(full_name, "planned", f"would restore {what}", would_change=True,
-                            backup_table=b.full_name, run_id=ctx.run_id, partitions=parts, **extra)
+                            backup_table=b.full_name, run_id=ctx.run_id, partitions=parts + dropped, **extra)
     jdir = journal_dir(info)
     journal = Journal(ctx.fs, jdir, ctx.run_id)
     doc = {
@@ -142,6 +162,8 @@ def rollback_table(ctx: Context, full_name: str) -> dict[str, Any]:
         "backup_journal_dir": b.journal_dir or jdir,
         "partial": partial,  # the backup keeps its other units: only these leave it
         "units": [dict(u, index=i, trash=trash_path(u["location"], ctx.run_id)) for i, u in enumerate(units)],
+        # units whose partition was dropped: not restored, left in the backup (finish_rollback keeps it)
+        "skipped": [{"spec": d["spec"], "location": d["location"], "old": d["original"]} for d in dropped],
     }
     journal.start(doc)
     journal.table_step("rolling_back")
@@ -163,4 +185,27 @@ def rollback_table(ctx: Context, full_name: str) -> dict[str, Any]:
                 part["bytes_after"] += inside["length"]
     update_statistics(ctx, info, list(zip(units, parts)))
     return table_result(full_name, "rolled_back", f"restored {what}", changed=True, backup_table=b.full_name,
-                        run_id=ctx.run_id, partitions=parts, recovered=recovered, **extra)
+                        run_id=ctx.run_id, partitions=parts + dropped, recovered=recovered, **extra)
+
+
+def _dropped_result(ctx: Context, b: Any, u: dict[str, Any]) -> dict[str, Any]:
+    """The result of a unit whose partition was dropped after the compaction."""
+    live = ctx.fs.exists(u["location"])
+    where = (f"its directory {u['location']} still holds the compacted files" if live
+             else f"its directory {u['location']} is gone")
+    orig = ctx.fs.list_dir(u["old"])
+    kept = (f"its {len(orig.files)} original file(s) stay in {u['old']}, kept with the backup {b.full_name} until a "
+            f"cleanup removes them" if orig.exists else f"its original directory {u['old']} is gone too")
+    return {
+        "spec": u["spec"], "location": u["location"], "status": "skipped", "code": PARTITION_DROPPED,
+        "files_before": None, "files_after": None, "bytes_before": None, "bytes_after": None,
+        "rows_before": None, "rows_after": None, "original": u["old"],
+        "reason": (f"partition {u['spec']} was dropped after the compaction ({where}): not re-created and not "
+                   f"restored; {kept}"),
+    }
+
+
+def _kept_note(b: Any, dropped: list[dict[str, Any]]) -> str:
+    return (f"{len(dropped)} partition(s) dropped since the compaction not restored "
+            f"({', '.join(d['spec'] for d in dropped[:5])}{', ...' if len(dropped) > 5 else ''}); the backup "
+            f"{b.full_name} keeps their original files until a cleanup removes them")

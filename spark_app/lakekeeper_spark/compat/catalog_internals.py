@@ -38,6 +38,13 @@ class CatalogInternals:
         """Every partition of a table: a Scala ``Seq[CatalogTablePartition]`` (one Metastore call)."""
         return self.session_catalog().listPartitions(self.ident(db, table), self._jvm.scala.Option.empty())
 
+    def location_string(self, uri: Any) -> str:
+        """A location ``java.net.URI`` as the path string Hadoop's ``Path`` and
+        SQL's ``LOCATION`` take: decoded (``k=a%253A`` in the URI is the
+        directory ``k=a%3A`` Hive escaped, ``%20`` a space), as Spark's own
+        ``CatalogUtils.URIToString``; ``URI.toString`` keeps it encoded."""
+        return str(self._jvm.org.apache.spark.sql.catalyst.catalog.CatalogUtils.URIToString(uri))
+
     def storage_with_location(self, storage: Any, location: str) -> Any:
         """A copy of a ``CatalogStorageFormat`` with another location, every
         other field as it is."""
