@@ -103,10 +103,12 @@ def rollback_table(ctx: Context, full_name: str) -> dict[str, Any]:
         b, every, units = _backup_of_run(ctx, info, full_name, backups, ctx.settings.rollback_run)
     else:
         b, every, units = _newest_backup(ctx, info, backups)
-    if not units:  # where: nothing of it in this backup (or in any)
+    if not units:  # where: nothing of it in this backup (or in any); else a backup that holds no partition
         of = f"the backup of run {b.run_id}" if ctx.settings.rollback_run else "any backup"
-        return table_result(full_name, "skipped", f"no partition of {of} matches the where filter",
-                            changed=bool(recovered), run_id=ctx.run_id, recovered=recovered, where=ctx.settings.where)
+        reason = (f"no partition of {of} matches the where filter" if ctx.settings.where
+                  else f"{b.full_name} holds no partition to restore")
+        return table_result(full_name, "skipped", reason, changed=bool(recovered), run_id=ctx.run_id,
+                            recovered=recovered, **({"where": ctx.settings.where} if ctx.settings.where else {}))
     partial = len(units) < len(every)  # where: the backup keeps the units it did not select
     dropped = [_dropped_result(ctx, b, u) for u in units if u.get("partition_missing")]
     units = [u for u in units if not u.get("partition_missing")]
