@@ -145,7 +145,7 @@ options:
           - Defaults to V(lakekeeper-<command>-<table or database>) (the first table and how many more for
             O(tables)), followed by V(-awx-<job id>) when the play runs in an AWX or Ansible Tower job
             (its C(awx_job_id)/C(tower_job_id) variable, or C(AWX_JOB_ID)/C(JOB_ID) in the controller's
-            environment), then V(-<run id>): the module chooses the run id of the application and the engine takes
+            environment), then V(-<run id>) - the module chooses the run id of the application and the engine takes
             it (C(--new-run-id)), so the name matches RV(run_id) of the result, for example
             V(lakekeeper-compact-sales.events-awx-4242-20250301T020000-3f9a1c).
         type: str

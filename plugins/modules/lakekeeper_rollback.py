@@ -54,7 +54,7 @@ options:
   where:
     description:
       - Restore only the partitions this filter selects (C(--where)), for example V(dt = '2024-09-01') or
-        V(dt BETWEEN '2024-09-01' AND '2024-09-03'): comparisons, V(IN) lists, V(BETWEEN), V(AND), V(OR) and V(NOT)
+        V(dt BETWEEN '2024-09-01' AND '2024-09-03') - comparisons, V(IN) lists, V(BETWEEN), V(AND), V(OR) and V(NOT)
         on partition columns only, the syntax of O(lakekeeper.hive.lakekeeper_compact#module:where) (never SQL).
       - The backup keeps the other partitions (their original files and journal) and is dropped once the last of
         them is restored; a table with no backup holding a selected partition is V(skipped), a filter that does
