@@ -47,6 +47,7 @@ from .planner import WriteLayout, group_pieces, target_file_count, write_layout
 
 log = logging.getLogger(__name__)
 
+
 @dataclasses.dataclass
 class WriteResult:
     rows_source: int  # rows of the unit's data before compaction

@@ -95,7 +95,7 @@ def _rows(start: int, n: int) -> list[tuple[int, str]]:
 
 
 def test_open_files_zones_snapshots_and_carried_attributes(spark, engine, files, warehouse, bed, monkeypatch,
-                                                          owner_run):
+                                                           owner_run):
     """(``owner_run``: the run as ``etl`` of the next test starts here and
     goes on in its own process meanwhile.)"""
     import lakekeeper_spark.commands.compact as compact_cmd
@@ -191,7 +191,6 @@ def test_open_files_zones_snapshots_and_carried_attributes(spark, engine, files,
             for r in spark.sql(sql).collect():
                 got[r.dt].append((r.id, r.name))
             return {dt: sorted(v) for dt, v in got.items()}
-
 
         # the writer finishes its file: the next run compacts it with every row, written before and after
         for i, name in flume[3:]:

@@ -64,8 +64,8 @@ def test_rollback_of_the_partitions_a_filter_selects(spark, engine, files, wareh
     res = engine.one("rollback", t, where="dt IN ('a', 'c')", rollback_run=first["run_id"])
     monkeypatch.delenv("LAKEKEEPER_FAULT_AT")
     assert res["status"] == "failed" and res["changed"] and "injected fault" in res["reason"], res
-    assert [a["action"] for a in res["recovered_after_error"]][-3:] == ["rolled_back", "rolled_back",
-                                                                         "finished_run"], res
+    actions = [a["action"] for a in res["recovered_after_error"]]
+    assert actions[-3:] == ["rolled_back", "rolled_back", "finished_run"], res
     assert all(files.snapshot(f"{loc}/dt={dt}") == original[dt] for dt in "abc")
     assert files.snapshot(f"{loc}/dt=d") == compacted["d"]
     assert _backup_partitions(spark, backup) == ["dt=d"]
