@@ -603,15 +603,25 @@ class HadoopFS:
     def open_files(self, names: dict[str, list[str]], threads: int = 8) -> dict[str, list[str]]:
         """For each directory (``{uri: [file name, ...]}``), the files a writer
         still holds open (``isFileClosed`` false: under construction on the
-        NameNode, their length and time not final). One call per file, on up
-        to ``threads`` threads. A file gone meanwhile is not open (the listing
+        NameNode, their length and time not final). One NameNode call per
+        file, on up to ``threads`` threads, through the HDFS client with the
+        path as a string (one gateway call each; else through the FileSystem
+        with a Path, two). A file gone meanwhile is not open (the listing
         checks see it)."""
+        calls: dict[str, Any] = {}
+        for uri in names:
+            fs = self.fs(uri)
+            try:
+                client, base = fs.getClient(), str(self.path(uri).toUri().getPath()).rstrip("/")
+                calls[uri] = (lambda name, c=client, b=base: c.isFileClosed(f"{b}/{name}"))
+            except Exception:  # noqa: BLE001 - not a DistributedFileSystem underneath
+                calls[uri] = (lambda name, f=fs, u=uri.rstrip("/"): f.isFileClosed(self.path(f"{u}/{name}")))
         pairs = [(uri, name) for uri, files in names.items() for name in files]
 
         def closed(pair: tuple[str, str]) -> bool:
             uri, name = pair
             try:
-                return bool(self.fs(uri).isFileClosed(self.path(f"{uri.rstrip('/')}/{name}")))
+                return bool(calls[uri](name))
             except Exception as exc:  # noqa: BLE001
                 if "FileNotFoundException" in java_message(exc) + " " + str(exc)[:2000]:
                     return True
