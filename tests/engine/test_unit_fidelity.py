@@ -53,14 +53,13 @@ def test_text_units_read_their_own_directory_with_their_own_codec(spark, engine,
     spark.sql(f"CREATE EXTERNAL TABLE {t} (id BIGINT, v STRING) PARTITIONED BY (hour INT) "
               f"ROW FORMAT DELIMITED FIELDS TERMINATED BY ',' STORED AS TEXTFILE LOCATION '{loc}'")
     s = spark.newSession()  # the writers' settings, not the shared session's
-    s.sql(f"INSERT INTO {t} PARTITION (hour=9) SELECT /*+ REPARTITION(5) */ id, concat('nine-', id) "
-          f"FROM range(0, 50)")
-    s.sql(f"INSERT INTO {t} PARTITION (hour=10) SELECT /*+ REPARTITION(4) */ id, concat('ten-', id) "
-          f"FROM range(100, 140)")
+    s.conf.set("hive.exec.dynamic.partition.mode", "nonstrict")
+    s.sql(f"INSERT INTO {t} PARTITION (hour) SELECT /*+ REPARTITION(4) */ id, "
+          f"IF(id < 50, concat('nine-', id), concat('ten-', id)), IF(id < 50, 9, 10) FROM range(0, 90)")
     s.conf.set("hive.exec.compress.output", "true")
     s.conf.set("mapreduce.output.fileoutputformat.compress.codec", "org.apache.hadoop.io.compress.GzipCodec")
     s.sql(f"INSERT INTO {t} PARTITION (hour=10) SELECT /*+ REPARTITION(3) */ id, concat('ten-', id) "
-          f"FROM range(140, 170)")
+          f"FROM range(100, 130)")
     tool = []  # the external tool: gzip files, no partition in the Metastore
     for f in range(4):
         chunk = [f"{i},zero-nine-{i}".encode() for i in range(200 + f * 10, 210 + f * 10)]
@@ -117,20 +116,19 @@ def test_parquet_units_keep_their_own_codec_and_layout(spark, engine, files, war
     spark.sql(f"CREATE EXTERNAL TABLE {t} (id BIGINT, name STRING, amount DECIMAL(12,2)) PARTITIONED BY (dt STRING) "
               f"STORED AS PARQUET LOCATION '{loc}'")
 
-    def insert(dt: str, start: int, n_files: int, legacy: bool = False) -> None:
-        s = spark.newSession()  # a writer's own settings
+    def insert(parts: str, start: int, legacy: bool = False) -> None:
+        """One write job (a writer with its own settings): 40 rows and 4 files into each partition of ``parts``."""
+        s = spark.newSession()
         s.conf.set("spark.sql.parquet.writeLegacyFormat", "true" if legacy else "false")
-        s.sql(f"INSERT INTO {t} PARTITION (dt='{dt}') SELECT /*+ REPARTITION({n_files}) */ id, concat('n-', id), "
-              f"CAST(id * 1.5 AS DECIMAL(12,2)) FROM range({start}, {start + 40})")
+        s.conf.set("hive.exec.dynamic.partition.mode", "nonstrict")
+        s.sql(f"INSERT INTO {t} PARTITION (dt) SELECT /*+ REPARTITION(4) */ id, concat('n-', id), "
+              f"CAST(id * 1.5 AS DECIMAL(12,2)), substr('{parts}', CAST(id % {len(parts)} AS INT) + 1, 1) "
+              f"FROM range({start}, {start + 40 * len(parts)})")
 
-    insert("a", 0, 4)
-    insert("c", 100, 4)
-    insert("d", 200, 4)
-    insert("d", 240, 3, legacy=True)
-    insert("e", 300, 4, legacy=True)
+    insert("acd", 0)
+    insert("de", 200, legacy=True)
     spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('parquet.compression'='GZIP')")
-    insert("b", 400, 4)
-    insert("c", 140, 3)
+    insert("bc", 400)
     spark.sql(f"REFRESH TABLE {t}")
     before = {dt: _parquet_facts(spark, files, f"{loc}/dt={dt}") for dt in "abcde"}
     assert before == {"a": [("snappy", "standard")], "b": [("gzip", "standard")],
@@ -195,19 +193,16 @@ def test_avro_units_keep_their_own_codec_and_writer_schema(spark, engine, files,
         files.rmtree(f"{loc}/k=y/{n}")
     spark.sql(f"MSCK REPAIR TABLE {t}")
 
-    def insert(codec: str, key: str, start: int, n_files: int) -> None:
+    def insert(codec: str, key: str, start: int, rows: int) -> None:
         s = spark.newSession()  # the pipeline, with its codec of the day
         s.conf.set("hive.exec.compress.output", "true")
         s.conf.set("avro.output.codec", codec)
         s.conf.set("hive.exec.dynamic.partition.mode", "nonstrict")
-        s.sql(f"INSERT INTO {t} PARTITION (k) SELECT /*+ REPARTITION({n_files}) */ id, concat('n-', id), {key} "
-              f"FROM range({start}, {start + 30})")
+        s.sql(f"INSERT INTO {t} PARTITION (k) SELECT /*+ REPARTITION(3) */ id, concat('n-', id), {key} "
+              f"FROM range({start}, {start + rows})")
 
-    insert("snappy", "NULL", 0, 4)
-    insert("deflate", "'a:b/c%d e'", 100, 4)
-    insert("snappy", "'x'", 200, 4)
-    insert("snappy", "'y'", 300, 3)
-    insert("deflate", "'x'", 230, 3)
+    insert("snappy", "CASE id % 3 WHEN 0 THEN NULL WHEN 1 THEN 'x' ELSE 'y' END", 0, 90)
+    insert("deflate", "IF(id % 2 = 0, 'a:b/c%d e', 'x')", 100, 60)
     assert sorted(files.names(loc)) == ["k=__HIVE_DEFAULT_PARTITION__", "k=a%3Ab%2Fc%25d e", "k=x", "k=y"]
     spark.sql(f"REFRESH TABLE {t}")
 
