@@ -238,19 +238,22 @@ def test_avro_units_keep_their_own_codec_and_writer_schema(spark, engine, files,
 
 
 def test_rollback_leaves_partitions_dropped_after_the_compaction_and_cleanup_frees_them(
-        spark, engine, files, warehouse):
+        spark, engine, files, warehouse, monkeypatch):
     """Run 1 compacts dt=a, b, c; run 2 later compacts dt=e. Then dt=b is
     dropped (``ALTER TABLE ... DROP PARTITION``: an external table keeps its
     directory) and dt=c dropped with its directory deleted. Rolling back run
-    1 (``--run-id``) restores dt=a only: dt=b and dt=c are reported
-    ``skipped`` (``partition_dropped``), not re-created, nothing of them
-    moved; their originals stay, and run 1's backup keeps exactly them. A
+    1 (``--run-id``; check mode first, then a run stopped by an error right
+    after its first restore and settled from its journal) restores dt=a
+    only: dt=b and dt=c are reported ``skipped`` (``partition_dropped``), not
+    re-created, nothing of them moved; their originals stay, and run 1's
+    backup keeps exactly them. A
     rollback of the newest run restores dt=e; one more rollback finds only
     dropped partitions and changes nothing; cleanup frees run 1's originals.
 
     Before, the rollback re-created dt=b (a partition the user had dropped)
     and refused the whole table (``live_changed``) for dt=c."""
     from engine_helpers import make_table
+    from lakekeeper_spark.faults import HOOKS
 
     loc = make_table(spark, warehouse, "dropped_parts", rows=100, partitions={"a": 6, "b": 6, "c": 6})
     t = "lk.dropped_parts"
@@ -272,16 +275,25 @@ def test_rollback_leaves_partitions_dropped_after_the_compaction_and_cleanup_fre
     old = {dt: f"{loc}/.dt={dt}.lk_old_{run1['run_id']}" for dt in "bc"}
     assert all(files.snapshot(o) == original[dt] for dt, o in old.items())
 
-    res = engine.one("rollback", t, rollback_run=run1["run_id"])
-    by = {p["spec"]: p for p in res["partitions"]}
-    assert res["status"] == "rolled_back" and res["changed"], res
-    assert by["dt=a"]["status"] == "rolled_back", res
+    plan = engine.one("rollback", t, rollback_run=run1["run_id"], dry_run=True)  # check mode: what it would do
+    by = {p["spec"]: p for p in plan["partitions"]}
+    assert plan["status"] == "planned" and by["dt=a"]["status"] == "planned", plan
     for dt in "bc":
-        assert (by[f"dt={dt}"]["status"], by[f"dt={dt}"]["code"]) == ("skipped", "partition_dropped"), res
+        assert (by[f"dt={dt}"]["status"], by[f"dt={dt}"]["code"]) == ("skipped", "partition_dropped"), plan
         reason = by[f"dt={dt}"]["reason"]
-        assert f"/.dt={dt}.lk_old_{run1['run_id']}" in reason and run1["backup_table"] in reason, res
-    assert "still holds the compacted files" in by["dt=b"]["reason"] and "is gone" in by["dt=c"]["reason"], res
-    assert any("dt=b, dt=c" in n for n in res["notes"]), res
+        assert f"/.dt={dt}.lk_old_{run1['run_id']}" in reason and run1["backup_table"] in reason, plan
+    assert "still holds the compacted files" in by["dt=b"]["reason"] and "is gone" in by["dt=c"]["reason"], plan
+    assert any("dt=b, dt=c" in n for n in plan["notes"]) and "2 skipped (partition_dropped)" in plan["reason"], plan
+
+    # the rollback, stopped by an error right after it restored dt=a: settled at once from its journal,
+    # which holds the skipped units too (the same path as recover after a crash)
+    monkeypatch.setattr(HOOKS, "fired", set())
+    monkeypatch.setenv("LAKEKEEPER_FAULT_AT", f"rollback_restored:after@{t}#0=raise")
+    res = engine.one("rollback", t, rollback_run=run1["run_id"])
+    monkeypatch.delenv("LAKEKEEPER_FAULT_AT")
+    assert res["status"] == "failed" and res["changed"] and "injected fault" in res["reason"], res
+    kept = [a for a in res["recovered_after_error"] if a["action"] == "kept_backup"]
+    assert [a["units"] for a in kept] == [["dt=b", "dt=c"]], res
     assert sorted(r[0] for r in spark.sql(f"SHOW PARTITIONS {t}").collect()) == ["dt=a", "dt=e"]
     assert files.snapshot(f"{loc}/dt=a") == original["a"]
     assert files.snapshot(f"{loc}/dt=b") == compacted_b and not files.exists(f"{loc}/dt=c")  # nothing moved
