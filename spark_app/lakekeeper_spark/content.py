@@ -19,8 +19,8 @@ it; arrays, maps and structs are hashed through their JSON text.
   keeps its own storage descriptor, copied from the Metastore; a scratch
   EXTERNAL table over the staging directory, ``external.table.purge=false``,
   dropped right after; it is refused as a table to compact meanwhile:
-  ``unit_table``, which also serves the rewrite's read of a text/Avro unit).
-  That read is what ``content`` costs over ``rows``.
+  ``UnitTable``, the same one the rewrite read the unit's directory
+  through). That read is what ``content`` costs over ``rows``.
 
 Any difference stops the unit before its swap with ``content_mismatch`` and
 both figures. ``verify: rows`` keeps only the metadata checks (row counts
@@ -29,10 +29,9 @@ from footers, schema, codec).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import uuid
-from typing import Any, Iterator
+from typing import Any
 
 from .errors import LakekeeperError
 from .model import TableInfo, Unit
@@ -88,11 +87,14 @@ def compare(expected: dict[str, Any], got: dict[str, Any]) -> None:
         )
 
 
-def staged_checksum(spark: Any, fs: Any, catalog: Any, table: TableInfo, unit: Unit, run_id: str) -> dict[str, Any]:
+def staged_checksum(spark: Any, fs: Any, catalog: Any, table: TableInfo, unit: Unit, run_id: str,
+                    scratch: UnitTable | None = None) -> dict[str, Any]:
     """The checksum of the unit's staging directory, read as the table's
     readers will read it after the swap. Taken right after the write, while
     the staging holds only the rewritten files (minor mode copies the kept
-    files in afterwards; those are verified byte for byte)."""
+    files in afterwards; those are verified byte for byte). ``scratch``: the
+    unit's scratch table (``UnitTable``) the rewrite read its source
+    through, re-pointed here (else one is made for this read)."""
     s = spark.newSession()
     if table.format in ("parquet", "orc"):
         import json
@@ -101,16 +103,21 @@ def staged_checksum(spark: Any, fs: Any, catalog: Any, table: TableInfo, unit: U
 
         schema = StructType.fromJson(json.loads(table.data_schema_json))
         return checksum(s.read.schema(schema).format(table.format).load(unit.staging))
-    return _through_serde(s, fs, catalog, table, unit, run_id)
+    own = scratch is None
+    scratch = scratch or UnitTable(catalog, table, unit, run_id)
+    try:
+        return _through_serde(s, fs, table, unit, scratch)
+    finally:
+        if own:
+            scratch.close()
 
 
-def _through_serde(s: Any, fs: Any, catalog: Any, table: TableInfo, unit: Unit, run_id: str) -> dict[str, Any]:
-    """Text and Avro: read through a scratch table over the staged files
-    (``unit_table``). Hadoop's input formats skip an input path whose own
-    name is hidden, so the staged files are read from a visible
-    subdirectory of the (hidden) staging directory, and moved back up
-    afterwards; a failure anywhere here fails the unit, whose staging is
-    then discarded whole."""
+def _through_serde(s: Any, fs: Any, table: TableInfo, unit: Unit, scratch: UnitTable) -> dict[str, Any]:
+    """Text and Avro: read through the unit's scratch table over the staged
+    files. Hadoop's input formats skip an input path whose own name is
+    hidden, so the staged files are read from a visible subdirectory of the
+    (hidden) staging directory, and moved back up afterwards; a failure
+    anywhere here fails the unit, whose staging is then discarded whole."""
     staging = unit.staging.rstrip("/")
     view = f"{staging}/{_READ_DIR}"
     names = [f.name for f in fs.list_dir(staging).files]
@@ -118,41 +125,57 @@ def _through_serde(s: Any, fs: Any, catalog: Any, table: TableInfo, unit: Unit, 
     for n in names:
         fs.rename(f"{staging}/{n}", f"{view}/{n}")
     try:
-        with unit_table(catalog, table, unit, view, run_id, "verify") as name:
-            cols = [quote_column(n) for n, _type in table.data_columns]
-            return checksum(s.table(qualified(table.db, name)).select(*cols))
+        name = scratch.over(view)
+        cols = [quote_column(n) for n, _type in table.data_columns]
+        return checksum(s.table(qualified(table.db, name)).select(*cols))
     finally:
         for n in names:
             fs.rename(f"{view}/{n}", f"{staging}/{n}")
         fs.delete(view)
 
 
-@contextlib.contextmanager
-def unit_table(catalog: Any, table: TableInfo, unit: Unit, location: str, run_id: str,
-               kind: str) -> Iterator[str]:
+class UnitTable:
     """A scratch EXTERNAL clone of a text/Avro table (its SerDe, formats,
-    SerDe and table properties, purge disabled, property ``lakekeeper.verify_of``:
-    refused as a table to compact meanwhile) over exactly the directory
-    ``location``; yields its name (in the table's database), dropped afterwards. For a
+    SerDe and table properties, purge disabled, property
+    ``lakekeeper.verify_of``: refused as a table to compact meanwhile) over
+    exactly one directory at a time (``over``), dropped by ``close``. For a
     partition, its one partition gets that partition's own storage
     descriptor and parameters straight from the Metastore, so Spark's reader
     layers them over the table's exactly as for the real partition.
 
     Reading it reads that directory and nothing else: never a filter on the
     partition's values, which a sibling partition may share (``hour=9`` and
-    ``hour=09`` of an INT column cast to one value). Used for the unit's
-    source (``kind`` ``source``, over its live directory) and for its staged
-    copy (``verify``)."""
-    name = f"__lk_{kind}_{table.name[:60]}_{uuid.uuid4().hex[:12]}".lower()
-    catalog.create_clone(table, table.db, name, location, {SCRATCH_OF_PROPERTY: table.full_name,
-                                                           "lakekeeper.run_id": run_id})
-    try:
-        if table.is_partitioned:  # the partition's own descriptor, as the Metastore holds it
-            catalog.add_partitions(table.db, name, [(unit.partition or {}, location)])
-            catalog.copy_partition_storage(table.db, table.name, name, unit.partition or {}, location)
-        yield name
-    finally:
+    ``hour=09`` of an INT column cast to one value). One per unit: the
+    rewrite reads the unit's live directory through it, the verification
+    its staged copy (the partition re-pointed: two Metastore calls instead
+    of a second table)."""
+
+    def __init__(self, catalog: Any, table: TableInfo, unit: Unit, run_id: str):
+        self.catalog, self.table, self.unit, self.run_id = catalog, table, unit, run_id
+        self.name: str | None = None
+
+    def over(self, location: str) -> str:
+        """The scratch table (its name, in the table's database) over ``location``."""
+        t, spec = self.table, self.unit.partition or {}
+        if self.name is None:
+            name = f"__lk_verify_{t.name[:60]}_{uuid.uuid4().hex[:12]}".lower()
+            self.catalog.create_clone(t, t.db, name, location, {SCRATCH_OF_PROPERTY: t.full_name,
+                                                                "lakekeeper.run_id": self.run_id})
+            self.name = name
+            if t.is_partitioned:  # the partition's own descriptor, as the Metastore holds it
+                self.catalog.add_partitions(t.db, name, [(spec, location)])
+                self.catalog.copy_partition_storage(t.db, t.name, name, spec, location)
+        elif t.is_partitioned:
+            self.catalog.set_location(t.db, self.name, location, spec)
+        else:
+            self.catalog.set_location(t.db, self.name, location)
+        return self.name
+
+    def close(self) -> None:
+        if self.name is None:
+            return
         try:
-            catalog.drop_table(table.db, name)
+            self.catalog.drop_table(self.table.db, self.name)
         except Exception:  # noqa: BLE001 - a leftover scratch table is refused as a table and changes nothing
-            log.warning("could not drop the scratch table %s.%s", table.db, name, exc_info=True)
+            log.warning("could not drop the scratch table %s.%s", self.table.db, self.name, exc_info=True)
+        self.name = None

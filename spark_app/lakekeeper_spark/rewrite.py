@@ -28,11 +28,10 @@ before verification checks the staged copy against them.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import uuid
 import logging
-from typing import Any, Iterator
+from typing import Any
 
 from .columns import RewriteColumns
 from . import content as content_check
@@ -79,14 +78,14 @@ def _unit_session(spark: Any) -> Any:
 
 def write_staging(
     spark: Any, fs: Any, table: TableInfo, unit: Unit, settings: Settings, codec: dict[str, Any],
-    columns: RewriteColumns | None = None, slots: int = 1, catalog: Any = None, run_id: str = "",
+    columns: RewriteColumns | None = None, slots: int = 1, scratch: Any = None,
 ) -> WriteResult:
     """The compacted copy of ``unit`` in its staging directory, written with
     ``codec``: the codec (and Parquet layout, Avro writer schema) of the
     unit's own files (``unit_formats``). ``slots``: the task slots this unit
     can count on (the application's cores shared by the units that run at
-    the same time). ``catalog`` and ``run_id``: the scratch table a text or
-    Avro partition is read through (``content.unit_table``)."""
+    the same time). ``scratch``: the unit's ``content.UnitTable``, which a
+    text or Avro partition is read through."""
     fmt = table.format
     columns = columns or RewriteColumns()
     if fmt in ("parquet", "orc"):
@@ -94,8 +93,8 @@ def write_staging(
     if columns.dedupe:
         raise ValueError(f"dedupe is not supported for {fmt}")
     if fmt in ("text", "avro"):
-        with _serde_source(catalog, table, unit, run_id) as source:
-            return _write_hive_serde(spark, table, unit, codec, source, columns.sort_by, settings.verify == "content")
+        return _write_hive_serde(spark, table, unit, codec, _serde_source(table, unit, scratch), columns.sort_by,
+                                 settings.verify == "content")
     raise ValueError(f"unsupported format {fmt}")
 
 
@@ -296,19 +295,19 @@ def join_pieces(spark: Any, fs: Any, fmt: str, staging: str, layout: WriteLayout
     log.info("%s: joined %d pieces into %d file(s)", staging, len(pieces), len(groups))
 
 
-@contextlib.contextmanager
-def _serde_source(catalog: Any, table: TableInfo, unit: Unit, run_id: str) -> Iterator[str]:
-    """The table (in the table's database) to read a text/Avro unit from: the table itself
-    when it is not partitioned (its directory is the unit), else a scratch
-    table over exactly the partition's directory with its own descriptor
-    (``content.unit_table``). Never the table filtered on the partition's
-    values: ``hour = '09'`` on an INT column also selects ``hour=9``, a
-    sibling partition whose rows would be written into this one."""
+def _serde_source(table: TableInfo, unit: Unit, scratch: Any) -> str:
+    """The table (in the table's database) to read a text/Avro unit from:
+    the table itself when it is not partitioned (its directory is the
+    unit), else the unit's scratch table over exactly the partition's
+    directory with its own descriptor (``content.UnitTable``). Never the
+    table filtered on the partition's values: ``hour = '09'`` on an INT
+    column also selects ``hour=9``, a sibling partition whose rows would be
+    written into this one."""
     if not table.is_partitioned:
-        yield table.name
-        return
-    with content_check.unit_table(catalog, table, unit, unit.location, run_id, "source") as name:
-        yield name
+        return table.name
+    if scratch is None:
+        raise ValueError("a partition of a text or Avro table is read through its scratch table")
+    return scratch.over(unit.location)
 
 
 def _write_hive_serde(spark: Any, table: TableInfo, unit: Unit, codec: dict[str, Any], source: str,

@@ -53,14 +53,13 @@ def test_text_units_read_their_own_directory_with_their_own_codec(spark, engine,
     spark.sql(f"CREATE EXTERNAL TABLE {t} (id BIGINT, v STRING) PARTITIONED BY (hour INT) "
               f"ROW FORMAT DELIMITED FIELDS TERMINATED BY ',' STORED AS TEXTFILE LOCATION '{loc}'")
     s = spark.newSession()  # the writers' settings, not the shared session's
-    s.sql(f"INSERT INTO {t} PARTITION (hour=9) SELECT /*+ REPARTITION(5) */ id, concat('nine-', id) "
-          f"FROM range(0, 50)")
-    s.sql(f"INSERT INTO {t} PARTITION (hour=10) SELECT /*+ REPARTITION(4) */ id, concat('ten-', id) "
-          f"FROM range(100, 140)")
+    s.conf.set("hive.exec.dynamic.partition.mode", "nonstrict")
+    s.sql(f"INSERT INTO {t} PARTITION (hour) SELECT /*+ REPARTITION(4) */ id, "
+          f"IF(id < 50, concat('nine-', id), concat('ten-', id)), IF(id < 50, 9, 10) FROM range(0, 90)")
     s.conf.set("hive.exec.compress.output", "true")
     s.conf.set("mapreduce.output.fileoutputformat.compress.codec", "org.apache.hadoop.io.compress.GzipCodec")
     s.sql(f"INSERT INTO {t} PARTITION (hour=10) SELECT /*+ REPARTITION(3) */ id, concat('ten-', id) "
-          f"FROM range(140, 170)")
+          f"FROM range(100, 130)")
     tool = []  # the external tool: gzip files, no partition in the Metastore
     for f in range(4):
         chunk = [f"{i},zero-nine-{i}".encode() for i in range(200 + f * 10, 210 + f * 10)]
@@ -117,20 +116,19 @@ def test_parquet_units_keep_their_own_codec_and_layout(spark, engine, files, war
     spark.sql(f"CREATE EXTERNAL TABLE {t} (id BIGINT, name STRING, amount DECIMAL(12,2)) PARTITIONED BY (dt STRING) "
               f"STORED AS PARQUET LOCATION '{loc}'")
 
-    def insert(dt: str, start: int, n_files: int, legacy: bool = False) -> None:
-        s = spark.newSession()  # a writer's own settings
+    def insert(parts: str, start: int, legacy: bool = False) -> None:
+        """One write job (a writer with its own settings): 40 rows and 4 files into each partition of ``parts``."""
+        s = spark.newSession()
         s.conf.set("spark.sql.parquet.writeLegacyFormat", "true" if legacy else "false")
-        s.sql(f"INSERT INTO {t} PARTITION (dt='{dt}') SELECT /*+ REPARTITION({n_files}) */ id, concat('n-', id), "
-              f"CAST(id * 1.5 AS DECIMAL(12,2)) FROM range({start}, {start + 40})")
+        s.conf.set("hive.exec.dynamic.partition.mode", "nonstrict")
+        s.sql(f"INSERT INTO {t} PARTITION (dt) SELECT /*+ REPARTITION(4) */ id, concat('n-', id), "
+              f"CAST(id * 1.5 AS DECIMAL(12,2)), substr('{parts}', CAST(id % {len(parts)} AS INT) + 1, 1) "
+              f"FROM range({start}, {start + 40 * len(parts)})")
 
-    insert("a", 0, 4)
-    insert("c", 100, 4)
-    insert("d", 200, 4)
-    insert("d", 240, 3, legacy=True)
-    insert("e", 300, 4, legacy=True)
+    insert("acd", 0)
+    insert("de", 200, legacy=True)
     spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('parquet.compression'='GZIP')")
-    insert("b", 400, 4)
-    insert("c", 140, 3)
+    insert("bc", 400)
     spark.sql(f"REFRESH TABLE {t}")
     before = {dt: _parquet_facts(spark, files, f"{loc}/dt={dt}") for dt in "abcde"}
     assert before == {"a": [("snappy", "standard")], "b": [("gzip", "standard")],
@@ -195,19 +193,16 @@ def test_avro_units_keep_their_own_codec_and_writer_schema(spark, engine, files,
         files.rmtree(f"{loc}/k=y/{n}")
     spark.sql(f"MSCK REPAIR TABLE {t}")
 
-    def insert(codec: str, key: str, start: int, n_files: int) -> None:
+    def insert(codec: str, key: str, start: int, rows: int) -> None:
         s = spark.newSession()  # the pipeline, with its codec of the day
         s.conf.set("hive.exec.compress.output", "true")
         s.conf.set("avro.output.codec", codec)
         s.conf.set("hive.exec.dynamic.partition.mode", "nonstrict")
-        s.sql(f"INSERT INTO {t} PARTITION (k) SELECT /*+ REPARTITION({n_files}) */ id, concat('n-', id), {key} "
-              f"FROM range({start}, {start + 30})")
+        s.sql(f"INSERT INTO {t} PARTITION (k) SELECT /*+ REPARTITION(3) */ id, concat('n-', id), {key} "
+              f"FROM range({start}, {start + rows})")
 
-    insert("snappy", "NULL", 0, 4)
-    insert("deflate", "'a:b/c%d e'", 100, 4)
-    insert("snappy", "'x'", 200, 4)
-    insert("snappy", "'y'", 300, 3)
-    insert("deflate", "'x'", 230, 3)
+    insert("snappy", "CASE id % 3 WHEN 0 THEN NULL WHEN 1 THEN 'x' ELSE 'y' END", 0, 90)
+    insert("deflate", "IF(id % 2 = 0, 'a:b/c%d e', 'x')", 100, 60)
     assert sorted(files.names(loc)) == ["k=__HIVE_DEFAULT_PARTITION__", "k=a%3Ab%2Fc%25d e", "k=x", "k=y"]
     spark.sql(f"REFRESH TABLE {t}")
 
@@ -243,19 +238,22 @@ def test_avro_units_keep_their_own_codec_and_writer_schema(spark, engine, files,
 
 
 def test_rollback_leaves_partitions_dropped_after_the_compaction_and_cleanup_frees_them(
-        spark, engine, files, warehouse):
+        spark, engine, files, warehouse, monkeypatch):
     """Run 1 compacts dt=a, b, c; run 2 later compacts dt=e. Then dt=b is
     dropped (``ALTER TABLE ... DROP PARTITION``: an external table keeps its
     directory) and dt=c dropped with its directory deleted. Rolling back run
-    1 (``--run-id``) restores dt=a only: dt=b and dt=c are reported
-    ``skipped`` (``partition_dropped``), not re-created, nothing of them
-    moved; their originals stay, and run 1's backup keeps exactly them. A
+    1 (``--run-id``; check mode first, then a run stopped by an error right
+    after its first restore and settled from its journal) restores dt=a
+    only: dt=b and dt=c are reported ``skipped`` (``partition_dropped``), not
+    re-created, nothing of them moved; their originals stay, and run 1's
+    backup keeps exactly them. A
     rollback of the newest run restores dt=e; one more rollback finds only
     dropped partitions and changes nothing; cleanup frees run 1's originals.
 
     Before, the rollback re-created dt=b (a partition the user had dropped)
     and refused the whole table (``live_changed``) for dt=c."""
     from engine_helpers import make_table
+    from lakekeeper_spark.faults import HOOKS
 
     loc = make_table(spark, warehouse, "dropped_parts", rows=100, partitions={"a": 6, "b": 6, "c": 6})
     t = "lk.dropped_parts"
@@ -277,16 +275,25 @@ def test_rollback_leaves_partitions_dropped_after_the_compaction_and_cleanup_fre
     old = {dt: f"{loc}/.dt={dt}.lk_old_{run1['run_id']}" for dt in "bc"}
     assert all(files.snapshot(o) == original[dt] for dt, o in old.items())
 
-    res = engine.one("rollback", t, rollback_run=run1["run_id"])
-    by = {p["spec"]: p for p in res["partitions"]}
-    assert res["status"] == "rolled_back" and res["changed"], res
-    assert by["dt=a"]["status"] == "rolled_back", res
+    plan = engine.one("rollback", t, rollback_run=run1["run_id"], dry_run=True)  # check mode: what it would do
+    by = {p["spec"]: p for p in plan["partitions"]}
+    assert plan["status"] == "planned" and by["dt=a"]["status"] == "planned", plan
     for dt in "bc":
-        assert (by[f"dt={dt}"]["status"], by[f"dt={dt}"]["code"]) == ("skipped", "partition_dropped"), res
+        assert (by[f"dt={dt}"]["status"], by[f"dt={dt}"]["code"]) == ("skipped", "partition_dropped"), plan
         reason = by[f"dt={dt}"]["reason"]
-        assert f"/.dt={dt}.lk_old_{run1['run_id']}" in reason and run1["backup_table"] in reason, res
-    assert "still holds the compacted files" in by["dt=b"]["reason"] and "is gone" in by["dt=c"]["reason"], res
-    assert any("dt=b, dt=c" in n for n in res["notes"]), res
+        assert f"/.dt={dt}.lk_old_{run1['run_id']}" in reason and run1["backup_table"] in reason, plan
+    assert "still holds the compacted files" in by["dt=b"]["reason"] and "is gone" in by["dt=c"]["reason"], plan
+    assert any("dt=b, dt=c" in n for n in plan["notes"]) and "2 skipped (partition_dropped)" in plan["reason"], plan
+
+    # the rollback, stopped by an error right after it restored dt=a: settled at once from its journal,
+    # which holds the skipped units too (the same path as recover after a crash)
+    monkeypatch.setattr(HOOKS, "fired", set())
+    monkeypatch.setenv("LAKEKEEPER_FAULT_AT", f"rollback_restored:after@{t}#0=raise")
+    res = engine.one("rollback", t, rollback_run=run1["run_id"])
+    monkeypatch.delenv("LAKEKEEPER_FAULT_AT")
+    assert res["status"] == "failed" and res["changed"] and "injected fault" in res["reason"], res
+    kept = [a for a in res["recovered_after_error"] if a["action"] == "kept_backup"]
+    assert [a["units"] for a in kept] == [["dt=b", "dt=c"]], res
     assert sorted(r[0] for r in spark.sql(f"SHOW PARTITIONS {t}").collect()) == ["dt=a", "dt=e"]
     assert files.snapshot(f"{loc}/dt=a") == original["a"]
     assert files.snapshot(f"{loc}/dt=b") == compacted_b and not files.exists(f"{loc}/dt=c")  # nothing moved

@@ -16,7 +16,7 @@ from ..columns import RewriteColumns, resolve_columns
 from ..context import Context, run_unit_jobs
 from ..errors import LakekeeperError, Refused, UsageError, java_message, root_cause
 from ..content import compare as compare_content
-from ..content import staged_checksum
+from ..content import UnitTable, staged_checksum
 from ..faults import alter_staged_value, tamper_staging
 from ..formats import file_columns, file_facts, payload_fraction, spark_codec_name
 from ..hdfs_checks import carry_attributes
@@ -234,17 +234,20 @@ def _compact_unit(
 ) -> dict[str, Any]:
     fs = ctx.fs
     rows_before = rows_after = None
+    # text/Avro: the scratch table the unit is read through, then its staged copy (dropped in any case)
+    scratch = UnitTable(ctx.catalog, info, u, p.run_id)
     try:
         if backup is not None and backup.failed():
             backup.wait()  # raises: no point writing a copy that cannot be swapped in
         journal.unit_step(idx, "writing_staging", staging=u.staging)
         columns = columns or RewriteColumns()
-        written = write_staging(ctx.spark, fs, info, u, ctx.settings, codec, columns, slots, ctx.catalog, p.run_id)
+        written = write_staging(ctx.spark, fs, info, u, ctx.settings, codec, columns, slots, scratch)
         rows_before = written.rows_source
         extra = _dedupe_result(written) if columns.dedupe else {}
         if written.notes:  # what this Spark could not do for the unit (done the plain way instead)
             extra["notes"] = list(written.notes)
-        extra.update(_verify_content(ctx, info, p, u, written, codec))
+        extra.update(_verify_content(ctx, info, p, u, written, codec, scratch))
+        scratch.close()
         copied = copy_kept_files(fs, u)
         tamper_staging(fs, u.staging)  # test hook: a bad copy
         journal.unit_step(idx, "verifying")
@@ -283,6 +286,7 @@ def _compact_unit(
         update_statistics(ctx, info, [(u, result)])
         return result
     except Exception as exc:  # noqa: BLE001 - every failure leaves the original in place
+        scratch.close()
         if isinstance(exc, LakekeeperError):
             code, message = exc.code, exc.message
         else:
@@ -302,14 +306,14 @@ def _compact_unit(
 
 
 def _verify_content(ctx: Context, info: TableInfo, p: TablePlan, u: Unit, written: Any,
-                    codec: dict[str, Any]) -> dict[str, Any]:
+                    codec: dict[str, Any], scratch: UnitTable | None = None) -> dict[str, Any]:
     """``verify: content``: the staged copy, read back as readers will read
     it, has the checksum of the rows written (content.py); before the kept
     files of minor mode are copied in (those are checked byte for byte)."""
     alter_staged_value(ctx.spark, ctx.fs, info, u.staging, spark_codec_name(info.format, codec.get("codec")))  # test hook
     if written.content is None:
         return {"verified": "rows"}
-    got = staged_checksum(ctx.spark, ctx.fs, ctx.catalog, info, u, p.run_id)
+    got = staged_checksum(ctx.spark, ctx.fs, ctx.catalog, info, u, p.run_id, scratch)
     compare_content(written.content, got)
     return {"verified": "content", "content_checksum": got["content"]}
 
