@@ -98,7 +98,8 @@ def _parquet_facts(spark, files, loc: str) -> list[tuple[str, str | None]]:
                    for uri in files.data_files(loc)}, key=str)
 
 
-def test_parquet_units_keep_their_own_codec_and_layout(spark, engine, files, warehouse):
+def test_parquet_units_keep_their_own_codec_and_layout_and_rollback_leaves_dropped_partitions(
+        spark, engine, files, warehouse, monkeypatch):
     """A Parquet table as years leave it: snappy files (Spark's default)
     until its ``parquet.compression`` property became GZIP; files written in
     Parquet's legacy layout (as Hive and Impala write it, or Spark with
@@ -107,9 +108,24 @@ def test_parquet_units_keep_their_own_codec_and_layout(spark, engine, files, war
     file's, gzip, with a note), dt=d both layouts (refused: readers of the
     legacy layout only would see other rows), dt=e legacy only.
 
+    Then run 2 compacts a new partition dt=f; dt=b is dropped (``ALTER
+    TABLE ... DROP PARTITION``: an external table keeps its directory) and
+    dt=c dropped with its directory deleted. Rolling back run 1
+    (``--run-id``; check mode first, then a run stopped by an error right
+    after its first restore and settled from its journal) restores dt=a and
+    dt=e: dt=b and dt=c are reported ``skipped`` (``partition_dropped``),
+    not re-created, nothing of them moved; their originals stay, and run
+    1's backup keeps exactly them. A rollback of the newest run restores
+    dt=f; one more rollback finds only dropped partitions and changes
+    nothing; cleanup frees run 1's originals.
+
     Before, the codec and layout of the first file of the first unit (dt=a:
     snappy, standard) were used for every unit: dt=b became snappy, dt=e
-    standard, dt=d was compacted into one layout."""
+    standard, dt=d was compacted into one layout. And the rollback
+    re-created dt=b (a partition the user had dropped) and refused the whole
+    table (``live_changed``) for dt=c."""
+    from lakekeeper_spark.faults import HOOKS
+
     loc = f"{warehouse}/unit_codecs"
     t = "lk.unit_codecs"
     spark.sql(f"DROP TABLE IF EXISTS {t}")
@@ -125,6 +141,9 @@ def test_parquet_units_keep_their_own_codec_and_layout(spark, engine, files, war
               f"CAST(id * 1.5 AS DECIMAL(12,2)), substr('{parts}', CAST(id % {len(parts)} AS INT) + 1, 1) "
               f"FROM range({start}, {start + 40 * len(parts)})")
 
+    def partitions(table: str) -> list[str]:
+        return sorted(r[0] for r in spark.sql(f"SHOW PARTITIONS {table}").collect())
+
     insert("acd", 0)
     insert("de", 200, legacy=True)
     spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('parquet.compression'='GZIP')")
@@ -134,23 +153,80 @@ def test_parquet_units_keep_their_own_codec_and_layout(spark, engine, files, war
     assert before == {"a": [("snappy", "standard")], "b": [("gzip", "standard")],
                       "c": [("gzip", "standard"), ("snappy", "standard")],
                       "d": [("snappy", "legacy"), ("snappy", "standard")], "e": [("snappy", "legacy")]}, before
-    original_d = files.snapshot(f"{loc}/dt=d")
+    original = {dt: files.snapshot(f"{loc}/dt={dt}") for dt in "abcde"}
     rows = frozen(spark, t)
 
-    res = engine.one("compact", t)
-    by = {p["spec"]: p for p in res["partitions"]}
-    assert res["status"] == "compacted", res
-    assert [by[f"dt={dt}"]["status"] for dt in "abcde"] == ["compacted"] * 3 + ["refused", "compacted"], res
+    run1 = engine.one("compact", t)
+    by = {p["spec"]: p for p in run1["partitions"]}
+    assert run1["status"] == "compacted", run1
+    assert [by[f"dt={dt}"]["status"] for dt in "abcde"] == ["compacted"] * 3 + ["refused", "compacted"], run1
     d = by["dt=d"]
     assert d["code"] == "mixed_files" and "legacy" in d["reason"] and "standard" in d["reason"], d
-    assert files.snapshot(f"{loc}/dt=d") == original_d and files.hidden(f"{loc}/dt=d") == []
+    assert files.snapshot(f"{loc}/dt=d") == original["d"] and files.hidden(f"{loc}/dt=d") == []
     after = {dt: _parquet_facts(spark, files, f"{loc}/dt={dt}") for dt in "abce"}
     assert after == {"a": [("snappy", "standard")], "b": [("gzip", "standard")], "c": [("gzip", "standard")],
                      "e": [("snappy", "legacy")]}, after
     assert any("gzip" in n and "snappy" in n and "newest" in n for n in by["dt=c"].get("notes", [])), by["dt=c"]
-    assert not by["dt=a"].get("notes") and not by["dt=b"].get("notes"), res
+    assert not by["dt=a"].get("notes") and not by["dt=b"].get("notes"), run1
     spark.sql(f"REFRESH TABLE {t}")
     assert same_rows(spark.table(t), rows)
+
+    insert("f", 600)
+    original["f"] = files.snapshot(f"{loc}/dt=f")
+    run2 = engine.one("compact", t)
+    assert [p["spec"] for p in run2["partitions"] if p["status"] == "compacted"] == ["dt=f"], run2
+    compacted_b = files.snapshot(f"{loc}/dt=b")
+    rows = frozen(spark, t)
+    spark.sql(f"ALTER TABLE {t} DROP PARTITION (dt='b')")
+    spark.sql(f"ALTER TABLE {t} DROP PARTITION (dt='c')")
+    files.rmtree(f"{loc}/dt=c")
+    old = {dt: f"{loc}/.dt={dt}.lk_old_{run1['run_id']}" for dt in "bc"}
+    assert all(files.snapshot(o) == original[dt] for dt, o in old.items())
+    kept_rows = rows.where("dt IN ('a', 'd', 'e', 'f')")
+
+    plan = engine.one("rollback", t, rollback_run=run1["run_id"], dry_run=True)  # check mode: what it would do
+    by = {p["spec"]: p for p in plan["partitions"]}
+    assert plan["status"] == "planned" and by["dt=a"]["status"] == by["dt=e"]["status"] == "planned", plan
+    for dt in "bc":
+        assert (by[f"dt={dt}"]["status"], by[f"dt={dt}"]["code"]) == ("skipped", "partition_dropped"), plan
+        reason = by[f"dt={dt}"]["reason"]
+        assert f"/.dt={dt}.lk_old_{run1['run_id']}" in reason and run1["backup_table"] in reason, plan
+    assert "still holds the compacted files" in by["dt=b"]["reason"] and "is gone" in by["dt=c"]["reason"], plan
+    assert any("dt=b, dt=c" in n for n in plan["notes"]) and "2 skipped (partition_dropped)" in plan["reason"], plan
+
+    # the rollback, stopped by an error right after it restored dt=a: settled at once from its journal,
+    # which holds the skipped units too (the same path as recover after a crash)
+    monkeypatch.setattr(HOOKS, "fired", set())
+    monkeypatch.setenv("LAKEKEEPER_FAULT_AT", f"rollback_restored:after@{t}#0=raise")
+    res = engine.one("rollback", t, rollback_run=run1["run_id"])
+    monkeypatch.delenv("LAKEKEEPER_FAULT_AT")
+    assert res["status"] == "failed" and res["changed"] and "injected fault" in res["reason"], res
+    kept = [a for a in res["recovered_after_error"] if a["action"] == "kept_backup"]
+    assert [a["units"] for a in kept] == [["dt=b", "dt=c"]], res
+    assert partitions(t) == ["dt=a", "dt=d", "dt=e", "dt=f"]
+    assert all(files.snapshot(f"{loc}/dt={dt}") == original[dt] for dt in "ade")
+    assert files.snapshot(f"{loc}/dt=b") == compacted_b and not files.exists(f"{loc}/dt=c")  # nothing moved
+    assert all(files.snapshot(o) == original[dt] for dt, o in old.items())  # the originals stay
+    assert partitions(run1["backup_table"]) == ["dt=b", "dt=c"]
+    spark.sql(f"REFRESH TABLE {t}")
+    assert same_rows(spark.table(t), kept_rows)
+
+    res = engine.one("rollback", t)  # the newest backup: run 2's
+    assert res["status"] == "rolled_back" and [p["spec"] for p in res["partitions"]] == ["dt=f"], res
+    assert files.snapshot(f"{loc}/dt=f") == original["f"]
+    res = engine.one("rollback", t)  # run 1's backup again: only dropped partitions in it
+    assert (res["status"], res["code"], res["changed"]) == ("skipped", "partition_dropped", False), res
+    assert partitions(t) == ["dt=a", "dt=d", "dt=e", "dt=f"]
+
+    res = engine.one("cleanup", t, older_than="all")
+    (removed,) = res["backups_removed"]
+    assert res["status"] == "cleaned" and removed["backup_table"] == run1["backup_table"], res
+    assert removed["dropped_partitions"] == ["dt=b", "dt=c"] and removed["bytes"] > 0, res
+    assert not any(files.exists(o) for o in old.values()) and files.hidden(loc) == []
+    assert files.snapshot(f"{loc}/dt=b") == compacted_b  # the dropped partition's own directory: never ours to delete
+    assert engine.one("rollback", t)["status"] == "skipped"
+    spark.sql(f"REFRESH TABLE {t}")
+    assert same_rows(spark.table(t), kept_rows)
     spark.sql(f"DROP TABLE {t}")
 
 
@@ -236,86 +312,3 @@ def test_avro_units_keep_their_own_codec_and_writer_schema(spark, engine, files,
     assert same_rows(spark.table(t), rows)
     spark.sql(f"DROP TABLE {t}")
 
-
-def test_rollback_leaves_partitions_dropped_after_the_compaction_and_cleanup_frees_them(
-        spark, engine, files, warehouse, monkeypatch):
-    """Run 1 compacts dt=a, b, c; run 2 later compacts dt=e. Then dt=b is
-    dropped (``ALTER TABLE ... DROP PARTITION``: an external table keeps its
-    directory) and dt=c dropped with its directory deleted. Rolling back run
-    1 (``--run-id``; check mode first, then a run stopped by an error right
-    after its first restore and settled from its journal) restores dt=a
-    only: dt=b and dt=c are reported ``skipped`` (``partition_dropped``), not
-    re-created, nothing of them moved; their originals stay, and run 1's
-    backup keeps exactly them. A
-    rollback of the newest run restores dt=e; one more rollback finds only
-    dropped partitions and changes nothing; cleanup frees run 1's originals.
-
-    Before, the rollback re-created dt=b (a partition the user had dropped)
-    and refused the whole table (``live_changed``) for dt=c."""
-    from engine_helpers import make_table
-    from lakekeeper_spark.faults import HOOKS
-
-    loc = make_table(spark, warehouse, "dropped_parts", rows=100, partitions={"a": 6, "b": 6, "c": 6})
-    t = "lk.dropped_parts"
-    original = {dt: files.snapshot(f"{loc}/dt={dt}") for dt in "abc"}
-    run1 = engine.one("compact", t)
-    assert run1["status"] == "compacted" and len(run1["partitions"]) == 3, run1
-    spark.range(900, 960).selectExpr("id", "concat('name-', id) AS name", "CAST(id * 1.5 AS DECIMAL(12,2)) AS amount",
-                                     "timestamp_seconds(1700000000 + id) AS ts").repartition(6) \
-        .createOrReplaceTempView("lk_src_e")
-    spark.sql(f"INSERT INTO {t} PARTITION (dt='e') SELECT * FROM lk_src_e")
-    original["e"] = files.snapshot(f"{loc}/dt=e")
-    run2 = engine.one("compact", t)
-    assert [p["spec"] for p in run2["partitions"] if p["status"] == "compacted"] == ["dt=e"], run2
-    compacted_b = files.snapshot(f"{loc}/dt=b")
-    rows = frozen(spark, t)
-    spark.sql(f"ALTER TABLE {t} DROP PARTITION (dt='b')")
-    spark.sql(f"ALTER TABLE {t} DROP PARTITION (dt='c')")
-    files.rmtree(f"{loc}/dt=c")
-    old = {dt: f"{loc}/.dt={dt}.lk_old_{run1['run_id']}" for dt in "bc"}
-    assert all(files.snapshot(o) == original[dt] for dt, o in old.items())
-
-    plan = engine.one("rollback", t, rollback_run=run1["run_id"], dry_run=True)  # check mode: what it would do
-    by = {p["spec"]: p for p in plan["partitions"]}
-    assert plan["status"] == "planned" and by["dt=a"]["status"] == "planned", plan
-    for dt in "bc":
-        assert (by[f"dt={dt}"]["status"], by[f"dt={dt}"]["code"]) == ("skipped", "partition_dropped"), plan
-        reason = by[f"dt={dt}"]["reason"]
-        assert f"/.dt={dt}.lk_old_{run1['run_id']}" in reason and run1["backup_table"] in reason, plan
-    assert "still holds the compacted files" in by["dt=b"]["reason"] and "is gone" in by["dt=c"]["reason"], plan
-    assert any("dt=b, dt=c" in n for n in plan["notes"]) and "2 skipped (partition_dropped)" in plan["reason"], plan
-
-    # the rollback, stopped by an error right after it restored dt=a: settled at once from its journal,
-    # which holds the skipped units too (the same path as recover after a crash)
-    monkeypatch.setattr(HOOKS, "fired", set())
-    monkeypatch.setenv("LAKEKEEPER_FAULT_AT", f"rollback_restored:after@{t}#0=raise")
-    res = engine.one("rollback", t, rollback_run=run1["run_id"])
-    monkeypatch.delenv("LAKEKEEPER_FAULT_AT")
-    assert res["status"] == "failed" and res["changed"] and "injected fault" in res["reason"], res
-    kept = [a for a in res["recovered_after_error"] if a["action"] == "kept_backup"]
-    assert [a["units"] for a in kept] == [["dt=b", "dt=c"]], res
-    assert sorted(r[0] for r in spark.sql(f"SHOW PARTITIONS {t}").collect()) == ["dt=a", "dt=e"]
-    assert files.snapshot(f"{loc}/dt=a") == original["a"]
-    assert files.snapshot(f"{loc}/dt=b") == compacted_b and not files.exists(f"{loc}/dt=c")  # nothing moved
-    assert all(files.snapshot(o) == original[dt] for dt, o in old.items())  # the originals stay
-    assert sorted(r[0] for r in spark.sql(f"SHOW PARTITIONS {run1['backup_table']}").collect()) == ["dt=b", "dt=c"]
-    spark.sql(f"REFRESH TABLE {t}")
-    assert same_rows(spark.table(t), rows.where("dt IN ('a', 'e')"))
-
-    res = engine.one("rollback", t)  # the newest backup: run 2's
-    assert res["status"] == "rolled_back" and [p["spec"] for p in res["partitions"]] == ["dt=e"], res
-    assert files.snapshot(f"{loc}/dt=e") == original["e"]
-    res = engine.one("rollback", t)  # run 1's backup again: only dropped partitions in it
-    assert (res["status"], res["code"], res["changed"]) == ("skipped", "partition_dropped", False), res
-    assert sorted(r[0] for r in spark.sql(f"SHOW PARTITIONS {t}").collect()) == ["dt=a", "dt=e"]
-
-    res = engine.one("cleanup", t, older_than="all")
-    (removed,) = res["backups_removed"]
-    assert res["status"] == "cleaned" and removed["backup_table"] == run1["backup_table"], res
-    assert removed["dropped_partitions"] == ["dt=b", "dt=c"] and removed["bytes"] > 0, res
-    assert not any(files.exists(o) for o in old.values()) and files.hidden(loc) == []
-    assert files.snapshot(f"{loc}/dt=b") == compacted_b  # the dropped partition's own directory: never ours to delete
-    assert engine.one("rollback", t)["status"] == "skipped"
-    spark.sql(f"REFRESH TABLE {t}")
-    assert same_rows(spark.table(t), rows.where("dt IN ('a', 'e')"))
-    spark.sql(f"DROP TABLE {t}")
