@@ -311,4 +311,3 @@ def test_avro_units_keep_their_own_codec_and_writer_schema(spark, engine, files,
     spark.sql(f"REFRESH TABLE {t}")
     assert same_rows(spark.table(t), rows)
     spark.sql(f"DROP TABLE {t}")
-
