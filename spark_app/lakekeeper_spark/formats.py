@@ -213,13 +213,19 @@ def file_columns(spark: Any, fmt: str, uri: str) -> list[tuple[str, str]]:
         finally:
             reader.close()
     if fmt == "orc":
-        orc = jvm.org.apache.orc.OrcFile
-        reader = orc.createReader(_jpath(spark, uri), orc.readerOptions(conf))
-        try:
-            return _columns_of(spark, fmt, reader.getSchema())
-        finally:
-            reader.close()
+        return _orc_facts(spark, uri)["columns"]
     raise ValueError(f"no footer for {fmt}")
+
+
+def _orc_facts(spark: Any, uri: str) -> dict[str, Any]:
+    """An ORC file's codec and columns, from one read of its footer."""
+    orc = spark._jvm.org.apache.orc.OrcFile
+    reader = orc.createReader(_jpath(spark, uri), orc.readerOptions(spark._jsc.hadoopConfiguration()))
+    try:
+        return {"codec": str(reader.getCompressionKind().name()).lower(),
+                "columns": _columns_of(spark, "orc", reader.getSchema())}
+    finally:
+        reader.close()
 
 
 def file_facts(spark: Any, fmt: str, uri: str) -> dict[str, Any]:
@@ -245,13 +251,7 @@ def file_facts(spark: Any, fmt: str, uri: str) -> dict[str, Any]:
         finally:
             reader.close()
     if fmt == "orc":
-        orc = jvm.org.apache.orc.OrcFile
-        reader = orc.createReader(_jpath(spark, uri), orc.readerOptions(conf))
-        try:
-            return {"codec": str(reader.getCompressionKind().name()).lower(),
-                    "columns": _columns_of(spark, fmt, reader.getSchema())}
-        finally:
-            reader.close()
+        return _orc_facts(spark, uri)
     if fmt == "avro":
         return avro_header(spark, uri)
     if fmt == "text":
