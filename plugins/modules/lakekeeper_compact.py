@@ -352,6 +352,14 @@ tables:
       description: The partition filter (O(where)); partitions it does not select are not in RV(tables[].partitions).
       type: str
       returned: when O(where) is set
+    warnings:
+      description:
+        - What the space pre-flight could not check, for example the quota of a directory above the table that this
+          user may not read (a NameNode before Hadoop 2.8 tells a quota only through a content summary of everything
+          below the directory). The run goes on; a write over such a quota still fails cleanly.
+      type: list
+      elements: str
+      returned: when there are some
     partitions:
       description:
         - Per-partition file counts, sizes and statuses; a non-partitioned table has one entry with C(spec) V("").

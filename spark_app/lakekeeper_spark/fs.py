@@ -466,27 +466,39 @@ class HadoopFS:
             "space_quota": int(cs.getSpaceQuota()),
         }
 
-    def quota_usage(self, uri: str) -> dict[str, int]:
+    def quota_usage(self, uri: str) -> dict[str, Any]:
         """Namespace and space quota of a directory and what counts against
         them. ``getQuotaUsage`` is cheap on the NameNode; Hadoop 2.7 lacks it,
-        then the content summary gives the same figures."""
+        then the content summary gives the same figures (a Hadoop 3 client
+        falls back to it by itself). A content summary walks everything below
+        the directory, and the NameNode gives it only to a user who may read
+        all of that: on a real cluster hardly anyone for ``/``. Then the quota
+        is unknown: -1 figures and ``unknown`` (the NameNode's refusal)."""
         fs, p = self.fs(uri), self.path(uri)
         try:
-            q = fs.getQuotaUsage(p)
-            return {
-                "quota": int(q.getQuota()),
-                "namespace_used": int(q.getFileAndDirectoryCount()),
-                "space_quota": int(q.getSpaceQuota()),
-                "space_consumed": int(q.getSpaceConsumed()),
-            }
-        except Exception:  # noqa: BLE001 - older NameNodes: "Unknown method getQuotaUsage"
+            try:
+                q = fs.getQuotaUsage(p)
+                return {
+                    "quota": int(q.getQuota()),
+                    "namespace_used": int(q.getFileAndDirectoryCount()),
+                    "space_quota": int(q.getSpaceQuota()),
+                    "space_consumed": int(q.getSpaceConsumed()),
+                }
+            except Exception as exc:  # noqa: BLE001 - older clients or NameNodes: no getQuotaUsage
+                if _access_denied(exc):
+                    raise
             cs = self.content_summary(uri)
-            return {
-                "quota": cs["quota"],
-                "namespace_used": cs["file_count"] + cs["directory_count"],
-                "space_quota": cs["space_quota"],
-                "space_consumed": cs["space_consumed"],
-            }
+        except Exception as exc:  # noqa: BLE001
+            if not _access_denied(exc):
+                raise
+            return {"quota": -1, "namespace_used": -1, "space_quota": -1, "space_consumed": -1,
+                    "unknown": " ".join(java_message(exc).split())[:300]}
+        return {
+            "quota": cs["quota"],
+            "namespace_used": cs["file_count"] + cs["directory_count"],
+            "space_quota": cs["space_quota"],
+            "space_consumed": cs["space_consumed"],
+        }
 
     def fs_status(self, uri: str) -> dict[str, int]:
         st = self.fs(uri).getStatus(self.path(uri))
@@ -515,7 +527,9 @@ class HadoopFS:
             if "AclException" not in str(exc) and "disabled" not in str(exc):
                 warnings.append(f"ACL of {src}: {java_message(exc)}")
         q = self.quota_usage(src)
-        if q["quota"] >= 0 or q["space_quota"] >= 0:
+        if q.get("unknown"):
+            warnings.append(f"quota of {src} not readable, not copied to {dst}: {q['unknown']}")
+        elif q["quota"] >= 0 or q["space_quota"] >= 0:
             try:
                 fs.setQuota(d, q["quota"], q["space_quota"])
             except Exception as exc:  # noqa: BLE001 - needs superuser
@@ -662,12 +676,17 @@ class HadoopFS:
                     out[(owner, group)] = None
                 except Exception as exc:  # noqa: BLE001
                     text = java_message(exc)
-                    if "AccessControlException" not in text + " " + str(exc)[:2000]:
+                    if not _access_denied(exc):
                         raise
                     out[(owner, group)] = text
         finally:
             fs.delete(p, False)
         return out
+
+
+def _access_denied(exc: Exception) -> bool:
+    """The NameNode refused this user (``AccessControlException``)."""
+    return "AccessControlException" in java_message(exc) + " " + str(exc)[:2000]
 
 
 def threaded(fn: Any, items: list[Any], limit: int = 8) -> list[Any]:

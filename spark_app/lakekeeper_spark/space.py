@@ -67,10 +67,11 @@ def _namespace_quota_line(path: str, q: dict[str, int]) -> str:
 
 def space_check(fs: HadoopFS, units: list[Unit]) -> dict[str, Any]:
     if not units:
-        return {"ok": True, "problems": [], "dirs": [], "needed_bytes": 0}
+        return {"ok": True, "problems": [], "warnings": [], "dirs": [], "needed_bytes": 0}
     first = units[0].location
     repl, block = fs.replication(first), fs.block_size(first)
     problems: list[str] = []
+    warnings: list[str] = []
     dirs = []
     # Only HDFS has quotas; on other filesystems a content summary of every
     # ancestor would walk whole disks for nothing.
@@ -79,6 +80,11 @@ def space_check(fs: HadoopFS, units: list[Unit]) -> dict[str, Any]:
         q = fs.quota_usage(path)
         entry = {"path": path, "needed_bytes": need.space, "needed_names": need.names, **q}
         dirs.append(entry)
+        if q.get("unknown"):
+            warnings.append(f"{path}: quota not checked, this user may not read it: {q['unknown']} (NameNodes before "
+                            f"Hadoop 2.8 tell a quota only with a content summary of the whole directory; a write "
+                            f"over a quota there still fails cleanly)")
+            continue
         if q["space_quota"] >= 0 and q["space_consumed"] + need.space > q["space_quota"]:
             problems.append(f"{_space_quota_line(path, q)}, the compacted copy needs {human_bytes(need.space)} more "
                             f"(data x replication {repl} + open blocks)")
@@ -90,7 +96,8 @@ def space_check(fs: HadoopFS, units: list[Unit]) -> dict[str, Any]:
         problems.append(
             f"filesystem has {human_bytes(status['remaining'])} left, the compacted copy needs {human_bytes(total)}"
         )
-    return {"ok": not problems, "problems": problems, "dirs": [d for d in dirs if d["quota"] >= 0 or d["space_quota"] >= 0],
+    return {"ok": not problems, "problems": problems, "warnings": warnings,
+            "dirs": [d for d in dirs if d["quota"] >= 0 or d["space_quota"] >= 0 or d.get("unknown")],
             "needed_bytes": total, "replication": repl, "block_size": block, "remaining_bytes": status["remaining"]}
 
 

@@ -233,6 +233,11 @@ OWNER_RUN = textwrap.dedent(
     for d in (base, base + "/t"):  # the ingestion user's directories; group lakers may write
         su.setOwner(P(d), "ingest", "lakers")
         su.setPermission(P(d), perm("drwxrwxr-x"))
+    # as on any real cluster, a directory this user may not read: a Hadoop 2.7 NameNode then
+    # refuses the content summary (its only way to a quota) of every directory above it
+    su.mkdirs(P(base + "-private"))
+    su.setOwner(P(base + "-private"), "alice", "alice")
+    su.setPermission(P(base + "-private"), perm("drwx------"))
     spark.sql("CREATE DATABASE IF NOT EXISTS lk")
     spark.sql("DROP TABLE IF EXISTS lk.owned")
     spark.sql(f"CREATE EXTERNAL TABLE lk.owned (id BIGINT, name STRING) STORED AS PARQUET LOCATION '{base}/t'")
@@ -287,6 +292,11 @@ def owner_run(bed, warehouse, tmp_path_factory):
         proc.wait()
 
 
+def base_parent(location: str) -> str:
+    """``.../lk-owner-tests/x/t`` -> ``.../lk-owner-tests`` (the parent of the table's parent)."""
+    return location.rstrip("/").rsplit("/", 2)[0]
+
+
 def test_owner_change_needs_the_superuser(owner_run):
     """A separate process as ``etl`` (HADOOP_USER_NAME, simple authentication):
     not the superuser, a member of ``lakers`` with write access there."""
@@ -310,3 +320,8 @@ def test_owner_change_needs_the_superuser(owner_run):
     assert any("owner change" in w and "ingest:lakers" in w and "etl:lakers" in w for w in part["warnings"]), part
     after = out["after_allowed"]
     assert after["owners"] == ["etl:lakers"] and len(after["files"]) == 1 and after["rows"] == rows
+    # the space pre-flight could not read the quotas above the private directory: said, not failed
+    parent = base_parent(allowed["location"])
+    unread = [w for w in allowed.get("warnings", []) if "quota not checked" in w]
+    assert any(w.startswith(f"{parent}: ") for w in unread) and any("/: " in w for w in unread), allowed
+    assert all("AccessControlException" in w or "Permission denied" in w for w in unread), unread

@@ -106,6 +106,10 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     if not space["ok"]:
         raise LakekeeperError("insufficient_space", "not enough room for the compacted copy: "
                               + "; ".join(space["problems"]) + "; nothing was written")
+    if space["warnings"]:
+        for w in space["warnings"]:
+            log.warning("%s: %s", full_name, w)
+        base["warnings"] = space["warnings"]
     for path in [info.location or ""] + [x for u in todo for x in (u.location, u.old)]:
         try:  # every path that goes into the backup table's DDL, checked before anything is written
             sql_path_literal(path)
