@@ -62,6 +62,8 @@ def test_delete_ratio_trigger_rewrites_a_compacted_partition_with_updates(spark,
     assert "below the trigger 0.01" in by["dt=b"]["reason"]
     dry = engine.one("compact", t, dry_run=True, **SIZES)
     assert dry["status"] == "planned" and [p["spec"] for p in dry["partitions"] if p["status"] == "planned"] == ["dt=a"]
+    assert {p["spec"]: (p["rule"], p["delete_ratio"]) for p in dry["partitions"]} == {
+        "dt=a": ("delete_ratio", round(32 / 2031, 6)), "dt=b": ("ratio", round(5 / 2005, 6))}, dry
     assert {dt: files.snapshot(f"{loc}/dt={dt}") for dt in ("a", "b")} == before
 
     res = engine.one("compact", t, **SIZES)
