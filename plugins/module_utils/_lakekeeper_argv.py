@@ -114,6 +114,8 @@ DEDUPE_SPEC = dict(
     order_by=dict(type="str", required=True),
     delete_marker=dict(type="str"),
     delete_marker_value=dict(type="raw"),
+    # 0 < r <= 1: also rewrite a partition the size rule skips when this share of its rows would be removed
+    trigger_ratio=dict(type="float"),
 )
 DEDUPE_KEYS = tuple(DEDUPE_SPEC)
 
@@ -296,8 +298,8 @@ def rewrite_args(sort_by=None, dedupe=None):
     """``--sort-by`` and ``--dedupe-*`` flags of compact (docs/engine-contract.md).
 
     ``dedupe`` is a mapping with ``keys`` (list, required), ``order_by``
-    (required), ``delete_marker`` and ``delete_marker_value`` (needs
-    ``delete_marker``).
+    (required), ``delete_marker``, ``delete_marker_value`` (needs
+    ``delete_marker``) and ``trigger_ratio`` (0 < r <= 1).
     """
     argv = []
     if sort_by not in (None, [], ""):
@@ -305,7 +307,8 @@ def rewrite_args(sort_by=None, dedupe=None):
     if dedupe in (None, {}):
         return argv
     if not isinstance(dedupe, dict):
-        raise LakekeeperError("dedupe must be a mapping (keys, order_by, delete_marker, delete_marker_value)")
+        raise LakekeeperError("dedupe must be a mapping (keys, order_by, delete_marker, delete_marker_value, "
+                              "trigger_ratio)")
     unknown = sorted(str(k) for k in dedupe if k not in DEDUPE_KEYS)
     if unknown:
         raise LakekeeperError("unknown dedupe keys: %s" % ", ".join(unknown))
@@ -325,7 +328,22 @@ def rewrite_args(sort_by=None, dedupe=None):
             argv += ["--dedupe-delete-value", _text(value)]
     elif value is not None:
         raise LakekeeperError("dedupe.delete_marker_value needs dedupe.delete_marker")
+    ratio = dedupe.get("trigger_ratio")
+    if ratio is not None:
+        argv += ["--dedupe-trigger-ratio", _trigger_ratio(ratio)]
     return argv
+
+
+def _trigger_ratio(value):
+    """dedupe.trigger_ratio: a number greater than 0 and at most 1, as the engine's flag."""
+    try:
+        ratio = None if isinstance(value, bool) else float(value)
+    except (TypeError, ValueError):
+        ratio = None
+    if ratio is None or not 0 < ratio <= 1:  # also NaN
+        raise LakekeeperError("dedupe.trigger_ratio must be a number greater than 0 and at most 1 (the share of a "
+                              "partition's rows that the dedupe would remove), got %r" % (value,))
+    return "%r" % ratio
 
 
 def engine_args(command, selectors, options=None, config_file=None, dry_run=False,

@@ -107,7 +107,8 @@ options:
       - Keys are deduplicated B(within each partition directory), never across partitions. This fits tables that keep
         every version of a key in the same partition (e.g. partitioned by the key's creation date); versions of a key
         spread over several partitions are not merged.
-      - It applies to the partitions that the size rule selects, like any compaction.
+      - It applies to the partitions that the size rule selects, like any compaction, and, with
+        O(dedupe.trigger_ratio), to those where enough rows are superseded versions or delete markers.
       - A key with two different rows on its latest O(dedupe.order_by) value is ambiguous - that partition fails with
         code C(dedupe_tie) and is left as it was; identical rows count as one version.
       - Verification checks that the staged copy holds exactly one row per surviving key (a row count from the file
@@ -137,6 +138,18 @@ options:
           - A YAML boolean is passed as V(true) or V(false), as Spark prints a boolean column.
           - Requires O(dedupe.delete_marker).
         type: raw
+      trigger_ratio:
+        description:
+          - The delete-ratio trigger (engine C(--dedupe-trigger-ratio), table property
+            C(lakekeeper.dedupe.trigger_ratio)) - a partition that no size rule selects (e.g. one already compacted
+            that then received a small batch of updates) is still rewritten, and deduplicated, when this share of its
+            rows would be removed by the dedupe (superseded versions, and every row of a key whose latest version is
+            a delete marker).
+          - A number greater than 0 and at most 1, for example V(0.05) for 5%.
+          - Measured only when set, only for the partitions not already selected, by one read of their key,
+            O(dedupe.order_by) and O(dedupe.delete_marker) columns. Such a partition reports C(rule)
+            V(delete_ratio), and every partition measured reports the share in C(delete_ratio).
+        type: float
 extends_documentation_fragment:
   - lakekeeper.hive.lakekeeper
   - lakekeeper.hive.lakekeeper.compaction
@@ -220,6 +233,16 @@ EXAMPLES = r"""
       order_by: updated_at
       delete_marker: op
       delete_marker_value: D
+
+- name: Dedupe as above, and also rewrite compacted partitions once 5% of their rows are updates or deletes
+  lakekeeper.hive.lakekeeper_compact:
+    table: crm.customers
+    dedupe:
+      keys: [customer_id]
+      order_by: updated_at
+      delete_marker: op
+      delete_marker_value: D
+      trigger_ratio: 0.05
 
 - name: Compact, then have Impala reload each compacted table's file list
   lakekeeper.hive.lakekeeper_compact:
@@ -367,7 +390,9 @@ tables:
           C(duplicates_dropped) (older versions) and C(deletes_dropped) (keys whose latest version is a delete);
           C(rows_before) = C(rows_after) + C(duplicates_dropped) + C(deletes_dropped).
         - C(rule) is the rule that chose or declined the partition (V(ratio), V(minor), V(major), or V(smart)
-          when neither minor nor major applies); C(reason) says why.
+          when neither minor nor major applies, or V(delete_ratio) with O(dedupe.trigger_ratio)); C(reason) says why.
+        - With O(dedupe.trigger_ratio), each partition whose share of superseded and deleted rows was measured
+          (those no size rule selected) has it in C(delete_ratio), from 0 to 1.
         - In minor mode C(files_rewritten) fragment files are rewritten and C(files_copied) copied unchanged;
           C(rows_before) and C(rows_after) count the rows of the rewritten files.
         - C(verified) is the check the staged copy passed (V(content) or V(rows), O(verify)); with V(content) a

@@ -27,6 +27,7 @@ cycle, ``tests/engine/test_import_graph.py`` checks that):
 - ``backup``    the backup table (DDL clone, purge disabled)
 - ``context``   what a run shares (``Context``) and its bounded thread pools
 - ``tables``    loading a table, eligibility, its units and plan
+- ``delete_ratio`` dedupe's trigger_ratio: units the size rule skips, measured and selected
 - ``recovery``  the journal-driven state machines (recover, settle a unit, finish a
   rollback), a backup's units and journal record, Metastore statistics
 - ``results``   the JSON result of a table and of its units

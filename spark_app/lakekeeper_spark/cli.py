@@ -75,6 +75,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="compact --dedupe-keys: a key whose latest version has this marker set is dropped")
     common.add_argument("--dedupe-delete-value", dest="dedupe_delete_value", metavar="VALUE",
                         help="the --dedupe-delete-marker value that marks a delete (default: a boolean true)")
+    common.add_argument("--dedupe-trigger-ratio", dest="dedupe_trigger_ratio", type=float, metavar="RATIO",
+                        help="compact --dedupe-keys: also rewrite a partition the size rule skips when this share "
+                             "(0 < RATIO <= 1) of its rows are superseded versions or delete markers")
     common.add_argument("--mode", dest="mode", type=str.lower,
                         help="analyze/compact: " + ", ".join(MODES) + " (default ratio, the reference rule)")
     common.add_argument("--verify", dest="verify", type=str.lower,
@@ -147,7 +150,8 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
         "mode", "min_input_files", "fragment_ratio", "min_target_ratio", "where",
         "keep_last", "grace_period", "pin", "unpin", "verify", "rollback_run", "lease_timeout", "break_lease",
         "allow_by_name_projection", "allow_owner_change")}
-    rewrite = ("sort_by", "dedupe_keys", "dedupe_order_by", "dedupe_delete_marker", "dedupe_delete_value")
+    rewrite = ("sort_by", "dedupe_keys", "dedupe_order_by", "dedupe_delete_marker", "dedupe_delete_value",
+               "dedupe_trigger_ratio")
     overrides.update({k: getattr(args, k) for k in rewrite})
     settings = build_settings(file_values, overrides)
     for flag, value in (("--older-than", args.older_than), ("--keep-last", args.keep_last),

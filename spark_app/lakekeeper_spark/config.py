@@ -141,6 +141,9 @@ class Settings:
     dedupe_order_by: str | None = None
     dedupe_delete_marker: str | None = None
     dedupe_delete_value: str | None = None
+    # compact/analyze, dedupe: also rewrite a unit the size rule skips when this share of its rows (0 < r <= 1)
+    # are superseded versions or delete markers, i.e. rows the dedupe would remove (delete_ratio.py)
+    dedupe_trigger_ratio: float | None = None
 
     # Compaction modes (see planner.decide): "ratio" is the reference rule;
     # minor/major/smart classify files against the target size as Amoro does.
@@ -251,7 +254,11 @@ class Settings:
             self.dedupe_delete_value = "true" if self.dedupe_delete_value else "false"
         elif self.dedupe_delete_value is not None:
             self.dedupe_delete_value = str(self.dedupe_delete_value)
+        self.dedupe_trigger_ratio = _trigger_ratio(self.dedupe_trigger_ratio)
         if not self.dedupe_keys:
+            if self.dedupe_trigger_ratio is not None:
+                raise UsageError("dedupe trigger_ratio (--dedupe-trigger-ratio) needs dedupe keys and order_by: "
+                                 "it measures the rows the dedupe would remove")
             if self.dedupe_order_by or self.dedupe_delete_marker or self.dedupe_delete_value is not None:
                 raise UsageError("dedupe needs its key columns (dedupe keys / --dedupe-keys)")
             return
@@ -265,6 +272,22 @@ class Settings:
             raise UsageError(f"dedupe delete_marker {marker} must not be a key or the ordering column")
         if self.dedupe_delete_value is not None and not marker:
             raise UsageError("dedupe delete_marker_value needs dedupe delete_marker")
+
+
+def _trigger_ratio(value: Any) -> float | None:
+    """dedupe trigger_ratio: None (not set) or a float in (0, 1]."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, bool):
+        raise UsageError(f"invalid dedupe trigger_ratio {value!r}: a number greater than 0 and at most 1")
+    try:
+        ratio = float(value)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"invalid dedupe trigger_ratio {value!r}: a number greater than 0 and at most 1") from exc
+    if not 0 < ratio <= 1:  # also NaN
+        raise UsageError(f"dedupe trigger_ratio must be greater than 0 and at most 1 (the share of a unit's rows "
+                         f"that the dedupe would remove), got {value!r}")
+    return ratio
 
 
 def sort_key(item: str) -> tuple[str, bool]:
@@ -340,7 +363,7 @@ _FILE_KEYS = {
 }
 # ``dedupe:`` in the file is a mapping of these keys -> Settings attributes.
 _DEDUPE_KEYS = {"keys": "dedupe_keys", "order_by": "dedupe_order_by", "delete_marker": "dedupe_delete_marker",
-                "delete_marker_value": "dedupe_delete_value"}
+                "delete_marker_value": "dedupe_delete_value", "trigger_ratio": "dedupe_trigger_ratio"}
 _LAUNCHER_KEYS = {"spark_submit"}
 
 
@@ -366,11 +389,12 @@ def load_config_file(path: str) -> dict[str, Any]:
 
 def dedupe_file_values(section: Any, where: str = "config file") -> dict[str, Any]:
     """The ``dedupe:`` mapping (keys, order_by, delete_marker,
-    delete_marker_value) -> Settings attributes."""
+    delete_marker_value, trigger_ratio) -> Settings attributes."""
     if section is None:
         return {}
     if not isinstance(section, dict):
-        raise UsageError(f"{where}: dedupe must be a mapping (keys, order_by, delete_marker, delete_marker_value)")
+        raise UsageError(f"{where}: dedupe must be a mapping (keys, order_by, delete_marker, delete_marker_value, "
+                         f"trigger_ratio)")
     unknown = sorted(str(k) for k in set(section) - set(_DEDUPE_KEYS))
     if unknown:
         raise UsageError(f"{where}: unknown dedupe key(s) {', '.join(unknown)}")

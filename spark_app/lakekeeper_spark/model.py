@@ -145,6 +145,8 @@ class Unit:
     storage: Storage | None = None
     # HDFS attributes to carry onto the compacted copy (hdfs_checks.check_units); None: not on HDFS
     hdfs: HdfsCarry | None = None
+    # dedupe trigger_ratio: the share of its rows the dedupe would remove, where it was measured (delete_ratio.py)
+    delete_ratio: float | None = None
 
     @property
     def rewrite_files(self) -> list[FileEntry]:
@@ -176,6 +178,7 @@ class Unit:
             "reason": self.decision.reason,
             "rule": self.decision.rule,
             "target_files": self.decision.target_files,
+            **({"delete_ratio": self.delete_ratio} if self.delete_ratio is not None else {}),
             "staging": self.staging,
             "old": self.old,
         }

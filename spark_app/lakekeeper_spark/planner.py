@@ -336,6 +336,65 @@ def smart_rule(listing: Listing, settings: Settings, fmt: str | None = None) -> 
     return Decision("skip", f"smart: {major.reason}; {minor.reason}", len(listing.files), "smart")
 
 
+# ---------------------------------------------------------------- dedupe: the delete-ratio trigger
+#
+# A partition compacted once (few big files) that then receives a small
+# batch of updates or delete markers is not selected by any size rule, so
+# readers keep seeing the superseded versions and the markers. With
+# ``dedupe_trigger_ratio`` such a unit is rewritten anyway when the share of
+# its rows that the dedupe would remove reaches the trigger.
+
+DELETE_RATIO = "delete_ratio"
+
+
+@dataclasses.dataclass(frozen=True)
+class DedupeCounts:
+    """What a column-pruned read of a unit's key, ordering and marker
+    columns counts: its rows, distinct keys, and keys whose latest version
+    is a delete marker (as the rewrite's own dedupe counts them)."""
+
+    rows: int
+    keys: int
+    deletes: int
+
+    @property
+    def removed(self) -> int:
+        """Rows the dedupe would remove: superseded versions, and every row of a deleted key."""
+        return self.rows - (self.keys - self.deletes)
+
+    @property
+    def ratio(self) -> float:
+        return self.removed / self.rows if self.rows else 0.0
+
+
+def delete_ratio_candidates(units: list[Unit]) -> list[Unit]:
+    """The units the trigger may still select: skipped by the size rule
+    (not refused, not a skip that is a refusal), an existing directory with
+    data files and no subdirectories."""
+    return [u for u in units if u.decision.action == "skip" and u.decision.code is None and u.listing.exists
+            and not u.listing.subdirs and u.listing.files]
+
+
+def delete_ratio_rule(decision: Decision, counts: DedupeCounts, trigger: float, unit_bytes: int,
+                      target_bytes: int) -> Decision:
+    """A unit the size rule skipped (``decision``), given its measured
+    ``counts``: compacted (rule ``delete_ratio``, every file rewritten)
+    when the share of its rows the dedupe would remove reaches ``trigger``
+    (0 < trigger <= 1), else the same skip with the measured share added to
+    its reason."""
+    ratio = counts.ratio
+    measured = (f"{counts.removed} of {counts.rows} rows ({ratio:.2%}) are superseded versions or delete "
+                f"markers")
+    if counts.rows <= 0 or counts.removed <= 0 or ratio < trigger:
+        return dataclasses.replace(decision, reason=f"{decision.reason}; {DELETE_RATIO}: {measured}, below the "
+                                                    f"trigger {trigger:g}")
+    # the output is sized by the rows that survive (as the rewrite sizes it)
+    target = max(1, target_file_count(int(unit_bytes * (counts.rows - counts.removed) / counts.rows), target_bytes))
+    return Decision("compact", f"{DELETE_RATIO}: {measured}, at or above the trigger {trigger:g}; every file is "
+                               f"rewritten with dedupe into about {target} (size rule: {decision.reason})",
+                    target, DELETE_RATIO)
+
+
 # ---------------------------------------------------------------- plan
 
 

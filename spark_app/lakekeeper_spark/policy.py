@@ -23,6 +23,10 @@ table property                      what it sets (config key / engine flag)
 ``lakekeeper.dedupe.order_by``      ``dedupe.order_by``
 ``lakekeeper.dedupe.delete_marker`` ``dedupe.delete_marker``
 ``lakekeeper.dedupe.delete_marker_value``  ``dedupe.delete_marker_value``
+``lakekeeper.dedupe.trigger_ratio``  ``dedupe.trigger_ratio`` (0 < r <= 1: a
+                                    unit the size rule skips is rewritten
+                                    when this share of its rows would be
+                                    removed by the dedupe)
 ``lakekeeper.retention.keep_last``  ``keep_last`` (cleanup, analyze)
 ``lakekeeper.retention.older_than`` ``older_than`` (cleanup, analyze)
 ``lakekeeper.retention.grace_period``  ``grace_period`` (cleanup, analyze)
@@ -61,6 +65,7 @@ POLICY_KEYS = {
     "lakekeeper.dedupe.order_by": "dedupe_order_by",
     "lakekeeper.dedupe.delete_marker": "dedupe_delete_marker",
     "lakekeeper.dedupe.delete_marker_value": "dedupe_delete_value",
+    "lakekeeper.dedupe.trigger_ratio": "dedupe_trigger_ratio",
     "lakekeeper.retention.keep_last": "keep_last",
     "lakekeeper.retention.older_than": "older_than",
     "lakekeeper.retention.grace_period": "grace_period",

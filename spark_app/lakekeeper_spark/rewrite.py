@@ -42,7 +42,7 @@ from .faults import write_with_table_descriptor
 from .formats import reader_properties, spark_codec_name
 from .model import TableInfo, Unit
 from .names import qualified, quote_column, sql_path_literal, sql_string_literal
-from .planner import WriteLayout, group_pieces, target_file_count, write_layout
+from .planner import DedupeCounts, WriteLayout, group_pieces, target_file_count, write_layout
 
 log = logging.getLogger(__name__)
 
@@ -123,24 +123,68 @@ def _deleted(columns: RewriteColumns) -> Any:
     return F.coalesce(marker.cast("string") == F.lit(columns.delete_value), F.lit(False))
 
 
+def _dedupe_aggregate(df: Any, columns: RewriteColumns, group: tuple[str, ...] = ()) -> Any:
+    """Rows, distinct keys and keys whose latest version is a delete (per
+    ``group`` column, if any), from the key, ordering and marker columns
+    only (a column-pruned read)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    by = [F.col(g) for g in group]
+    w = Window.partitionBy(*by, *_cols(columns.keys)).orderBy(F.col(quote_column(columns.order_by or "")).desc_nulls_last())
+    first = F.row_number().over(w) == 1
+    ranked = (df.select(*by, *_cols(columns.dedupe_columns))
+              .select(*by, first.alias("first"), _deleted(columns).alias("deleted")))
+    metrics = [F.count(F.lit(1)).alias("rows"),
+               F.sum(F.when(F.col("first"), 1).otherwise(0)).alias("keys"),
+               F.sum(F.when(F.col("first") & F.col("deleted"), 1).otherwise(0)).alias("deletes")]
+    return ranked.groupBy(*by).agg(*metrics) if group else ranked.agg(*metrics)
+
+
 def _dedupe_counts(df: Any, columns: RewriteColumns) -> dict[str, int]:
     """Rows, distinct keys and keys whose latest version is a delete, from
     the key, ordering and marker columns only (a column-pruned read). Sizes
     the output by the rows that survive, so a second run finds files of the
     target size instead of compacting again."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    keys = _cols(columns.keys)
-    w = Window.partitionBy(*keys).orderBy(F.col(quote_column(columns.order_by or "")).desc_nulls_last())
-    first = F.row_number().over(w) == 1
-    row = (df.select(*_cols(columns.dedupe_columns))
-           .select(first.alias("first"), _deleted(columns).alias("deleted"))
-           .agg(F.count(F.lit(1)).alias("rows"),
-                F.sum(F.when(F.col("first"), 1).otherwise(0)).alias("keys"),
-                F.sum(F.when(F.col("first") & F.col("deleted"), 1).otherwise(0)).alias("deletes"))
-           .collect()[0])
+    row = _dedupe_aggregate(df, columns).collect()[0]
     return {k: int(row[k] or 0) for k in ("rows", "keys", "deletes")}
+
+
+# Units measured by one job of dedupe_counts_by_unit (a union of their reads).
+MEASURE_BATCH = 200
+
+
+def dedupe_counts_by_unit(spark: Any, table: TableInfo, units: list[Unit],
+                          columns: RewriteColumns) -> dict[str, DedupeCounts]:
+    """Each unit's rows, distinct keys and deleted keys (``planner.DedupeCounts``,
+    by unit spec), counted as the rewrite's dedupe counts them: one
+    column-pruned read of the key, ordering and marker columns of all the
+    units' files, grouped by unit (one job per ``MEASURE_BATCH`` units).
+    Parquet and ORC only (as dedupe)."""
+    import json
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    s = _unit_session(spark)
+    s.conf.set("spark.sql.files.ignoreCorruptFiles", "false")
+    s.conf.set("spark.sql.files.ignoreMissingFiles", "false")
+    most = max((len(u.listing.files) for u in units), default=0)
+    s.conf.set("spark.sql.sources.parallelPartitionDiscovery.threshold", str(max(32, most + 1)))
+    schema = StructType.fromJson(json.loads(table.data_schema_json))
+    out: dict[str, DedupeCounts] = {}
+    for start in range(0, len(units), MEASURE_BATCH):
+        batch = units[start:start + MEASURE_BATCH]
+        reads = [s.read.schema(schema).format(table.format).load([f"{u.location.rstrip('/')}/{f.name}" for f in u.listing.files])
+                 .select(F.lit(i).alias("__lk_unit"), *_cols(columns.dedupe_columns))
+                 for i, u in enumerate(batch)]
+        df = reduce(lambda a, b: a.unionByName(b), reads)
+        got = {int(r["__lk_unit"]): r for r in _dedupe_aggregate(df, columns, ("__lk_unit",)).collect()}
+        for i, u in enumerate(batch):
+            r = got.get(i)  # no row: the unit's files hold no rows
+            out[u.spec] = DedupeCounts(*(int(r[k] or 0) if r is not None else 0 for k in ("rows", "keys", "deletes")))
+    return out
 
 
 def _dedupe(df: Any, columns: RewriteColumns, files: int, obs: Any) -> Any:

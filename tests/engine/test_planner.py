@@ -295,6 +295,87 @@ def test_sort_by_and_dedupe_settings(tmp_path):
             build_settings({}, overrides)
 
 
+DEDUPE = {"dedupe_keys": ["id"], "dedupe_order_by": "ver", "dedupe_delete_marker": "op", "dedupe_delete_value": "D"}
+
+
+def test_dedupe_trigger_ratio_settings(tmp_path):
+    from lakekeeper_spark.config import load_config_file
+    from lakekeeper_spark.errors import Refused
+    from lakekeeper_spark.policy import apply_policy, table_policy
+
+    assert Settings().dedupe_trigger_ratio is None
+    assert build_settings({}, {**DEDUPE, "dedupe_trigger_ratio": "0.25"}).dedupe_trigger_ratio == 0.25
+    assert build_settings({}, {**DEDUPE, "dedupe_trigger_ratio": 1}).dedupe_trigger_ratio == 1.0
+    f = tmp_path / "lk.yaml"
+    f.write_text("dedupe:\n  keys: [id]\n  order_by: ver\n  trigger_ratio: 0.1\n")
+    assert build_settings(load_config_file(str(f)), {}).dedupe_trigger_ratio == 0.1
+    assert build_settings(load_config_file(str(f)), {"dedupe_trigger_ratio": 0.5}).dedupe_trigger_ratio == 0.5
+    for value in (0, -0.1, 1.5, "0", "nan", "lots", True):
+        with pytest.raises(UsageError, match="trigger_ratio"):
+            build_settings({}, {**DEDUPE, "dedupe_trigger_ratio": value})
+    with pytest.raises(UsageError, match="trigger_ratio .* needs dedupe keys"):
+        build_settings({}, {"dedupe_trigger_ratio": 0.1})
+    # the table property: on the run's dedupe, or with the table's own keys; refused alone or out of range
+    s = apply_policy(build_settings({}, DEDUPE), table_policy({"lakekeeper.dedupe.trigger_ratio": "0.05"}))
+    assert s.dedupe_trigger_ratio == 0.05 and s.dedupe_keys == ["id"]
+    s = apply_policy(build_settings({}, {}), table_policy({"lakekeeper.dedupe.keys": "id", "lakekeeper.dedupe.order_by": "v",
+                                                           "lakekeeper.dedupe.trigger_ratio": "1"}))
+    assert s.dedupe_trigger_ratio == 1.0
+    for props, words in (({"lakekeeper.dedupe.trigger_ratio": "0.1"}, "needs dedupe keys"),
+                         ({"lakekeeper.dedupe.keys": "id", "lakekeeper.dedupe.order_by": "v",
+                           "lakekeeper.dedupe.trigger_ratio": "2"}, "at most 1")):
+        with pytest.raises(Refused, match=words) as err:
+            apply_policy(build_settings({}, {}), table_policy(props))
+        assert err.value.code == "invalid_policy"
+
+
+def test_dedupe_trigger_ratio_flag_is_a_compact_flag():
+    from lakekeeper_spark.cli import parse_args
+
+    _args, s, _tables = parse_args(["compact", "--table", "db.t", "--dedupe-keys", "id", "--dedupe-order-by", "ver",
+                                    "--dedupe-trigger-ratio", "0.2"])
+    assert s.dedupe_trigger_ratio == 0.2
+    with pytest.raises(UsageError, match="only applies to compact"):  # analyze: the table property or config file
+        parse_args(["analyze", "--table", "db.t", "--dedupe-keys", "id", "--dedupe-order-by", "ver",
+                    "--dedupe-trigger-ratio", "0.2"])
+    with pytest.raises(UsageError, match="needs dedupe keys"):
+        parse_args(["compact", "--table", "db.t", "--dedupe-trigger-ratio", "0.2"])
+
+
+def test_delete_ratio_counts_and_rule():
+    from lakekeeper_spark.model import Decision, FileStats, Unit
+
+    c = planner.DedupeCounts(rows=1000, keys=950, deletes=10)  # 50 superseded versions, 10 deleted keys
+    assert (c.removed, c.ratio) == (60, 0.06)
+    assert planner.DedupeCounts(0, 0, 0).ratio == 0.0 and planner.DedupeCounts(5, 5, 0).removed == 0
+    skip = Decision("skip", "a single file", 1)
+    chosen = planner.delete_ratio_rule(skip, c, 0.05, 100 * MB, 64 * MB)
+    assert (chosen.action, chosen.rule, chosen.rewrite, chosen.code) == ("compact", "delete_ratio", None, None)
+    assert chosen.target_files == 2  # 94 MB of rows survive: two files of 64 MB
+    assert chosen.reason.startswith("delete_ratio: 60 of 1000 rows (6.00%) are superseded versions or delete markers, "
+                                    "at or above the trigger 0.05") and "size rule: a single file" in chosen.reason
+    assert planner.delete_ratio_rule(skip, c, 0.06, MB, 64 * MB).action == "compact"  # the threshold itself selects
+    left = planner.delete_ratio_rule(skip, c, 0.061, MB, 64 * MB)
+    assert (left.action, left.rule, left.target_files) == ("skip", "ratio", 1)
+    assert left.reason == "a single file; delete_ratio: 60 of 1000 rows (6.00%) are superseded versions or delete " \
+                          "markers, below the trigger 0.061"
+    gone = planner.delete_ratio_rule(skip, planner.DedupeCounts(3, 1, 1), 1.0, MB, 64 * MB)  # every row removed
+    assert (gone.action, gone.target_files) == ("compact", 1)
+    assert planner.delete_ratio_rule(skip, planner.DedupeCounts(0, 0, 0), 0.01, 0, 64 * MB).action == "skip"
+
+    def unit(decision, files=(1, 2), exists=True, subdirs=()):
+        lst = Listing("file:/t", exists=exists, files=[FileEntry(f"f{i}", s, 0) for i, s in enumerate(files)],
+                      subdirs=list(subdirs))
+        return Unit("", None, "file:/t", lst, FileStats(len(files), sum(files), 1.0, 1.0), decision, "s", "o")
+
+    units = [unit(Decision("skip", "big files", 2)), unit(Decision("compact", "small files", 1)),
+             unit(Decision("refuse", "other format", 2, code="partition_format")),
+             unit(Decision("skip", "drift", 2, code="schema_drift")), unit(Decision("skip", "none", 0), files=()),
+             unit(Decision("skip", "gone", 0), exists=False), unit(Decision("skip", "nested", 0), subdirs=["x"]),
+             unit(Decision("skip", "minor: dedupe must see every row", 2, "minor"))]
+    assert planner.delete_ratio_candidates(units) == [units[0], units[-1]]
+
+
 def test_rewrite_columns_checked_against_the_table():
     from lakekeeper_spark.columns import resolve_columns
     from lakekeeper_spark.errors import Refused

@@ -11,6 +11,7 @@ from typing import Any
 from .. import sizes
 from ..backup import find_backups
 from ..context import Context
+from ..delete_ratio import apply_delete_ratio
 from ..errors import java_message
 from ..journal import Journal
 from ..lease import lease_path, read_holder, describe
@@ -65,6 +66,7 @@ def analyze_table(ctx: Context, full_name: str) -> dict[str, Any]:
     ctx, policy = with_policy(ctx, info)  # the table owner's lakekeeper.* properties
     check_rewritable(info)  # text properties a rewrite cannot honour
     p = plan(ctx, info)
+    apply_delete_ratio(ctx, info, p)  # dedupe trigger_ratio: the measured share per unit the size rule skips
     todo = p.to_compact
     out = excluded(policy)
     parts, before_all, after_all = [], [], []

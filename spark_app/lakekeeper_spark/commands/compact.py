@@ -14,6 +14,7 @@ from typing import Any
 from ..backup import BackupInProgress, create_backup, repoint
 from ..columns import RewriteColumns, resolve_columns
 from ..context import Context, run_unit_jobs
+from ..delete_ratio import apply_delete_ratio
 from ..errors import LakekeeperError, Refused, UsageError, java_message, root_cause
 from ..content import compare as compare_content
 from ..content import UnitTable, staged_checksum
@@ -49,6 +50,7 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     columns = resolve_columns(ctx.settings, info)  # sort_by / dedupe columns: refused before anything runs
     recovered = [] if ctx.settings.dry_run else recover_table(ctx, info)
     p = plan(ctx, info)
+    apply_delete_ratio(ctx, info, p, columns)  # dedupe trigger_ratio: units the size rule skips, measured
     apply_quiet_period(p, ctx.settings.quiet_period_seconds)
     resolve_storage(ctx, info, p)  # each partition's own descriptor; refuses what a rewrite would change
     # HDFS: open files, encryption zone roots, erasure coding, snapshottable directories, owners this run cannot

@@ -198,6 +198,12 @@ def test_engine_args_sort_by_and_dedupe():
     # a YAML boolean (the module option is raw) reaches the engine as Spark prints it
     assert lk.rewrite_args(None, dict(keys=["id"], order_by="v", delete_marker="op", delete_marker_value=True))[-2:] == [
         "--dedupe-delete-value", "true"]
+    # the delete-ratio trigger: a float in (0, 1] (Ansible's float type gives 0.05 for "0.05", 1.0 for 1)
+    assert lk.rewrite_args(None, dict(keys=["id"], order_by="v", trigger_ratio=0.05)) == [
+        "--dedupe-keys", "id", "--dedupe-order-by", "v", "--dedupe-trigger-ratio", "0.05"]
+    assert lk.rewrite_args(None, dict(keys=["id"], order_by="v", trigger_ratio=1))[-2:] == ["--dedupe-trigger-ratio", "1.0"]
+    assert lk.rewrite_args(None, dict(keys=["id"], order_by="v", trigger_ratio=None)) == [
+        "--dedupe-keys", "id", "--dedupe-order-by", "v"]
 
 
 @pytest.mark.parametrize("sort_by,dedupe,match", [
@@ -213,6 +219,13 @@ def test_engine_args_sort_by_and_dedupe():
     (None, dict(keys=["id"], order_by="v", delete_marker_value="D"), "needs dedupe.delete_marker"),
     (None, dict(keys=["id"], order_by="v", key="x"), "unknown dedupe keys: key"),
     (None, ["id"], "dedupe must be a mapping"),
+    (None, dict(keys=["id"], order_by="v", trigger_ratio=0), "trigger_ratio must be a number greater than 0"),
+    (None, dict(keys=["id"], order_by="v", trigger_ratio=1.5), "and at most 1"),
+    (None, dict(keys=["id"], order_by="v", trigger_ratio=-0.1), "and at most 1"),
+    (None, dict(keys=["id"], order_by="v", trigger_ratio="nan"), "trigger_ratio must be a number"),
+    (None, dict(keys=["id"], order_by="v", trigger_ratio=True), "trigger_ratio must be a number"),
+    (None, dict(keys=["id"], order_by="v", trigger_ratio="often"), "trigger_ratio must be a number"),
+    (None, dict(trigger_ratio=0.1), "dedupe.keys must be a non-empty list"),
 ])
 def test_rewrite_args_refused(sort_by, dedupe, match):
     with pytest.raises(lk.LakekeeperError, match=match):

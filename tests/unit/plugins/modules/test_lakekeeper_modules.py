@@ -166,6 +166,13 @@ def test_compact_sort_by_and_dedupe_refused(engine, tmp_path):
     res = run(lakekeeper_compact, dict(table="db.events", spark_submit=dict(script_path=engine),
                                        sort_by=["a b"]), tmp_path)
     assert res["failed"] is True and "sort_by must be a column name" in res["msg"]
+    # the delete-ratio trigger: a number in (0, 1] (case compact_dedupe_trigger_ratio: its flag)
+    res = run(lakekeeper_compact, dict(table="db.events", spark_submit=dict(script_path=engine),
+                                       dedupe=dict(keys=["id"], order_by="ver", trigger_ratio=1.5)), tmp_path)
+    assert res["failed"] is True and "dedupe.trigger_ratio must be a number greater than 0 and at most 1" in res["msg"]
+    res = run(lakekeeper_compact, dict(table="db.events", spark_submit=dict(script_path=engine),
+                                       dedupe=dict(keys=["id"], order_by="ver", trigger_ratio="often")), tmp_path)
+    assert res["failed"] is True and "trigger_ratio" in res["msg"]
 
 
 def test_min_piece_mb_is_a_compact_option(engine, tmp_path):
