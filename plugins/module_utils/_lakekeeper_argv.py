@@ -90,6 +90,7 @@ ENGINE_OPTIONS = (
     ("verify", _flag("--verify")),
     ("allow_by_name_projection", _switch("--allow-by-name-projection")),
     ("allow_owner_change", _switch("--allow-owner-change")),
+    ("allow_replicated", _switch("--allow-replicated")),
     # one run per table: when a lease is stale; recover only: take over a live one
     ("lease_timeout", _flag("--lease-timeout")),
     # progress records for whoever watches a long (async) run

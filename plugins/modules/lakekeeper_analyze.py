@@ -51,6 +51,13 @@ options:
     description:
       - Retention verdicts of RV(tables[].backups) as a cleanup with C(--grace-period) would give them.
     type: str
+  allow_replicated:
+    description:
+      - Analyze tables that carry Hive replication properties (C(repl.*)) like any other (C(--allow-replicated)),
+        as O(lakekeeper.hive.lakekeeper_compact#module:allow_replicated) would compact them. By default such a
+        table is reported V(refused) with C(code) V(replicated).
+    type: bool
+    default: false
 seealso:
   - module: lakekeeper.hive.lakekeeper_compact
   - module: lakekeeper.hive.lakekeeper_rollback
@@ -442,6 +449,7 @@ def main():
     argspec = lakekeeper_argspec()
     argspec.update_argspec(**retention_options())
     argspec.update_argspec(**compaction_options())
+    argspec.update_argspec(allow_replicated=dict(type="bool", default=False))
     run_module(argspec.create_ansible_module(), Engine("lakekeeper_analyze", command="analyze", writes=False))
 
 

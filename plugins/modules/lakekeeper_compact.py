@@ -88,6 +88,16 @@ options:
       - V(false) passes nothing, so the config file's C(allow_owner_change) applies.
     type: bool
     default: false
+  allow_replicated:
+    description:
+      - Compact tables that carry Hive replication properties (C(repl.*), for example the C(repl.last.id) that
+        C(REPL LOAD) leaves on a table it keeps) like any other (C(--allow-replicated)).
+      - By default (V(false)) such a table is a replica - its files are the source's and the next incremental load
+        writes over them, so a compaction would diverge from the source - and it is not compacted - C(status)
+        V(refused), C(code) V(replicated), nothing written. Compact the source; the replica follows.
+      - V(false) passes nothing, so the config file's C(allow_replicated) applies.
+    type: bool
+    default: false
   sort_by:
     description:
       - Data columns to sort the rows of each written file by (C(--sort-by)), e.g. to make min/max statistics of
@@ -564,6 +574,7 @@ def main():
         verify=dict(type="str", choices=["content", "rows"]),
         allow_by_name_projection=dict(type="bool", default=False),
         allow_owner_change=dict(type="bool", default=False),
+        allow_replicated=dict(type="bool", default=False),
         dedupe=dedupe_option(),
         refresh_command=dict(type="list", elements="str"),
     )

@@ -92,6 +92,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="compact, HDFS: compact units whose files or directory belong to another owner or group "
                              "than this run (not the HDFS superuser) can give its copy anyway, with a warning, "
                              "instead of refusing them (ownership)")
+    common.add_argument("--allow-replicated", action="store_true", default=None, dest="allow_replicated",
+                        help="compact/analyze: treat tables with Hive replication properties (repl.*: a replica "
+                             "that REPL LOAD keeps) like any other, instead of refusing them (replicated)")
     common.add_argument("--lease-timeout", dest="lease_timeout",
                         help="compact/rollback/cleanup/recover: a table's lease without heartbeat for this long is "
                              "stale and is taken over (default 30m; a holder on this host whose process is gone: "
@@ -149,7 +152,7 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
         "dry_run", "log_level", "older_than", "parallelism", "min_piece_mb", "quiet_period",
         "mode", "min_input_files", "fragment_ratio", "min_target_ratio", "where",
         "keep_last", "grace_period", "pin", "unpin", "verify", "rollback_run", "lease_timeout", "break_lease",
-        "allow_by_name_projection", "allow_owner_change")}
+        "allow_by_name_projection", "allow_owner_change", "allow_replicated")}
     rewrite = ("sort_by", "dedupe_keys", "dedupe_order_by", "dedupe_delete_marker", "dedupe_delete_value",
                "dedupe_trigger_ratio")
     overrides.update({k: getattr(args, k) for k in rewrite})
@@ -179,6 +182,8 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
         raise UsageError("--allow-by-name-projection only applies to compact")
     if args.allow_owner_change is not None and args.command != "compact":
         raise UsageError("--allow-owner-change only applies to compact")
+    if args.allow_replicated is not None and args.command not in ("compact", "analyze"):
+        raise UsageError("--allow-replicated only applies to compact and analyze")
     given = [k for k in rewrite if getattr(args, k) is not None]
     if given and args.command != "compact":
         raise UsageError(f"--{given[0].replace('_', '-')} only applies to compact")

@@ -160,6 +160,7 @@ class Settings:
     # compact, HDFS: compact units whose files or directory belong to another owner or group than this run can
     # give its copy (it is not the HDFS superuser) anyway, with a warning; off: such units are refused (ownership)
     allow_owner_change: bool = False
+    allow_replicated: bool = False  # compact/analyze: tables with repl.* properties (Hive replication replicas)
     # one run per table (lease.py): a lease whose heartbeat is older than this is stale
     lease_timeout_seconds: int = 30 * 60
     break_lease: bool = False  # recover: take over the lease even if it looks live (holder known dead)
@@ -359,6 +360,7 @@ _FILE_KEYS = {
     "verify": str,
     "allow_by_name_projection": bool,
     "allow_owner_change": bool,
+    "allow_replicated": bool,
     "lease_timeout": str,
 }
 # ``dedupe:`` in the file is a mapping of these keys -> Settings attributes.

@@ -28,6 +28,7 @@ JOURNAL_DIR_NAME = ".lakekeeper"
 
 _RUN_ID_TEXT = r"\d{8}T\d{6}-[0-9a-f]{6}"  # 20240301T020000-3f9a1c: UTC time and a random token
 _RUN_ID = re.compile(f"^{_RUN_ID_TEXT}$")
+RUN_ID_REGEX = _RUN_ID_TEXT  # the same, for other modules (replication's distcp filters)
 
 
 def is_hidden(name: str) -> bool:

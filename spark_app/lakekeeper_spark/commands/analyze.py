@@ -19,6 +19,7 @@ from ..model import TableInfo, Unit
 from ..recovery import backup_units, pending_runs
 from ..results import partition_result, table_result
 from ..retention import backup_verdicts
+from ..replication import check_replication
 from ..space import space_check
 from ..policy import EXCLUDE, excluded
 from ..tables import check_rewritable, leftovers, load_table, plan, with_policy
@@ -64,6 +65,7 @@ def backup_facts(ctx: Context, info: TableInfo) -> list[dict[str, Any]]:
 def analyze_table(ctx: Context, full_name: str) -> dict[str, Any]:
     info = load_table(ctx, full_name)
     ctx, policy = with_policy(ctx, info)  # the table owner's lakekeeper.* properties
+    check_replication(info, ctx.settings.allow_replicated)  # repl.* properties: a replica of Hive replication
     check_rewritable(info)  # text properties a rewrite cannot honour
     p = plan(ctx, info)
     apply_delete_ratio(ctx, info, p)  # dedupe trigger_ratio: the measured share per unit the size rule skips

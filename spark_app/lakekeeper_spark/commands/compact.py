@@ -30,6 +30,7 @@ from ..results import partition_result, table_result
 from ..rewrite import write_staging
 from ..schema_drift import CODE as SCHEMA_DRIFT
 from ..schema_drift import check_units as check_schema_drift
+from ..replication import check_replication
 from ..space import space_check
 from ..swap import adopt_late_files, check_unchanged, swap_in
 from ..policy import EXCLUDE, excluded
@@ -46,6 +47,7 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     ctx, policy = with_policy(ctx, info)  # the table owner's lakekeeper.* properties
     if excluded(policy):
         raise Refused("excluded", f"{full_name} has the table property {EXCLUDE}=true: compact leaves it alone")
+    check_replication(info, ctx.settings.allow_replicated)  # repl.* properties: a replica of Hive replication
     check_rewritable(info)  # text properties a rewrite cannot honour
     columns = resolve_columns(ctx.settings, info)  # sort_by / dedupe columns: refused before anything runs
     recovered = [] if ctx.settings.dry_run else recover_table(ctx, info)
