@@ -64,6 +64,23 @@ def _switch(name):
     return lambda value: [name] if value else []
 
 
+_DURATION = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
+_DURATION_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def absolute_deadline(value, now=None):
+    """A deadline given as a duration (``2h``) counts from the module's start,
+    not from whenever the engine gets its resources (a YARN queue may hold it
+    for a while): made an absolute UTC time here. A time of day or an ISO
+    time passes unchanged (the engine checks every form)."""
+    text = _text(value).strip()
+    m = _DURATION.match(text.lower())
+    if not m:
+        return text
+    at = (time.time() if now is None else now) + int(m.group(1)) * _DURATION_SECONDS[m.group(2)]
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
+
+
 def _comma_list(name):
     """``name a,b``."""
     return lambda value: [name, ",".join(str(v) for v in value)]
@@ -87,6 +104,7 @@ ENGINE_OPTIONS = (
     ("min_piece_mb", _flag("--min-piece-mb")),
     ("quiet_period", _flag("--quiet-period")),
     ("parallelism", _flag("--parallelism")),
+    ("deadline", lambda value: ["--deadline", absolute_deadline(value)]),
     ("verify", _flag("--verify")),
     ("allow_by_name_projection", _switch("--allow-by-name-projection")),
     ("allow_owner_change", _switch("--allow-owner-change")),

@@ -49,6 +49,21 @@ options:
         partitions that writers may still be filling.
       - When not set, the config file's value applies, else no partition is skipped on that account.
     type: str
+  deadline:
+    description:
+      - The end of the maintenance window (C(--deadline)) - a duration from the module's start (V(90m), V(2h),
+        made an absolute UTC time before the launch, so that time in a queue counts), a time of day (V(05:30),
+        UTC, the next one) or an ISO 8601 time (V(2026-11-26T05:30:00Z)).
+      - The tables and, within a table, the partitions with the most small files removed per byte rewritten go
+        first; each partition's time is estimated from what the partitions finished so far in the run took, and
+        none is started that would not end before the deadline (the first of the run starts unless the deadline
+        has passed, nothing being known yet; with O(parallelism) above 1, the first of each table running at once
+        too). A partition started always finishes - the deadline never leaves one half-done.
+      - What is left is reported - the partition V(skipped) with C(code) V(deadline), the table's
+        RV(tables[].deferred), a table with nothing done V(skipped) with C(code) V(deadline) - and is compacted by
+        the next run.
+      - When not set, the config file's value applies, else the run has no deadline.
+    type: str
   verify:
     description:
       - What the staged copy of each partition is checked for before it is swapped in (C(--verify)).
@@ -385,6 +400,12 @@ tables:
       description: The partition filter (O(where)); partitions it does not select are not in RV(tables[].partitions).
       type: str
       returned: when O(where) is set
+    deferred:
+      description:
+        - With O(deadline), how many partitions were not started because they would not have ended before it; they
+          are in RV(tables[].partitions) with C(status) V(skipped) and C(code) V(deadline), left for the next run.
+      type: int
+      returned: when a deadline left some
     warnings:
       description:
         - What the space pre-flight could not check, for example the quota of a directory above the table that this
@@ -571,6 +592,7 @@ def main():
         sort_by=dict(type="list", elements="str"),
         min_piece_mb=dict(type="float"),
         quiet_period=dict(type="str"),
+        deadline=dict(type="str"),
         verify=dict(type="str", choices=["content", "rows"]),
         allow_by_name_projection=dict(type="bool", default=False),
         allow_owner_change=dict(type="bool", default=False),

@@ -59,6 +59,11 @@ def _parser() -> argparse.ArgumentParser:
                              "run changed the same partitions)")
     common.add_argument("--quiet-period", dest="quiet_period",
                         help="compact: skip partitions with a file younger than this (30s, 10m, 1h)")
+    common.add_argument("--deadline", dest="deadline",
+                        help="compact: the end of the maintenance window - a duration from now (90m, 2h), a time of "
+                             "day (05:30, UTC, the next one) or an ISO time (2026-11-26T05:30:00Z); the most useful "
+                             "work first, no unit started that would not end before it, what is left reported "
+                             "(code deadline)")
     common.add_argument("--parallelism", type=int, dest="parallelism",
                         help="units (partitions, tables) compacted at the same time in the application (default 4)")
     common.add_argument("--min-piece-mb", type=float, dest="min_piece_mb", metavar="MB",
@@ -149,7 +154,7 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
     file_values = load_config_file(args.config_file) if args.config_file else {}
     overrides = {k: getattr(args, k) for k in (
         "block_size_mb", "compaction_ratio_threshold", "target_file_size_mb", "backup_prefix",
-        "dry_run", "log_level", "older_than", "parallelism", "min_piece_mb", "quiet_period",
+        "dry_run", "log_level", "older_than", "parallelism", "min_piece_mb", "quiet_period", "deadline",
         "mode", "min_input_files", "fragment_ratio", "min_target_ratio", "where",
         "keep_last", "grace_period", "pin", "unpin", "verify", "rollback_run", "lease_timeout", "break_lease",
         "allow_by_name_projection", "allow_owner_change", "allow_replicated")}
@@ -171,6 +176,12 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
             raise UsageError(missing)
     if args.quiet_period is not None and args.command != "compact":
         raise UsageError("--quiet-period only applies to compact")
+    if args.deadline is not None and args.command != "compact":
+        raise UsageError("--deadline only applies to compact")
+    if settings.deadline is not None:
+        from .budget import parse_deadline
+
+        parse_deadline(settings.deadline, time.time())  # a bad value stops the run before Spark starts
     if args.new_run_id is not None and not is_run_id(args.new_run_id):
         raise UsageError(f"--new-run-id must look like 20240101T000000-a1b2c3 (UTC time, six hex digits), "
                          f"got {args.new_run_id!r}")
@@ -234,6 +245,12 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None,
             return [table_result(database, "failed", f"database {database} does not exist", code="not_found")]
         backup_name = backup_table_pattern(ctx.settings.backup_prefix)
         tables = [f"{database}.{t}" for t in ctx.catalog.list_tables(database) if not backup_name.match(t)]
+    if command == "compact" and ctx.settings.deadline and not ctx.settings.dry_run and ctx.budget is None:
+        from .budget import Budget, parse_deadline
+
+        ctx = dataclasses.replace(ctx, budget=Budget(parse_deadline(ctx.settings.deadline, time.time())))
+    if ctx.budget is not None and len(tables) > 1:
+        tables = _by_benefit(ctx, tables)  # the worst tables first: what the deadline leaves matters least
     progress = progress or Progress(None, command, ctx.run_id)
     progress.tables(tables)
 
@@ -299,6 +316,28 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None,
 
 
 LEASED_COMMANDS = ("compact", "rollback", "cleanup", "recover")
+
+
+def _by_benefit(ctx: Any, tables: list[str]) -> list[str]:
+    """Tables in order of benefit (budget.table_benefit: small files removed
+    per MB rewritten, from one content summary of each table's location);
+    a table that cannot be looked at keeps its place after the others."""
+    from .budget import table_benefit
+    from .context import bounded_map
+
+    def score(name: str) -> float:
+        try:
+            db, table = name.split(".")
+            location = ctx.catalog.get_table(db, table).location
+            cs = ctx.fs.content_summary(ctx.fs.qualify(location or ""))
+            return table_benefit(cs["file_count"], cs["length"], ctx.settings.target_file_bytes)
+        except Exception:  # noqa: BLE001 - the table's own run says what is wrong with it
+            return -1.0
+
+    scores = bounded_map(score, tables, 8, "lakekeeper-benefit")
+    order = sorted(range(len(tables)), key=lambda i: (-scores[i], i))
+    log.info("deadline: tables by benefit: %s", ", ".join(f"{tables[i]} ({scores[i]:.1f})" for i in order))
+    return [tables[i] for i in order]
 
 
 def _take_lease(ctx: Any, command: str, name: str) -> Any:

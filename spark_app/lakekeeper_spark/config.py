@@ -131,6 +131,7 @@ class Settings:
     unpin: str | None = None  # cleanup: run id (or backup table name) to unpin
     rollback_run: str | None = None  # rollback: restore this run's backup, not the newest (--run-id)
     quiet_period_seconds: int | None = None  # compact: skip units with a file younger than this
+    deadline: str | None = None  # compact: the maintenance window's end (budget.py)
     parallelism: int = 4  # units (partitions) compacted at the same time
     # compact: a file may be written as pieces of at least this size by parallel tasks, then joined (0: never)
     min_piece_mb: float = 8.0
@@ -349,6 +350,7 @@ _FILE_KEYS = {
     "keep_last": int,
     "grace_period": str,
     "quiet_period": str,
+    "deadline": str,
     "parallelism": int,
     "min_piece_mb": float,
     "sort_by": list,

@@ -28,6 +28,7 @@ class Context:
     settings: Settings
     run_id: str
     lease: Any = None  # the table's lease (lease.Lease) while a command works on one table
+    budget: Any = None  # compact with a deadline: the maintenance window's budget (budget.Budget)
     _slots: Any = dataclasses.field(default=None, repr=False)
     _slots_lock: Any = dataclasses.field(default_factory=threading.Lock, repr=False)
 

@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from ..backup import BackupInProgress, create_backup, repoint
+from ..budget import DEADLINE, benefit
 from ..columns import RewriteColumns, resolve_columns
 from ..context import Context, run_unit_jobs
 from ..delete_ratio import apply_delete_ratio
@@ -43,6 +44,9 @@ log = logging.getLogger(__name__)
 
 
 def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
+    if ctx.budget is not None and ctx.budget.passed():  # no table started after the window
+        return table_result(full_name, "skipped", f"deadline: {ctx.budget.refusal(0)}", code=DEADLINE,
+                            run_id=ctx.run_id)
     info = load_table(ctx, full_name)
     ctx, policy = with_policy(ctx, info)  # the table owner's lakekeeper.* properties
     if excluded(policy):
@@ -125,6 +129,8 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
         payload = payload_fraction(ctx.spark, info.format, sample)
     log.info("%s: %s files, codecs %s, payload %.2f", full_name, info.format,
              sorted({str(codecs[u.spec].get("codec")) for u in todo}), payload)
+    if ctx.budget is not None:  # the most small files removed per byte rewritten first
+        todo = sorted(todo, key=lambda u: -benefit(u.stats.files, u.decision.target_files, u.stats.bytes))
     journal = Journal(ctx.fs, p.journal_dir, ctx.run_id)
     journal.start(_journal_doc(info, p, todo))
     journal.table_step("creating_backup")
@@ -150,6 +156,9 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
         raise error
     swapped = [r for r in done if r["status"] == "compacted"]
     failed = [r for r in done if r["status"] == "failed"]
+    deferred = [r for r in done if r.get("code") == DEADLINE and r["status"] == "skipped"]
+    if deferred:
+        base["deferred"] = len(deferred)
     pending = [r for r in done if r.get("pending_recovery")]
     try:
         return _finish_table(ctx, info, p, journal, full_name, todo, done, skipped, swapped, failed, pending,
@@ -200,15 +209,20 @@ def _finish_table(ctx: Context, info: TableInfo, p: TablePlan, journal: Journal,
     ctx.catalog.refresh(info.db, info.name)
 
     parts = _ordered(p, done + skipped)
+    deferred = base.get("deferred") or 0
     if failed:
         status = "failed"
         reason = f"{len(failed)} of {len(todo)} unit(s) failed: {failed[0]['reason']}"
         code = failed[0].get("code")
+    elif deferred and not swapped and not pending:
+        status, code = "skipped", DEADLINE
+        reason = f"deadline: {deferred} unit(s) left for the next window"
     else:
         status = "compacted"
         drifted = [u for u in p.units if u.decision.code == SCHEMA_DRIFT]
         reason = f"compacted {len(swapped)} of {len(p.units)} unit(s)" + (
-            f"; {len(drifted)} refused ({SCHEMA_DRIFT})" if drifted else "")
+            f"; {len(drifted)} refused ({SCHEMA_DRIFT})" if drifted else "") + (
+            f"; {deferred} left for the next window ({DEADLINE})" if deferred else "")
         code = None
     return table_result(
         full_name,
@@ -242,9 +256,13 @@ def _compact_unit(
 ) -> dict[str, Any]:
     fs = ctx.fs
     rows_before = rows_after = None
+    started = time.time()
     # text/Avro: the scratch table the unit is read through, then its staged copy (dropped in any case)
     scratch = UnitTable(ctx.catalog, info, u, p.run_id)
     try:
+        late_for = ctx.budget.refusal(u.stats.bytes) if ctx.budget is not None else None
+        if late_for:  # started now, it would end after the window: nothing written, settled as never begun
+            raise LakekeeperError(DEADLINE, late_for)
         if backup is not None and backup.failed():
             backup.wait()  # raises: no point writing a copy that cannot be swapped in
         journal.unit_step(idx, "writing_staging", staging=u.staging)
@@ -292,6 +310,8 @@ def _compact_unit(
         )
         # The Metastore figures of this unit now, while other units still write.
         update_statistics(ctx, info, [(u, result)])
+        if ctx.budget is not None:
+            ctx.budget.record(u.stats.bytes, time.time() - started)
         return result
     except Exception as exc:  # noqa: BLE001 - every failure leaves the original in place
         scratch.close()
@@ -299,7 +319,8 @@ def _compact_unit(
             code, message = exc.code, exc.message
         else:
             code, message = "write_failed", root_cause(exc)
-        log.error("%s %s: %s: %s", info.full_name, u.spec or "(table)", code, message)
+        log.log(logging.INFO if code == DEADLINE else logging.ERROR, "%s %s: %s: %s", info.full_name,
+                u.spec or "(table)", code, message)
         if backup is not None:
             backup.settle()
         left, state = _undo_unit(ctx, p, journal, idx, u, code, message)
@@ -309,6 +330,8 @@ def _compact_unit(
         if state == "compacted":  # the error came after the swap; recovery finished it
             return partition_result(u, "compacted", f"{u.stats.files} files compacted; {message}; {left}",
                                     rows_before=rows_before, rows_after=rows_after, warnings=[message])
+        if code == DEADLINE and state == "original":
+            return partition_result(u, "skipped", f"deadline: {message}", code=DEADLINE)
         return partition_result(u, "failed", f"{message}; {left}", code=code, rows_before=rows_before,
                                 rows_after=rows_after, pending_recovery=state == "pending")
 

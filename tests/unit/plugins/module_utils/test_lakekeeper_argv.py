@@ -690,3 +690,11 @@ class TestFailureMessage:
     def test_no_document(self):
         assert rs.failure_message("analyze", None, 2) == (
             "lakekeeper analyze failed (rc=2): the engine printed no JSON result")
+
+
+def test_a_deadline_duration_counts_from_the_module_start():
+    now = 1795654800.0  # 2026-11-26T01:00:00Z
+    assert lk.absolute_deadline("2h", now) == "2026-11-26T03:00:00Z"
+    assert lk.absolute_deadline(" 90M ", now) == "2026-11-26T02:30:00Z"
+    assert lk.absolute_deadline("05:30", now) == "05:30"  # a time of day: the engine's to place
+    assert lk.absolute_deadline("2026-11-26T05:30:00Z", now) == "2026-11-26T05:30:00Z"
