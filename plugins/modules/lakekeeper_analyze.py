@@ -370,8 +370,9 @@ tables:
           for a run whose recovery of an earlier run was all it did), C(code) and C(reason), C(changed); who and
           where - C(user), C(host), C(spark_app_id), C(spark_master), C(spark_version), C(lakekeeper_version); when -
           C(started_at), C(ended_at) (UTC), C(started), C(ended) (epoch seconds), C(seconds).
-        - C(units) lists the units it touched (C(spec), C(status), C(code), files, bytes and rows before and after,
-          C(verified), C(content_checksum), dedupe counts); C(totals) adds them up (C(units), C(units_changed) and
+        - C(units) lists the units it changed, failed on or refused (C(spec), C(status), C(code), files, bytes and
+          rows before and after, C(verified), C(content_checksum), dedupe counts; at most 20, C(units_not_listed)
+          counts the others); C(totals) adds them all up (C(units), C(units_changed) and
           C(files_before), C(files_after), C(bytes_before), C(bytes_after), C(rows_before), C(rows_after) of the
           units it changed, null when unknown).
         - A compaction also has C(backup_table), C(mode), C(where) and C(verification) (C(units), C(content) and

@@ -31,9 +31,10 @@ RECORDED_COMMANDS = ("compact", "rollback", "cleanup")
 # Results that are recorded (besides any run that changed something, e.g. a
 # skipped compaction whose recovery settled an earlier run: ``recovered``).
 OUTCOMES = ("compacted", "rolled_back", "cleaned", "failed", "refused", "pinned", "unpinned")
-# Units listed in one record at most (the totals count every unit).
+# Units listed in one record at most (the totals count every unit); in analyze's result, per record.
 MAX_UNITS = 200
-# Unit statuses that count as touched: a unit the run wrote, restored or tried to.
+RESULT_UNITS = 20
+# Units a record lists: those the run changed (compacted, rolled back), failed on or refused.
 _TOUCHED = ("compacted", "rolled_back", "failed", "refused")
 _UNIT_KEYS = ("spec", "status", "code", "files_before", "files_after", "bytes_before", "bytes_after",
               "rows_before", "rows_after", "verified", "content_checksum", "duplicates_dropped", "deletes_dropped",
@@ -181,6 +182,16 @@ def build_record(command: str, result: dict[str, Any], started: float, ended: fl
     return rec
 
 
+def trim_units(record: dict[str, Any], limit: int = RESULT_UNITS) -> dict[str, Any]:
+    """The record with at most ``limit`` units listed (``units_not_listed``
+    counts the others): what analyze returns, so that the history of many
+    tables with many partitions stays a small result."""
+    units = record.get("units") or []
+    if len(units) <= limit:
+        return record
+    return dict(record, units=units[:limit], units_not_listed=int(record.get("units_not_listed") or 0) + len(units) - limit)
+
+
 # ---------------------------------------------------------------- pure: summaries
 
 
@@ -240,7 +251,7 @@ def run_facts(spark: Any, fs: Any) -> dict[str, Any]:
 
     facts: dict[str, Any] = {"user": None, "host": None, "spark_app_id": None, "spark_master": None,
                              "spark_version": None, "lakekeeper_version": __version__}
-    for key, get in (("user", fs.current_user), ("host", socket.getfqdn),
+    for key, get in (("user", fs.current_user), ("host", socket.gethostname),
                      ("spark_app_id", lambda: spark.sparkContext.applicationId),
                      ("spark_master", lambda: spark.sparkContext.master), ("spark_version", lambda: spark.version)):
         try:

@@ -123,6 +123,17 @@ def test_which_runs_are_recorded(command, res, dry_run, expected):
     assert H.should_record(command, res, dry_run) is expected
 
 
+def test_records_list_a_bounded_number_of_units():
+    many = dict(COMPACTED, partitions=[unit(f"dt={i:03d}", "compacted", 3, 1, 30, 25) for i in range(250)])
+    rec = H.build_record("compact", many, T0, T0 + 1)
+    assert len(rec["units"]) == H.MAX_UNITS and rec["units_not_listed"] == 50
+    assert rec["totals"]["units"] == 250 and rec["totals"]["files_before"] == 750  # the totals count every unit
+    short = H.trim_units(rec, 20)
+    assert len(short["units"]) == 20 and short["units_not_listed"] == 230 and len(rec["units"]) == H.MAX_UNITS
+    small = H.build_record("compact", COMPACTED, T0, T0 + 1)
+    assert H.trim_units(small) is small
+
+
 def test_outcomes():
     assert H.outcome_of({"status": "skipped", "changed": True}) == "recovered"
     assert H.outcome_of({"status": "refused"}) == "refused"

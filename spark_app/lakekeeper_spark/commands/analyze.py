@@ -13,7 +13,7 @@ from .. import sizes
 from ..backup import find_backups
 from ..context import Context
 from ..errors import java_message
-from ..history import read_history, summarize
+from ..history import read_history, summarize, trim_units
 from ..journal import Journal
 from ..layout import history_dir
 from ..lease import lease_path, read_holder, describe
@@ -71,7 +71,7 @@ def history_facts(ctx: Context, info: TableInfo) -> dict[str, Any]:
         records, unreadable = read_history(ctx.fs, history_dir(info), ctx.settings.history)
     except Exception as exc:  # noqa: BLE001 - the analysis stands without its history
         return {"history": [], "history_summary": summarize([]), "history_error": java_message(exc)}
-    out: dict[str, Any] = {"history": records, "history_summary": summarize(records)}
+    out: dict[str, Any] = {"history": [trim_units(r) for r in records], "history_summary": summarize(records)}
     if unreadable:
         out["history_unreadable"] = unreadable
     return out
