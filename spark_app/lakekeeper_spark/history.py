@@ -68,11 +68,13 @@ def is_record_name(name: str) -> bool:
 def should_record(command: str, result: dict[str, Any], dry_run: bool) -> bool:
     """Whether a run's result leaves a record: a compact, rollback or
     cleanup that did something or ended compacted, rolled back, cleaned,
-    (un)pinned, failed or refused; never a dry run, a table that is not
-    there, nor one whose lease another run held (that run records itself)."""
+    (un)pinned, failed or refused; never a dry run, nor a table whose lease
+    another run held (that run records itself). (A table that is not there,
+    or not one Lakekeeper may touch, has no history directory: the caller
+    finds that out when it loads the table.)"""
     if command not in RECORDED_COMMANDS or dry_run or not result.get("run_id"):
         return False
-    if result.get("status") == "locked" or result.get("code") == "not_found":
+    if result.get("status") == "locked":
         return False
     return result.get("status") in OUTCOMES or bool(result.get("changed"))
 

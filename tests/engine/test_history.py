@@ -3,7 +3,7 @@ is compacted, rolled back, compacted again and cleaned up; ``analyze``
 returns the four records newest first - outcomes, files before and after,
 the rollback's undone run, the cleanup's dropped backup and why - and the
 records outlive the cleanup that removed the journal and the backup. A run
-with nothing to do and a dry run leave no record."""
+with nothing to do and a dry run leave no record; a refused one does."""
 
 from __future__ import annotations
 
@@ -70,3 +70,11 @@ def test_history_of_compact_rollback_compact_cleanup(spark, engine, files, wareh
     assert [h["run_id"] for h in engine.one("analyze", t, history=2)["history"]] == [cl["run_id"], c2["run_id"]]
     none = engine.one("analyze", t, history=0)
     assert none["history"] == [] and none["history_summary"]["runs"] == 0
+
+    # a refusal is recorded with its code
+    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('lakekeeper.exclude'='true')")
+    refused = engine.one("compact", t)
+    assert refused["status"] == "refused" and refused["code"] == "excluded" and "history_record" in refused, refused
+    (last,) = engine.one("analyze", t, history=1)["history"]
+    assert (last["run_id"], last["outcome"], last["code"]) == (refused["run_id"], "refused", "excluded")
+    assert last["totals"]["units"] == 0 and last["changed"] is False

@@ -114,7 +114,7 @@ def test_a_cleanup_record_says_which_backups_went_and_why():
     ("compact", {"status": "refused", "code": "excluded", "run_id": RUN1}, False, True),
     ("compact", {"status": "failed", "code": "error", "run_id": RUN1}, False, True),
     ("compact", {"status": "locked", "code": "locked", "run_id": RUN1}, False, False),
-    ("rollback", {"status": "failed", "code": "not_found", "run_id": RUN1}, False, False),
+    ("rollback", {"status": "refused", "code": "not_found", "run_id": RUN1}, False, True),  # no backup of that run
     ("cleanup", {"status": "pinned", "run_id": RUN1}, False, True),
     ("analyze", {"status": "analyzed", "run_id": RUN1}, False, False),
     ("recover", {"status": "recovered", "run_id": RUN1, "changed": True}, False, False),
