@@ -78,3 +78,25 @@ def test_history_of_compact_rollback_compact_cleanup(spark, engine, files, wareh
     (last,) = engine.one("analyze", t, history=1)["history"]
     assert (last["run_id"], last["outcome"], last["code"]) == (refused["run_id"], "refused", "excluded")
     assert last["totals"]["units"] == 0 and last["changed"] is False
+
+
+def test_a_record_that_cannot_be_written_never_fails_the_run(spark, engine, files, warehouse, monkeypatch):
+    """Best effort: the run's outcome stands, the result says why its record
+    is missing (``history_error``); the next run records as usual."""
+    from lakekeeper_spark import history
+
+    loc = make_table(spark, warehouse, "hist_err", rows=100, files=6)
+
+    def full(fs, folder, record):
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(history, "write_record", full)
+    res = engine.one("compact", "lk.hist_err")
+    monkeypatch.undo()
+    assert res["status"] == "compacted" and res["changed"], res
+    assert "No space left on device" in res["history_error"] and "history_record" not in res, res
+    jdir = f"{files.fs.qualify(loc).rsplit('/', 1)[0]}/.hist_err.lakekeeper"
+    assert files.history_records(jdir) == []
+    cl = engine.one("cleanup", "lk.hist_err", older_than="all")
+    assert cl["status"] == "cleaned" and "history_error" not in cl, cl
+    assert [h["command"] for h in engine.one("analyze", "lk.hist_err")["history"]] == ["cleanup"]
