@@ -120,6 +120,8 @@ ENGINE_OPTIONS = (
     ("fragment_ratio", _flag("--fragment-ratio")),
     ("min_target_ratio", _flag("--min-target-ratio")),
     ("where", _flag_joined("--where")),
+    # analyze: how many of the table's history records to return
+    ("history", _flag("--history")),
 )
 # compact's row rewrite options, after the table (rewrite_args checks them together).
 REWRITE_OPTIONS = ("sort_by", "dedupe")

@@ -17,6 +17,8 @@ description:
   - Also a file-size histogram of each table and partition, now and as the plan projects it, the space pre-flight,
     and every existing backup with its size and the verdict a C(lakekeeper_cleanup) with the same O(older_than),
     O(keep_last) and O(grace_period) would give.
+  - Also each table's run history (RV(tables[].history)) - the records its compactions, rollbacks and cleanups
+    left on the table's filesystem, which outlive their backups.
   - Writes nothing; always reports RV(changed=false).
 author:
   - Lakekeeper for Ansible contributors (!UNKNOWN)
@@ -58,6 +60,12 @@ options:
         table is reported V(refused) with C(code) V(replicated).
     type: bool
     default: false
+  history:
+    description:
+      - How many of each table's run history records RV(tables[].history) returns, newest first (the engine's
+        C(--history)). V(0) returns none.
+      - Not set - the engine's default, 20.
+    type: int
 seealso:
   - module: lakekeeper.hive.lakekeeper_compact
   - module: lakekeeper.hive.lakekeeper_rollback
@@ -167,6 +175,7 @@ tables:
           pinned: false
           verdict: delete
           reason: not pinned, outside the grace period of 0s
+          rule: all
           units: 2
           bytes: 524288
           files: 40
@@ -178,6 +187,28 @@ tables:
       pending_recovery: []
       leftovers: []
       lease: null
+      history:
+        - version: 1
+          run_id: 20261121T013000-3f9a1c
+          command: compact
+          table: db.events
+          outcome: compacted
+          code: null
+          reason: compacted 1 of 2 unit(s)
+          changed: true
+          started_at: "2026-11-21T01:30:00.412Z"
+          ended_at: "2026-11-21T01:31:12.907Z"
+          seconds: 72.495
+          user: etl
+          host: edge1.example.com
+          spark_app_id: application_1732240000000_0041
+          spark_master: yarn
+          backup_table: db.__bkp_events_20261121_013000_3f9a1c
+          totals: {units: 1, units_changed: 1, files_before: 40, files_after: 1, bytes_before: 524288,
+                   bytes_after: 498000, rows_before: 120000, rows_after: 120000}
+          verification: {units: 1, content: 1, rows: 0, rows_before: 120000, rows_after: 120000}
+          units:
+            - {spec: dt=2024-01-01, status: compacted, files_before: 40, files_after: 1, verified: content}
       seconds: 2.5
   contains:
     table:
@@ -300,7 +331,8 @@ tables:
       description:
         - Every backup of the table, oldest first - C(backup_table), C(run_id), C(created_at) (epoch seconds),
           C(age_seconds), C(pinned), C(verdict) (C(keep) or C(delete), what a cleanup with the same O(older_than),
-          O(keep_last) and O(grace_period) would do) and C(reason), C(units), C(bytes) and C(files) of its
+          O(keep_last) and O(grace_period) would do), C(reason) and C(rule) (the policy that decided, as in
+          RV(tables[].history)), C(units), C(bytes) and C(files) of its
           original directories, C(missing) (units whose original directory is gone) and C(directories); C(error)
           instead of the sizes when the backup does not look like a Lakekeeper backup.
       type: list
@@ -334,6 +366,52 @@ tables:
       type: list
       elements: dict
       returned: when analyzed
+    history:
+      description:
+        - The table's run history, newest first, at most O(history) records (none with O(history=0)) - what each
+          compaction, rollback and cleanup of the table left on its filesystem (C(<journal dir>/history), one JSON
+          file per run, kept when the run's journal and backup are gone; a run that did nothing, a check-mode run
+          and a run that found the table locked leave none).
+        - Each record - C(run_id), C(command) (V(compact), V(rollback) or V(cleanup)), C(table), C(outcome)
+          (V(compacted), V(rolled_back), V(cleaned), V(pinned), V(unpinned), V(failed), V(refused), or V(recovered)
+          for a run whose recovery of an earlier run was all it did), C(code) and C(reason), C(changed); who and
+          where - C(user), C(host), C(spark_app_id), C(spark_master), C(spark_version), C(lakekeeper_version); when -
+          C(started_at), C(ended_at) (UTC), C(started), C(ended) (epoch seconds), C(seconds).
+        - C(units) lists the units it changed, failed on or refused (C(spec), C(status), C(code), files, bytes and
+          rows before and after, C(verified), C(content_checksum), dedupe counts; at most 20, C(units_not_listed)
+          counts the others); C(totals) adds them all up (C(units), C(units_changed) and
+          C(files_before), C(files_after), C(bytes_before), C(bytes_after), C(rows_before), C(rows_after) of the
+          units it changed, null when unknown).
+        - A compaction also has C(backup_table), C(mode), C(where) and C(verification) (C(units), C(content) and
+          C(rows) - how many were checked each way - C(rows_before), C(rows_after)); a rollback C(backup_table) and
+          C(backup_run_id) (the run it undid); a cleanup C(backups_dropped) (C(backup_table), C(run_id), C(bytes),
+          C(units), C(age_seconds), C(rule) and C(reason) - why it went), C(backups_kept) (C(rule) V(pinned),
+          V(grace), V(keep_last), V(older_than) or V(stranded), and C(reason)) and C(freed_bytes); C(recovered)
+          the recovery actions it took first.
+      type: list
+      elements: dict
+      returned: when analyzed
+    history_summary:
+      description:
+        - A summary of RV(tables[].history) - C(runs), C(outcomes) (runs per outcome), C(first_at) and C(last_at),
+          C(files_removed) (by its compactions), C(files_restored) (by its rollbacks), C(bytes_freed) and
+          C(backups_dropped) (by its cleanups), and C(last) (per command the C(run_id), C(outcome) and C(ended_at) of
+          its newest run).
+      type: dict
+      returned: when analyzed
+      sample: {runs: 2, outcomes: {compacted: 1, cleaned: 1}, first_at: "2026-11-21T01:31:12.907Z",
+               last_at: "2026-11-28T01:30:40.118Z", files_removed: 39, files_restored: 0, bytes_freed: 524288,
+               backups_dropped: 1, last: {compact: {run_id: 20261121T013000-3f9a1c, outcome: compacted,
+               ended_at: "2026-11-21T01:31:12.907Z"}}}
+    history_unreadable:
+      description: Names of history records that could not be read (torn by a crash); skipped.
+      type: list
+      elements: str
+      returned: when there are such records
+    history_error:
+      description: Why the table's history could not be read (the analysis stands without it).
+      type: str
+      returned: when reading it failed
     lease:
       description:
         - The run holding the table's lease right now (a compact, rollback, cleanup or recover working on it) -
@@ -447,6 +525,7 @@ from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_module
 
 def main():
     argspec = lakekeeper_argspec()
+    argspec.update_argspec(history=dict(type="int"))
     argspec.update_argspec(**retention_options())
     argspec.update_argspec(**compaction_options())
     argspec.update_argspec(allow_replicated=dict(type="bool", default=False))

@@ -149,6 +149,7 @@ tables:
           pinned: false
           verdict: delete
           reason: not pinned, outside the grace period of 0s, older than 86400s
+          rule: older_than
       kept:
         - backup_table: db.__bkp_events_20261128_013000_9c4e1a
           run_id: 20261128T013000-9c4e1a
@@ -156,6 +157,7 @@ tables:
           pinned: false
           verdict: keep
           reason: younger than older_than (86400s old, older_than 86400s)
+          rule: older_than
       freed_bytes: 1048576
       recovered: []
   contains:
@@ -198,7 +200,9 @@ tables:
     backups_removed:
       description:
         - Each backup removed (in check mode, that would be removed) - C(backup_table), C(run_id), C(bytes), C(units),
-          C(age_seconds), C(pinned), C(verdict) (C(delete)), C(reason) (which policies let it go), and
+          C(age_seconds), C(pinned), C(verdict) (C(delete)), C(reason) (which policies let it go), C(rule) (the
+          policies it went under - V(all) for O(older_than=all), V(older_than), V(keep_last), or both joined with
+          C(+) such as V(keep_last+older_than)), and
           C(moved_to_live) when files that were not originals were found among them (moved into the live directory,
           never deleted; subdirectories, e.g. C(HIVE_UNION_SUBDIR_1/) of Hive on Tez, with a trailing C(/)), and
           C(dropped_partitions) when some of its partitions were dropped after the compaction (for example left in
@@ -212,6 +216,7 @@ tables:
           C(reason) (C(pinned), within the grace period, one of the O(keep_last) newest, younger than O(older_than);
           or, for a backup the policies let go, that files the compaction did not write are among the originals of
           a partition whose directory is gone - nothing to move them into, so nothing of it is deleted).
+        - C(rule) names the reason - V(pinned), V(grace), V(keep_last), V(older_than) or V(stranded) (the last case).
       type: list
       elements: dict
       returned: when the table was cleaned, planned or skipped
@@ -230,6 +235,18 @@ tables:
       type: list
       elements: dict
       returned: with O(pin) or O(unpin)
+    history_record:
+      description:
+        - The record this run left in the table's run history (the URI of one JSON file in C(<journal dir>/history)
+          on the table's filesystem, which no cleanup removes) - written once the outcome is known, for a run that
+          changed the table, failed or was refused (never in check mode). M(lakekeeper.hive.lakekeeper_analyze)
+          returns these records as C(tables[].history).
+      type: str
+      returned: when the run left a record
+    history_error:
+      description: Why the run's history record could not be written (best effort; the run's outcome stands).
+      type: str
+      returned: when writing the record failed
 runtime:
   description:
     - The versions the engine ran with, as in its JSON result - C(spark), C(scala), C(hadoop), C(hive_client)

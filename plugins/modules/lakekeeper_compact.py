@@ -458,6 +458,18 @@ tables:
       type: list
       elements: dict
       returned: when the engine inspected the table
+    history_record:
+      description:
+        - The record this run left in the table's run history (the URI of one JSON file in C(<journal dir>/history)
+          on the table's filesystem, which no cleanup removes) - written once the outcome is known, for a run that
+          changed the table, failed or was refused (never in check mode). M(lakekeeper.hive.lakekeeper_analyze)
+          returns these records as C(tables[].history).
+      type: str
+      returned: when the run left a record
+    history_error:
+      description: Why the run's history record could not be written (best effort; the run's outcome stands).
+      type: str
+      returned: when writing the record failed
 runtime:
   description:
     - The versions the engine ran with, as in its JSON result - C(spark), C(scala), C(hadoop), C(hive_client)

@@ -22,6 +22,7 @@ from . import __version__
 from .config import MODES, build_settings, load_config_file, parse_properties
 from .errors import LakekeeperError, UsageError, innermost_cause, java_message, root_cause
 from .faults import parking_enabled, run_parking
+from .history import RECORDED_COMMANDS
 from .layout import backup_table_pattern, is_run_id, new_run_id
 from .names import parse_table_list, parse_table_name, validate_ident
 from .progress import Progress
@@ -115,6 +116,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="undersized: smaller than target size x this (default 0.75)")
     common.add_argument("--where", dest="where",
                         help="analyze/compact/rollback: partition filter, e.g. \"dt >= '2024-09-01' AND region IN ('eu','us')\"")
+    common.add_argument("--history", type=int, dest="history", metavar="N",
+                        help="analyze: return the table's N newest history records (default 20; 0: none)")
     common.add_argument("--log-level", dest="log_level", type=str.upper)
     common.add_argument("--result-file", help="also write the JSON result to this local file")
     common.add_argument("--state-dir", help="embedded Metastore and warehouse directory (plain python mode)")
@@ -157,7 +160,7 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
         "dry_run", "log_level", "older_than", "parallelism", "min_piece_mb", "quiet_period", "deadline",
         "mode", "min_input_files", "fragment_ratio", "min_target_ratio", "where",
         "keep_last", "grace_period", "pin", "unpin", "verify", "rollback_run", "lease_timeout", "break_lease",
-        "allow_by_name_projection", "allow_owner_change", "allow_replicated")}
+        "allow_by_name_projection", "allow_owner_change", "allow_replicated", "history")}
     rewrite = ("sort_by", "dedupe_keys", "dedupe_order_by", "dedupe_delete_marker", "dedupe_delete_value",
                "dedupe_trigger_ratio")
     overrides.update({k: getattr(args, k) for k in rewrite})
@@ -185,6 +188,8 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
     if args.new_run_id is not None and not is_run_id(args.new_run_id):
         raise UsageError(f"--new-run-id must look like 20240101T000000-a1b2c3 (UTC time, six hex digits), "
                          f"got {args.new_run_id!r}")
+    if args.history is not None and args.command != "analyze":
+        raise UsageError("--history only applies to analyze")
     if args.break_lease and args.command != "recover":
         raise UsageError("--break-lease only applies to recover")
     if args.verify is not None and args.command != "compact":
@@ -255,6 +260,11 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None,
     progress.tables(tables)
 
     ctx.job_slots()  # made now: the tables' contexts below share the one budget
+    facts = None
+    if command in RECORDED_COMMANDS and not ctx.settings.dry_run:
+        from .history import run_facts
+
+        facts = run_facts(ctx.spark, ctx.fs)  # who and where, for the tables' history records
     issued: set[str] = set()
     issued_lock = threading.Lock()
 
@@ -303,6 +313,8 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None,
         if tctx.lease is not None and tctx.lease.taken_over:
             res["lease_taken_over"] = tctx.lease.taken_over
         res["seconds"] = round(time.time() - started, 3)
+        if facts is not None:
+            _record_history(tctx, command, name, res, started, facts)
         log.info("%s %s: %s (%s)", command, name, res["status"], res["reason"])
         return res
 
@@ -338,6 +350,32 @@ def _by_benefit(ctx: Any, tables: list[str]) -> list[str]:
     order = sorted(range(len(tables)), key=lambda i: (-scores[i], i))
     log.info("deadline: tables by benefit: %s", ", ".join(f"{tables[i]} ({scores[i]:.1f})" for i in order))
     return [tables[i] for i in order]
+
+
+def _record_history(ctx: Any, command: str, name: str, res: dict[str, Any], started: float,
+                    facts: dict[str, Any]) -> None:
+    """The run's record in the table's history, once its outcome is known
+    (``history_record``: where it went). Best effort: a record that cannot
+    be written is reported (``history_error``), never fails the run."""
+    from .history import build_record, should_record, write_record
+    from .layout import history_dir
+    from .tables import load_table
+
+    if not should_record(command, res, ctx.settings.dry_run):
+        return
+    try:
+        info = load_table(ctx, name)
+    except LakekeeperError:  # not a table of ours (a view, a managed table): no history to keep
+        return
+    except Exception as exc:  # noqa: BLE001
+        res["history_error"] = java_message(exc)
+        return
+    try:
+        record = build_record(command, res, started, time.time(), facts)
+        res["history_record"] = write_record(ctx.fs, history_dir(info), record)
+    except Exception as exc:  # noqa: BLE001 - the run's outcome stands; only its record is missing
+        log.warning("%s: could not write the history record: %s", name, java_message(exc))
+        res["history_error"] = java_message(exc)
 
 
 def _take_lease(ctx: Any, command: str, name: str) -> Any:

@@ -165,6 +165,7 @@ class Settings:
     # one run per table (lease.py): a lease whose heartbeat is older than this is stale
     lease_timeout_seconds: int = 30 * 60
     break_lease: bool = False  # recover: take over the lease even if it looks live (holder known dead)
+    history: int = 20  # analyze: the table's newest history records returned (history.py); 0: none
 
     @property
     def dedupe(self) -> bool:
@@ -205,6 +206,8 @@ class Settings:
             raise UsageError("parallelism must be between 1 and 64")
         if self.min_piece_mb < 0:
             raise UsageError("min_piece_mb must be >= 0 (0: files are never written in pieces)")
+        if self.history < 0:
+            raise UsageError("history must be >= 0 (0: no history)")
         if self.keep_last is not None and self.keep_last < 0:
             raise UsageError("keep_last must be >= 0")
         if self.target_file_size_mb is not None and self.target_file_size_mb <= 0:
@@ -433,6 +436,12 @@ def apply_values(s: Settings, merged: dict[str, Any]) -> Settings:
             continue
         if key == "lease_timeout":
             s.lease_timeout_seconds = parse_duration(value) or 0
+            continue
+        if key == "history":  # command line only
+            try:
+                s.history = int(value)
+            except (TypeError, ValueError) as exc:
+                raise UsageError(f"invalid value for history: {value!r}") from exc
             continue
         if key == "break_lease":  # command line only
             s.break_lease = bool(value)

@@ -11,7 +11,9 @@ a unit (the table's directory, or one partition's) at ``<parent>/<dir>``:
     <parent>/.<dir>.lk_trash_<run>       compacted data during a rollback
 
 and the journal (``journal_dir``) in ``<table>/.lakekeeper`` (partitioned)
-or ``<parent>/.<table dir>.lakekeeper`` (not partitioned). Pure functions.
+or ``<parent>/.<table dir>.lakekeeper`` (not partitioned), with the table's
+run history in its ``history`` subdirectory (``history_dir``: never
+removed, it outlives the runs and their backups). Pure functions.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ STAGING_TAG = "lk_staging"
 OLD_TAG = "lk_old"
 TRASH_TAG = "lk_trash"
 JOURNAL_DIR_NAME = ".lakekeeper"
+HISTORY_DIR_NAME = "history"
 
 _RUN_ID_TEXT = r"\d{8}T\d{6}-[0-9a-f]{6}"  # 20240301T020000-3f9a1c: UTC time and a random token
 _RUN_ID = re.compile(f"^{_RUN_ID_TEXT}$")
@@ -147,3 +150,9 @@ def journal_dir(table: TableInfo) -> str:
         return table.location.rstrip("/") + "/" + JOURNAL_DIR_NAME
     parent, name = split_path(table.location)
     return f"{parent}/.{name}{JOURNAL_DIR_NAME}"
+
+
+def history_dir(table: TableInfo) -> str:
+    """Where the table's run history lives (history.py): inside its journal
+    directory, whose run records come and go; the history stays."""
+    return f"{journal_dir(table)}/{HISTORY_DIR_NAME}"

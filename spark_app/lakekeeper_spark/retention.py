@@ -62,6 +62,9 @@ class Verdict:
     delete: bool
     reason: str
     age_seconds: int
+    # the policy that decided: kept by "pinned", "grace", "keep_last" or "older_than"; deleted under
+    # "all" (older_than all), "older_than", "keep_last" or both ("keep_last+older_than", "keep_last+all")
+    rule: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -71,7 +74,18 @@ class Verdict:
             "pinned": self.backup.pinned,
             "verdict": "delete" if self.delete else "keep",
             "reason": self.reason,
+            "rule": self.rule,
         }
+
+
+def delete_rule(policy: RetentionPolicy) -> str:
+    """The policies under which a backup no policy keeps is deleted."""
+    rules = ["keep_last"] if policy.keep_last is not None else []
+    if policy.older_than_seconds == 0:
+        rules.append(OLDER_THAN_ALL)
+    elif policy.older_than_seconds is not None:
+        rules.append("older_than")
+    return "+".join(rules) or OLDER_THAN_ALL  # no policy: the verdicts of older_than all
 
 
 def retention_verdicts(backups: list[BackupFacts], policy: RetentionPolicy, now: float) -> list[Verdict]:
@@ -82,15 +96,15 @@ def retention_verdicts(backups: list[BackupFacts], policy: RetentionPolicy, now:
     for b in ordered:
         age = max(0, int(now - b.created_at))
         if b.pinned:
-            out.append(Verdict(b, False, "pinned", age))
+            out.append(Verdict(b, False, "pinned", age, "pinned"))
         elif age < policy.grace_seconds:
             out.append(Verdict(b, False, f"within the grace period ({age}s old, grace {policy.grace_seconds}s): "
-                                         "readers may still use its files", age))
+                                         "readers may still use its files", age, "grace"))
         elif id(b) in newest:
-            out.append(Verdict(b, False, f"one of the {policy.keep_last} newest backup(s) (keep_last)", age))
+            out.append(Verdict(b, False, f"one of the {policy.keep_last} newest backup(s) (keep_last)", age, "keep_last"))
         elif policy.older_than_seconds is not None and age < policy.older_than_seconds:
             out.append(Verdict(b, False, f"younger than older_than ({age}s old, older_than "
-                                         f"{policy.older_than_seconds}s)", age))
+                                         f"{policy.older_than_seconds}s)", age, "older_than"))
         else:
             why = ["not pinned", f"outside the grace period of {policy.grace_seconds}s"]
             if policy.keep_last is not None:
@@ -99,7 +113,7 @@ def retention_verdicts(backups: list[BackupFacts], policy: RetentionPolicy, now:
                 why.append("older_than all")
             elif policy.older_than_seconds is not None:
                 why.append(f"older than {policy.older_than_seconds}s")
-            out.append(Verdict(b, True, ", ".join(why), age))
+            out.append(Verdict(b, True, ", ".join(why), age, delete_rule(policy)))
     return out
 
 

@@ -47,10 +47,31 @@ class Files:
                 out[rel] = hashlib.sha256(self.read_bytes(f"{uri.rstrip('/')}/{rel}")).hexdigest()
         return out
 
-    def hidden(self, uri: str) -> list[str]:
-        """Hidden entries anywhere under ``uri`` (checksum files excepted)."""
-        return [rel for rel, _is_dir in self._walk(uri)
-                if rel.rsplit("/", 1)[-1].startswith(".") and not rel.endswith(".crc")]
+    def hidden(self, uri: str, history: bool = False) -> list[str]:
+        """Hidden entries anywhere under ``uri`` (checksum files excepted).
+        Without ``history``, a journal directory that holds nothing but the
+        table's run history (``<journal dir>/history``, which outlives every
+        run by design) is not counted."""
+        walked = [(rel, is_dir) for rel, is_dir in self._walk(uri) if not rel.endswith(".crc")]
+        out = []
+        for rel, is_dir in walked:
+            name = rel.rsplit("/", 1)[-1]
+            if not name.startswith("."):
+                continue
+            if not history and is_dir and name.endswith(".lakekeeper"):
+                children = [r.rsplit("/", 1)[-1] for r, _d in walked
+                            if r.startswith(rel + "/") and "/" not in r[len(rel) + 1:]]
+                if children == ["history"]:
+                    continue
+            out.append(rel)
+        return out
+
+    def history_records(self, journal_dir: str) -> list[str]:
+        """Names of the run history records of a table (oldest first)."""
+        folder = f"{journal_dir.rstrip('/')}/history"
+        if not self.fs.exists(folder):
+            return []
+        return sorted(n for n, is_dir in self.fs.list_names(folder) if not is_dir and n.endswith(".json"))
 
     def names(self, uri: str) -> list[str]:
         return sorted(n for n, _is_dir in self.fs.list_names(uri))

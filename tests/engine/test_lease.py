@@ -142,7 +142,9 @@ def test_a_unit_whose_backup_table_was_dropped_is_not_swapped(spark, engine, fil
     (part,) = res["partitions"]
     assert res["status"] == "failed" and part["code"] == "backup_missing" and not res["changed"], res
     assert files.snapshot(loc) == original
-    assert [n for n in files.names(parent(loc)) if n.startswith(".bkp_gone.")] == []  # no staging, journal, lease
+    # no staging, journal or lease; the failure's record in the table's history stays
+    assert [h for h in files.hidden(parent(loc)) if h.startswith(".bkp_gone.")] == []
+    assert len(files.history_records(f"{parent(loc)}/.bkp_gone.lakekeeper")) == 1
     assert same_rows(rows, spark.table("lk.bkp_gone"))
 
 

@@ -28,7 +28,8 @@ def hive(spark, statement: str) -> None:
 
 
 def _leftovers(files, loc: str) -> list[str]:
-    return [n for n in files.names(parent(loc)) if n.startswith(f".{loc.rsplit('/', 1)[1]}")]
+    """The table's hidden siblings (a journal directory that only holds its history does not count)."""
+    return [h for h in files.hidden(parent(loc)) if "/" not in h and h.startswith(f".{loc.rsplit('/', 1)[1]}")]
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "orc"])

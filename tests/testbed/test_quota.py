@@ -72,7 +72,11 @@ def test_space_preflight_on_hdfs_quota(testbed, tmp_path):
     assert rc == 1 and t["status"] == "failed" and t["code"] == "insufficient_space", t
     assert "/lk-quota: space quota" in t["reason"] and "nothing was written" in t["reason"]
     after = setup("check_then_raise")
-    assert after["names"] == before["names"] and after["hidden"] == [] and after["rows"] == 20000
+    # nothing but the journal directory of the table's run history (its record of the failure: best effort,
+    # under a space quota that leaves no room it is reported as history_error instead)
+    assert "history_record" in t or "history_error" in t, t
+    assert after["names"] == before["names"] and after["rows"] == 20000
+    assert [h for h in after["hidden"] if h != ".events.lakekeeper"] == [], after
 
     rc, doc = engine("compact")
     assert rc == 0 and doc["tables"][0]["status"] == "compacted", doc

@@ -1,7 +1,8 @@
 """analyze: per table and per partition, file count, sizes, a file-size
 histogram now and as the plan projects it, and the decision; plus the
 table's existing backups with their size and the retention verdict a
-cleanup with the same options would give. Writes nothing."""
+cleanup with the same options would give, and the table's run history
+(its newest ``history`` records, newest first). Writes nothing."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from ..backup import find_backups
 from ..context import Context
 from ..delete_ratio import apply_delete_ratio
 from ..errors import java_message
+from ..history import read_history, summarize, trim_units
 from ..journal import Journal
+from ..layout import history_dir
 from ..lease import lease_path, read_holder, describe
 from ..model import TableInfo, Unit
 from ..recovery import backup_units, pending_runs
@@ -59,6 +62,20 @@ def backup_facts(ctx: Context, info: TableInfo) -> list[dict[str, Any]]:
         except Exception as exc:  # noqa: BLE001 - one odd backup must not hide the others
             entry.update(units=None, bytes=None, files=None, error=java_message(exc))
         out.append(entry)
+    return out
+
+
+def history_facts(ctx: Context, info: TableInfo) -> dict[str, Any]:
+    """The table's newest history records (newest first, at most
+    ``settings.history``) and their summary; what could not be read is
+    reported, never fatal."""
+    try:
+        records, unreadable = read_history(ctx.fs, history_dir(info), ctx.settings.history)
+    except Exception as exc:  # noqa: BLE001 - the analysis stands without its history
+        return {"history": [], "history_summary": summarize([]), "history_error": java_message(exc)}
+    out: dict[str, Any] = {"history": [trim_units(r) for r in records], "history_summary": summarize(records)}
+    if unreadable:
+        out["history_unreadable"] = unreadable
     return out
 
 
@@ -110,6 +127,7 @@ def analyze_table(ctx: Context, full_name: str) -> dict[str, Any]:
         leftovers=leftovers(ctx, p, set(Journal.run_ids(ctx.fs, p.journal_dir))),
         lease=lease_facts(ctx, p.journal_dir),
         mode=ctx.settings.mode,
+        **history_facts(ctx, info),
         **({"where": ctx.settings.where} if ctx.settings.where else {}),
         **({"policy": policy, "excluded": out} if policy else {}),
     )

@@ -96,7 +96,8 @@ def cleanup_table(ctx: Context, full_name: str) -> dict[str, Any]:
         units = backup_units(ctx, info, b)
         size = sum(ctx.fs.content_summary(u["old"])["length"] for u in units if ctx.fs.exists(u["old"]))
         entry = {"backup_table": b.full_name, "run_id": b.run_id, "bytes": size, "units": len(units),
-                 "age_seconds": v.age_seconds, "pinned": False, "verdict": "delete", "reason": v.reason}
+                 "age_seconds": v.age_seconds, "pinned": False, "verdict": "delete", "reason": v.reason,
+                 "rule": v.rule}
         dropped = [u["spec"] for u in units if u.get("partition_missing")]
         if dropped:  # e.g. left by a rollback that could not restore them
             entry["dropped_partitions"] = dropped
@@ -104,7 +105,7 @@ def cleanup_table(ctx: Context, full_name: str) -> dict[str, Any]:
         stranded = _stranded(ctx, units, planned)
         if stranded:  # someone's files among the originals, and no live directory to move them into
             kept.append({"backup_table": b.full_name, "run_id": b.run_id, "age_seconds": v.age_seconds,
-                         "pinned": False, "verdict": "keep",
+                         "pinned": False, "verdict": "keep", "rule": "stranded",
                          "reason": f"{stranded}; not deleted (move them where they belong, then clean up again)"})
             continue
         if not ctx.settings.dry_run:

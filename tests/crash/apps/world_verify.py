@@ -18,6 +18,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import re
 import sys
 import time
 import traceback
@@ -30,6 +31,13 @@ from world_common import COLUMNS, KINDS, PARTITION_COLUMNS, run_app, template_di
 from world_setup import FS, perms, tree  # noqa: E402
 
 LK_TAGS = ("lk_staging", "lk_old", "lk_trash")
+# The table's run history (<journal dir>/history) outlives every run by design: not a change, not a leftover.
+HISTORY_ENTRY = re.compile(r"^\.lakekeeper(/history(/.*)?)?$")
+
+
+def history_only(fs, uri):
+    """A non-partitioned table's journal directory that holds nothing but its history."""
+    return uri.endswith(".lakekeeper") and [n for n, _d, _s in fs.ls(uri) if not n.endswith(".crc")] == ["history"]
 
 
 def normalized(df, full, pcols):
@@ -157,7 +165,7 @@ def check_table(spark, ctx, fs, full, exp, extras, late, templates, prefix):
     backups = find_backups(cat, db, name, prefix) if cat.database_exists(db) and cat.table_exists(db, name) else []
     roots = [t["root"]] + ([t["outside"]] if t.get("outside") else [])
     if kind not in KINDS:  # bad input: nothing may have changed at all
-        trees = {r: tree(fs, r) for r in roots}
+        trees = {r: {k: v for k, v in tree(fs, r).items() if not HISTORY_ENTRY.match(k)} for r in roots}
         f["tree_unchanged"] = trees == exp["trees"]
         if not f["tree_unchanged"]:
             diff = []
@@ -173,7 +181,7 @@ def check_table(spark, ctx, fs, full, exp, extras, late, templates, prefix):
         parents = {r.rstrip("/").rsplit("/", 1)[0] for r in roots}
         base = {r.rstrip("/").rsplit("/", 1)[1] for r in roots}
         left = [n for p in parents for n, _d, _s in fs.ls(p)
-                if any(n.startswith(f".{b}.") for b in base)]
+                if any(n.startswith(f".{b}.") for b in base) and not history_only(fs, f"{p}/{n}")]
         if left:
             problems.append(f"hidden entries next to the table: {left}")
         return f

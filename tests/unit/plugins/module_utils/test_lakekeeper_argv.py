@@ -254,6 +254,12 @@ def test_engine_args_where_is_one_argument_even_when_it_looks_like_a_flag():
     assert line.endswith("'--where=-1 --dry-run'")
 
 
+def test_engine_args_history():
+    assert lk.engine_args("analyze", ["--table", "db.t"], dict(history=5)) == ["analyze", "--table", "db.t", "--history", "5"]
+    assert lk.engine_args("analyze", ["--table", "db.t"], dict(history=0)) == ["analyze", "--table", "db.t", "--history", "0"]
+    assert lk.engine_args("analyze", ["--table", "db.t"], dict(history=None)) == ["analyze", "--table", "db.t"]
+
+
 def test_engine_args_unknown_command():
     with pytest.raises(lk.LakekeeperError):
         lk.engine_args("vacuum", ["--table", "db.t"])

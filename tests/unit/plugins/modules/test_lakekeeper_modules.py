@@ -185,6 +185,7 @@ def test_min_piece_mb_is_a_compact_option(engine, tmp_path):
     (lakekeeper_compact, dict(mode="mega")),
     (lakekeeper_rollback, dict(min_input_files=3)),  # (where applies: a rollback of some partitions)
     (lakekeeper_cleanup, dict(mode="smart")),
+    (lakekeeper_compact, dict(history=5)),  # analyze's
 ])
 def test_compaction_options_only_where_they_apply(engine, tmp_path, module, args):
     res = run(module, dict(table="db.t", spark_submit=dict(script_path=engine), **args), tmp_path)
