@@ -174,3 +174,30 @@ def test_merge_interrupted_after_the_first_swap(spark, engine, files, warehouse,
     again = engine.one("compact", t2, merge_from=batch, **DEDUPE)
     assert again["code"] == "batch_already_applied" and not again["changed"], again
     assert {dt: files.snapshot(f"{loc2}/dt={dt}") for dt in "abc"} == merged
+
+
+def test_merge_verification_checks_the_staged_rows_against_the_expected_merge(spark, engine, files, warehouse,
+                                                                               monkeypatch):
+    """A rewrite that keeps the right number of rows and keys but the wrong
+    values (here: every kept value altered after the dedupe, so the staged
+    copy and the rewrite's own checksum agree) is caught by the independent
+    expected merge, before any swap."""
+    from pyspark.sql import functions as F
+
+    from lakekeeper_spark import rewrite
+
+    t, loc, base = _table(spark, warehouse, "merge_verify")
+    batch = _batch(spark, f"{warehouse}/merge_verify_batch", BATCH)
+    original = {dt: files.snapshot(f"{loc}/dt={dt}") for dt in "abc"}
+    dedupe = rewrite._dedupe
+    monkeypatch.setattr(rewrite, "_dedupe", lambda *a, **k: dedupe(*a, **k).withColumn("v", F.upper(F.col("v"))))
+    res = engine.one("compact", t, merge_from=batch, **DEDUPE)
+    monkeypatch.undo()
+    assert res["status"] == "failed" and not res["changed"], res
+    assert all(p["code"] == "verification_failed" and "expected merged content" in p["reason"]
+               for p in res["partitions"] if p["spec"] in ("dt=a", "dt=b")), res
+    assert {dt: files.snapshot(f"{loc}/dt={dt}") for dt in "abc"} == original
+    assert _rows(spark, t) == {dt: sorted(rows) for dt, rows in base.items()}
+    # nothing was recorded: the same batch merges now
+    assert engine.one("compact", t, merge_from=batch, **DEDUPE)["status"] == "compacted"
+    assert _rows(spark, t) == _expected(base, BATCH)
