@@ -186,6 +186,8 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
     given = [k for k in rewrite if getattr(args, k) is not None]
     if given and args.command != "compact":
         raise UsageError(f"--{given[0].replace('_', '-')} only applies to compact")
+    if settings.merge_from is not None and not args.table:
+        raise UsageError("--merge-from merges one batch into one table: give --table, not --tables or --database")
     if settings.where is not None and args.command not in ("analyze", "compact", "rollback"):
         raise UsageError(f"where only applies to analyze, compact and rollback; {args.command} works on whole "
                          f"backups and runs, not on a selection of partitions")

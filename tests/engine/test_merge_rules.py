@@ -104,3 +104,17 @@ def test_merge_from_settings():
     with pytest.raises(UsageError, match="cannot be combined with where"):
         build_settings({}, {"merge_from": "db.batch", "dedupe_keys": "id", "dedupe_order_by": "ver",
                             "where": "dt = 'a'"})
+
+
+def test_merge_from_command_line():
+    from lakekeeper_spark.cli import parse_args
+
+    dedupe = ["--dedupe-keys", "id", "--dedupe-order-by", "ver"]
+    _args, s, tables = parse_args(["compact", "--table", "db.t", "--merge-from", "hdfs://nn/in/b1"] + dedupe)
+    assert s.merge_from == "hdfs://nn/in/b1" and tables == ["db.t"]
+    with pytest.raises(UsageError, match="only applies to compact"):
+        parse_args(["analyze", "--table", "db.t", "--merge-from", "db.b"] + dedupe)
+    with pytest.raises(UsageError, match="give --table"):
+        parse_args(["compact", "--database", "db", "--merge-from", "db.b"] + dedupe)
+    with pytest.raises(UsageError, match="needs dedupe keys"):
+        parse_args(["compact", "--table", "db.t", "--merge-from", "db.b"])
