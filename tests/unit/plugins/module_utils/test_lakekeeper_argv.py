@@ -243,6 +243,8 @@ def test_rewrite_args_merge_from():
         lk.rewrite_args(None, dedupe, "hdfs://nn/in\nx")
     with pytest.raises(lk.LakekeeperError, match="only apply to compact"):
         lk.engine_args("analyze", ["--table", "db.t"], dict(merge_from="db.b", dedupe=dedupe))
+    with pytest.raises(lk.LakekeeperError, match="give table, not tables or database"):
+        lk.engine_args("compact", ["--database", "db"], dict(merge_from="db.b", dedupe=dedupe))
     argv = lk.engine_args("compact", ["--table", "db.t"], dict(merge_from="db.b", dedupe=dict(keys=["id"], order_by="v")))
     assert argv == ["compact", "--table", "db.t", "--dedupe-keys", "id", "--dedupe-order-by", "v", "--merge-from", "db.b"]
 
