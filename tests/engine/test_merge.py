@@ -201,3 +201,39 @@ def test_merge_verification_checks_the_staged_rows_against_the_expected_merge(sp
     # nothing was recorded: the same batch merges now
     assert engine.one("compact", t, merge_from=batch, **DEDUPE)["status"] == "compacted"
     assert _rows(spark, t) == _expected(base, BATCH)
+
+
+def test_merge_into_an_orc_table_from_a_batch_table_and_text_refused(spark, engine, files, warehouse):
+    """A non-partitioned ORC table (one unit, spec ""), the batch given as a
+    non-partitioned table's name; a text table is refused."""
+    t, loc = "lk.merge_orc", f"{warehouse}/merge_orc"
+    b, bloc = "lk.merge_orc_batch", f"{warehouse}/merge_orc_batch"
+    for name, where in ((t, loc), (b, bloc)):
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
+        spark.sql(f"CREATE EXTERNAL TABLE {name} ({SCHEMA}) STORED AS ORC LOCATION '{where}'")
+    base = [(i, f"v{i}-1", 1, "I") for i in range(200)]
+    spark.createDataFrame(base, SCHEMA).repartition(4).createOrReplaceTempView("lk_src")
+    spark.sql(f"INSERT INTO {t} SELECT * FROM lk_src")
+    rows = [(i, f"v{i}-2", 2, "U") for i in range(10)] + [(50, "v50-2", 2, "D"), (900, "v900-1", 1, "I")]
+    spark.createDataFrame(rows, SCHEMA).repartition(1).createOrReplaceTempView("lk_src")
+    spark.sql(f"INSERT INTO {b} SELECT * FROM lk_src")
+    original = files.snapshot(loc)
+
+    res = engine.one("compact", t, merge_from=b, **DEDUPE)
+    assert res["status"] == "compacted" and res["format"] == "orc", res
+    (part,) = res["partitions"]
+    assert part["merge"] == {"rows": 12, "inserted": 1, "updated": 10, "deleted": 1, "absent_deletes": 0}, part
+    spark.sql(f"REFRESH TABLE {t}")
+    latest = {r[0]: r for r in base}
+    latest.update({r[0]: r for r in rows})
+    assert sorted(tuple(r) for r in spark.table(t).collect()) == sorted(r for r in latest.values() if r[3] != "D")
+    again = engine.one("compact", t, merge_from=b, **DEDUPE)
+    assert again["status"] == "skipped" and again["code"] == "batch_already_applied", again
+    assert engine.one("rollback", t, rollback_run=res["run_id"])["status"] == "rolled_back"
+    assert files.snapshot(loc) == original
+
+    text, tloc = "lk.merge_text", f"{warehouse}/merge_text"
+    spark.sql(f"DROP TABLE IF EXISTS {text}")
+    spark.sql(f"CREATE EXTERNAL TABLE {text} ({SCHEMA}) STORED AS TEXTFILE LOCATION '{tloc}'")
+    res = engine.one("compact", text, merge_from=bloc, **DEDUPE)
+    assert res["status"] == "refused" and res["code"] == "unsupported_format", res
