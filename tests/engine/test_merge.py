@@ -11,8 +11,8 @@ updates and delete markers merged into a partitioned Parquet table.
   does not have, refuse the whole merge, nothing written;
 * a failure after the first partition was swapped: every partition ends either
   merged or original, the batch is recorded for the merged ones only, and the
-  next run merges the rest without applying the batch twice; a failure right
-  before the batch is recorded after the swaps: the recovery records it.
+  next run merges the rest without applying the batch twice; a crash right
+  before the batch is recorded after the swaps: ``recover`` records it.
 (The pure rules: test_merge_rules.py.)
 """
 
@@ -159,21 +159,37 @@ def test_merge_interrupted_after_the_first_swap(spark, engine, files, warehouse,
     assert _rows(spark, t) == expected
     assert engine.one("compact", t, merge_from=batch, **DEDUPE)["code"] == "batch_already_applied"
 
-    # a failure once both partitions were swapped, before the batch is recorded: the recovery records it
+    # a crash once both partitions were swapped, before the batch is recorded (the compaction called directly, as
+    # the process would die: no recovery after the error): the journal stays, `recover` records the batch
     t2, loc2, base2 = _table(spark, warehouse, "merge_crash2")
     monkeypatch.setattr(HOOKS, "fired", set())
     monkeypatch.setenv("LAKEKEEPER_FAULT_AT", f"merge_recording@{t2}=raise")
-    res = engine.one("compact", t2, merge_from=batch, **DEDUPE)
+    with pytest.raises(Exception, match="injected fault"):
+        _compact_directly(spark, t2, merge_from=batch, **DEDUPE)
     monkeypatch.delenv("LAKEKEEPER_FAULT_AT")
-    assert res["status"] == "failed" and res["changed"], res
-    actions = {a["action"]: a for a in res["recovered_after_error"]}
-    assert actions["recorded_merged_batch"]["partitions"] == ["dt=a", "dt=b"], res
+    rec = engine.one("recover", t2)
+    actions = {a["action"]: a for a in rec["actions"]}
+    assert rec["status"] == "recovered" and actions["recorded_merged_batch"]["partitions"] == ["dt=a", "dt=b"], rec
+    assert "finished_run" in actions, rec
     assert engine.one("recover", t2)["status"] == "skipped"
     assert _rows(spark, t2) == _expected(base2, BATCH)
     merged = {dt: files.snapshot(f"{loc2}/dt={dt}") for dt in "abc"}
     again = engine.one("compact", t2, merge_from=batch, **DEDUPE)
     assert again["code"] == "batch_already_applied" and not again["changed"], again
     assert {dt: files.snapshot(f"{loc2}/dt={dt}") for dt in "abc"} == merged
+
+
+def _compact_directly(spark, table: str, **settings):
+    """compact of one table without the CLI's error handling (which recovers right away)."""
+    from lakekeeper_spark.catalog import Catalog
+    from lakekeeper_spark.commands.compact import compact_table
+    from lakekeeper_spark.config import build_settings
+    from lakekeeper_spark.context import Context
+    from lakekeeper_spark.fs import HadoopFS
+    from lakekeeper_spark.layout import new_run_id
+
+    ctx = Context(spark, HadoopFS(spark), Catalog(spark), build_settings({}, settings), new_run_id())
+    return compact_table(ctx, table)
 
 
 def test_merge_verification_checks_the_staged_rows_against_the_expected_merge(spark, engine, files, warehouse,
