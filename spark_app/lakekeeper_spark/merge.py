@@ -32,7 +32,7 @@ from .faults import fault_point
 from .journal import read_record, replace_record
 from .merge_rules import (BATCH_EMPTY, BATCH_LAYOUT, BATCH_SCHEMA, BatchPart, Routing, apply_merge_decisions,
                           applied_specs, batch_identity, check_batch_schema, moved_keys_refusal, record_name, route,
-                          with_applied)
+                          spec_string, with_applied)
 from .model import FileEntry, TableInfo, TablePlan
 from .names import quote_column
 
@@ -111,7 +111,8 @@ def _source(ctx: Context, info: TableInfo) -> tuple[str, str]:
 
 
 def _spec_column(partition_columns: list[str]) -> Any:
-    """The partition spec text of each batch row (NULL when a value is)."""
+    """The partition spec text of each batch row (NULL when a value is), as
+    ``merge_rules.spec_string`` spells it: the label of a row in Spark jobs."""
     from pyspark.sql import functions as F
 
     if not partition_columns:
@@ -160,7 +161,11 @@ def prepare_merge(ctx: Context, info: TableInfo, p: TablePlan, columns: RewriteC
                              [(f.name, f.dataType.simpleString()) for f in batch.schema.fields if f.name != SPEC])
     if why:
         raise Refused(BATCH_SCHEMA, f"{full}: the batch {source} does not have the table's columns: {why}; nothing was merged")
-    counts = {r[SPEC]: int(r["n"]) for r in batch.groupBy(SPEC).agg(F.count(F.lit(1)).alias("n")).collect()}
+    by_values = [F.col(quote_column(c)).cast("string").alias(c) for c in pcols]
+    counts: dict[str | None, int] = {}
+    for r in batch.groupBy(*by_values).agg(F.count(F.lit(1)).alias("__lk_rows")).collect():
+        spec = spec_string(pcols, [r[c] for c in pcols])
+        counts[spec] = counts.get(spec, 0) + int(r["__lk_rows"])
     plan.batch_rows = sum(counts.values())
     routing = route(counts, [u.spec for u in p.units], applied_specs(record), full)
     plan.routing = routing
