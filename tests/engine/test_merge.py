@@ -253,3 +253,21 @@ def test_merge_into_an_orc_table_from_a_batch_table_and_text_refused(spark, engi
     spark.sql(f"CREATE EXTERNAL TABLE {text} ({SCHEMA}) STORED AS TEXTFILE LOCATION '{tloc}'")
     res = engine.one("compact", text, merge_from=bloc, **DEDUPE)
     assert res["status"] == "refused" and res["code"] == "unsupported_format", res
+
+
+def test_merge_into_a_partition_added_empty(spark, engine, files, warehouse):
+    """The way to merge rows for a new partition: add it first (an empty
+    partition, as ALTER TABLE ... ADD PARTITION leaves it); the batch's rows
+    are then its rows."""
+    t, loc, base = _table(spark, warehouse, "merge_new")
+    spark.sql(f"ALTER TABLE {t} ADD PARTITION (dt='d')")
+    rows = [(9000 + i, f"d{i}", 1, "I", "d") for i in range(5)] + [(9000, "d0-2", 2, "U", "d"), (9001, "x", 2, "D", "d")]
+    batch = _batch(spark, f"{warehouse}/merge_new_batch", rows)
+    res = engine.one("compact", t, merge_from=batch, **DEDUPE)
+    assert res["status"] == "compacted", res
+    by = {p["spec"]: p for p in res["partitions"]}
+    assert by["dt=d"]["status"] == "compacted" and by["dt=d"]["rows_after"] == 4, by["dt=d"]
+    got = _rows(spark, t)
+    assert got["d"] == [(9000, "d0-2", 2, "U")] + [(9000 + i, f"d{i}", 1, "I") for i in range(2, 5)]
+    assert {dt: got[dt] for dt in "abc"} == {dt: sorted(r) for dt, r in base.items()}
+    assert engine.one("compact", t, merge_from=batch, **DEDUPE)["code"] == "batch_already_applied"
