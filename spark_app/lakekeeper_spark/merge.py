@@ -127,12 +127,17 @@ def _read_batch(session: Any, plan: MergePlan) -> Any:
     return session.read.format(plan.fmt).load(plan.paths()).withColumn(SPEC, _spec_column(plan.partition_columns))
 
 
-def batch_rows(session: Any, plan: MergePlan, info: TableInfo, spec: str) -> Any:
-    """The batch's rows for the unit ``spec``, as the table's data columns."""
+def batch_rows(session: Any, plan: MergePlan, info: TableInfo, partition: dict[str, str] | None) -> Any:
+    """The batch's rows for the unit of ``partition`` (its values as the
+    catalog has them; None: a non-partitioned table), as the table's data
+    columns. A filter on each partition column's text (as routed: its spec
+    is ``spec_string`` of these values), which the reader can push down."""
     from pyspark.sql import functions as F
 
-    df = _read_batch(session, plan)
-    return df.where(F.col(SPEC) == F.lit(spec)).select(*[F.col(quote_column(n)) for n, _t in info.data_columns])
+    df = session.read.format(plan.fmt).load(plan.paths())
+    for c in plan.partition_columns:
+        df = df.where(F.col(quote_column(c)).cast("string") == F.lit((partition or {})[c]))
+    return df.select(*[F.col(quote_column(n)) for n, _t in info.data_columns])
 
 
 def prepare_merge(ctx: Context, info: TableInfo, p: TablePlan, columns: RewriteColumns) -> MergePlan:

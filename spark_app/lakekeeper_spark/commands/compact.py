@@ -268,7 +268,7 @@ def _compact_unit(
             backup.wait()  # raises: no point writing a copy that cannot be swapped in
         journal.unit_step(idx, "writing_staging", staging=u.staging)
         columns = columns or RewriteColumns()
-        rows = None if merge is None else (lambda session: batch_rows(session, merge, info, u.spec))
+        rows = None if merge is None else (lambda session: batch_rows(session, merge, info, u.partition))
         written = write_staging(ctx.spark, fs, info, u, ctx.settings, codec, columns, slots, scratch, rows)
         rows_before = written.rows_source
         extra = _dedupe_result(written) if columns.dedupe else {}
