@@ -55,6 +55,12 @@ class MergePlan:
     partition_columns: list[str]
     batch_rows: int
 
+    def unit_rows(self, info: TableInfo, spec: str, partition: dict[str, str] | None) -> "BatchRows":
+        """What the rewrite of the unit ``spec`` reads of the batch."""
+        part = self.routing.todo.get(spec)
+        share = part.rows / self.batch_rows if part is not None and self.batch_rows else 0.0
+        return BatchRows(self, info, partition, int(sum(f.size for f in self.files) * share))
+
     def paths(self) -> list[str]:
         return [f"{self.source.rstrip('/')}/{f.name}" for f in self.files]
 
@@ -138,6 +144,21 @@ def batch_rows(session: Any, plan: MergePlan, info: TableInfo, partition: dict[s
     for c in plan.partition_columns:
         df = df.where(F.col(quote_column(c)).cast("string") == F.lit((partition or {})[c]))
     return df.select(*[F.col(quote_column(n)) for n, _t in info.data_columns])
+
+
+@dataclasses.dataclass
+class BatchRows:
+    """``rewrite.write_staging``'s ``batch``: called with the unit's session,
+    the batch rows of one unit; ``bytes``: their share of the batch's bytes
+    (by rows), which sizes the output."""
+
+    plan: MergePlan
+    info: TableInfo
+    partition: dict[str, str] | None
+    bytes: int
+
+    def __call__(self, session: Any) -> Any:
+        return batch_rows(session, self.plan, self.info, self.partition)
 
 
 def prepare_merge(ctx: Context, info: TableInfo, p: TablePlan, columns: RewriteColumns) -> MergePlan:

@@ -87,7 +87,8 @@ def write_staging(
     the same time). ``scratch``: the unit's ``content.UnitTable``, which a
     text or Avro partition is read through. ``batch`` (merge mode, with
     dedupe): ``batch(session)`` gives the batch rows of this unit, added to
-    its own rows before the dedupe."""
+    its own rows before the dedupe; ``batch.bytes`` (if set) estimates their
+    size, which sizes the output with the unit's own bytes."""
     fmt = table.format
     columns = columns or RewriteColumns()
     if batch is not None and not columns.dedupe:
@@ -278,7 +279,9 @@ def _write_native(spark: Any, fs: Any, table: TableInfo, unit: Unit, settings: S
         before = _dedupe_counts(df, columns)
         kept = before["keys"] - before["deletes"]
         share = kept / before["rows"] if before["rows"] else 0.0
-        files = max(1, target_file_count(int(unit.stats.bytes * share), settings.target_file_bytes))
+        # merge: the batch's bytes for this unit count too (``batch.bytes``, an estimate)
+        extra = int(getattr(batch, "bytes", 0) or 0) if batch is not None else 0
+        files = max(1, target_file_count(int((unit.stats.bytes + extra) * share), settings.target_file_bytes))
         df = _dedupe(df, columns, files, obs)
     else:
         df = df.observe(obs, *(content_check.metrics(df) if settings.verify == "content"

@@ -118,3 +118,18 @@ def test_merge_from_command_line():
         parse_args(["compact", "--database", "db", "--merge-from", "db.b"] + dedupe)
     with pytest.raises(UsageError, match="needs dedupe keys"):
         parse_args(["compact", "--table", "db.t", "--merge-from", "db.b"])
+
+
+def test_a_units_share_of_the_batch_sizes_its_output():
+    from lakekeeper_spark.merge import MergePlan
+
+    routing = mr.Routing(todo={"dt=a": mr.BatchPart(rows=6), "dt=b": mr.BatchPart(rows=2)}, already=[])
+    plan = MergePlan("file:/b", "parquet", [FileEntry("f0", 100, 1), FileEntry("f1", 300, 1)], "id", "file:/r", routing,
+                     ["dt"], batch_rows=8)
+    rows = plan.unit_rows(None, "dt=a", {"dt": "a"})
+    assert (rows.bytes, rows.partition) == (300, {"dt": "a"})
+    assert plan.unit_rows(None, "dt=b", {"dt": "b"}).bytes == 100
+    assert plan.unit_rows(None, "dt=z", {"dt": "z"}).bytes == 0
+    assert plan.paths() == ["file:/b/f0", "file:/b/f1"]
+    assert plan.journal_doc() == {"identity": "id", "source": "file:/b", "record": "file:/r",
+                                  "files": [["f0", 100, 1], ["f1", 300, 1]]}

@@ -23,7 +23,7 @@ from ..formats import file_columns, file_facts, payload_fraction, spark_codec_na
 from ..hdfs_checks import carry_attributes
 from ..hdfs_checks import check_units as check_hdfs_units
 from ..journal import Journal
-from ..merge import MergePlan, batch_rows, prepare_merge, record_applied
+from ..merge import MergePlan, prepare_merge, record_applied
 from ..merge_rules import ALREADY_APPLIED
 from ..model import Decision, TableInfo, TablePlan, Unit
 from ..names import sql_path_literal
@@ -268,7 +268,7 @@ def _compact_unit(
             backup.wait()  # raises: no point writing a copy that cannot be swapped in
         journal.unit_step(idx, "writing_staging", staging=u.staging)
         columns = columns or RewriteColumns()
-        rows = None if merge is None else (lambda session: batch_rows(session, merge, info, u.partition))
+        rows = None if merge is None else merge.unit_rows(info, u.spec, u.partition)
         written = write_staging(ctx.spark, fs, info, u, ctx.settings, codec, columns, slots, scratch, rows)
         rows_before = written.rows_source
         extra = _dedupe_result(written) if columns.dedupe else {}
