@@ -124,7 +124,7 @@ ENGINE_OPTIONS = (
     ("history", _flag("--history")),
 )
 # compact's row rewrite options, after the table (rewrite_args checks them together).
-REWRITE_OPTIONS = ("sort_by", "dedupe")
+REWRITE_OPTIONS = ("sort_by", "dedupe", "merge_from")
 # Every module option that becomes an engine flag.
 ENGINE_OPTION_NAMES = tuple(name for name, _fmt in ENGINE_OPTIONS) + REWRITE_OPTIONS
 
@@ -315,16 +315,26 @@ def _sort_columns(values):
     return items
 
 
-def rewrite_args(sort_by=None, dedupe=None):
-    """``--sort-by`` and ``--dedupe-*`` flags of compact (docs/engine-contract.md).
+def rewrite_args(sort_by=None, dedupe=None, merge_from=None):
+    """``--sort-by``, ``--dedupe-*`` and ``--merge-from`` flags of compact
+    (docs/engine-contract.md).
 
     ``dedupe`` is a mapping with ``keys`` (list, required), ``order_by``
     (required), ``delete_marker``, ``delete_marker_value`` (needs
-    ``delete_marker``) and ``trigger_ratio`` (0 < r <= 1).
+    ``delete_marker``) and ``trigger_ratio`` (0 < r <= 1). ``merge_from``
+    (a batch directory URI or a db.table name) needs ``dedupe``.
     """
     argv = []
     if sort_by not in (None, [], ""):
         argv += ["--sort-by", ",".join(_sort_columns(sort_by))]
+    if merge_from is not None and not str(merge_from).strip():
+        merge_from = None
+    if merge_from is not None:
+        if dedupe in (None, {}):
+            raise LakekeeperError("merge_from needs dedupe (keys and order_by, optionally delete_marker): they say "
+                                  "which rows are versions of the same key")
+        if not isinstance(merge_from, str) or any(c in merge_from for c in "\n\r\x00"):
+            raise LakekeeperError("merge_from must be a directory URI or a db.table name, got %r" % (merge_from,))
     if dedupe in (None, {}):
         return argv
     if not isinstance(dedupe, dict):
@@ -352,6 +362,8 @@ def rewrite_args(sort_by=None, dedupe=None):
     ratio = dedupe.get("trigger_ratio")
     if ratio is not None:
         argv += ["--dedupe-trigger-ratio", _trigger_ratio(ratio)]
+    if merge_from is not None:
+        argv += ["--merge-from", merge_from.strip()]
     return argv
 
 
@@ -385,8 +397,10 @@ def engine_args(command, selectors, options=None, config_file=None, dry_run=Fals
             argv += fmt(options[name])
     if any(options.get(name) for name in REWRITE_OPTIONS):
         if command != "compact":
-            raise LakekeeperError("sort_by and dedupe only apply to compact")
-        argv += rewrite_args(options.get("sort_by"), options.get("dedupe"))
+            raise LakekeeperError("sort_by, dedupe and merge_from only apply to compact")
+        if options.get("merge_from") and "--table" not in selectors:
+            raise LakekeeperError("merge_from merges one batch into one table: give table, not tables or database")
+        argv += rewrite_args(options.get("sort_by"), options.get("dedupe"), options.get("merge_from"))
     if config_file:
         argv += ["--config-file", config_file]
     if dry_run:

@@ -125,6 +125,33 @@ options:
         does not have.
     type: list
     elements: str
+  merge_from:
+    description:
+      - Merge an incoming batch into the table (engine C(--merge-from)) - Hive external tables have no C(MERGE). The
+        batch is a directory URI, or the V(db.table) name of a non-partitioned table whose directory is read; it holds
+        flat data files in the table's format with every column of the table, partition columns included as ordinary
+        columns (same names and types).
+      - Requires O(dedupe) - O(dedupe.keys) identify a record, O(dedupe.order_by) picks the latest version and
+        O(dedupe.delete_marker) marks deletes. Parquet and ORC tables only (other formats are refused with code
+        C(unsupported_format)); cannot be combined with O(where).
+      - Each batch row goes to the partition its partition column values name. Only the partitions the batch touches
+        are rewritten, whatever the size rule says, each as the latest version of every key of its original rows and
+        its batch rows, deleted keys dropped; the other partitions are not touched.
+      - Refused as a whole, nothing written - rows for a partition the table does not have (code
+        C(merge_new_partition); a merge never creates partitions, add them first), a NULL partition value
+        (C(merge_partition_value)), a key the batch puts into one partition while the batch has it in another or the
+        table already holds it in another partition (C(merge_key_moved); found by a read of the key columns of every
+        partition), a batch whose columns are not the table's (C(merge_batch_schema)), a batch that is not a flat
+        directory of data files (C(merge_batch_layout)).
+      - Every merged partition goes through staging, verification, swap and backup, so
+        M(lakekeeper.hive.lakekeeper_rollback) with the run's id restores the original files. Verification also
+        compares the staged rows with an independently computed expected merge (row checksums).
+      - The batch is recorded as applied in the table's journal directory (C(.lakekeeper/merged/<identity>.json),
+        identity from its path and its files' names, sizes and modification times), per partition - a second run with
+        the same batch changes nothing (status V(skipped), code C(batch_already_applied)); after an interrupted run
+        only the partitions not merged yet receive it. A rollback does not clear the record - delete that file to
+        merge the batch again. The batch directory is left where it is.
+    type: str
   dedupe:
     description:
       - Merge while compacting - keep only the latest version of each key, per partition, and drop keys whose latest
@@ -186,6 +213,8 @@ attributes:
     details:
       - Runs the engine with C(--dry-run) (it plans and writes nothing) and reports whether a table would be
         compacted, with RV(cmd).
+      - With O(merge_from) it reports which partitions would be merged, with the rows, inserted, updated and deleted
+        keys the batch holds for each (C(merge) of each partition).
   diff_mode:
     support: full
     details:
@@ -194,6 +223,8 @@ attributes:
     support: full
     details:
       - A compacted table is no longer below the threshold, so a second run reports RV(changed=false).
+      - With O(merge_from) a batch is recorded once merged, so a second run with the same batch reports
+        RV(changed=false) (code C(batch_already_applied)).
 notes:
   - After a compaction the engine refreshes C(numFiles), C(totalSize) and C(numRows) of each compacted partition (or
     of the table) in the Metastore (C(statistics) of each entry of RV(tables[].partitions)).
@@ -268,6 +299,16 @@ EXAMPLES = r"""
       delete_marker: op
       delete_marker_value: D
       trigger_ratio: 0.05
+
+- name: Merge today's batch of customer changes into the partitions it touches (applied once, even if re-run)
+  lakekeeper.hive.lakekeeper_compact:
+    table: crm.customers
+    merge_from: hdfs://nameservice1/landing/crm/customers/batch-2024-09-30
+    dedupe:
+      keys: [customer_id]
+      order_by: updated_at
+      delete_marker: op
+      delete_marker_value: D
 
 - name: Compact, then have Impala reload each compacted table's file list
   lakekeeper.hive.lakekeeper_compact:
@@ -396,6 +437,13 @@ tables:
       type: str
       returned: when the engine inspected the table
       sample: smart
+    merge:
+      description:
+        - With O(merge_from), the batch - C(source) (its directory), C(identity), C(record) (the file that records
+          the partitions it was merged into), C(batch_rows), C(already_applied) (partitions merged by an earlier run)
+          and C(partitions) (per partition to merge now, as C(merge) of each entry of RV(tables[].partitions)).
+      type: dict
+      returned: when O(merge_from) is set and the batch could be read
     where:
       description: The partition filter (O(where)); partitions it does not select are not in RV(tables[].partitions).
       type: str
@@ -421,7 +469,11 @@ tables:
           C(duplicates_dropped) (older versions) and C(deletes_dropped) (keys whose latest version is a delete);
           C(rows_before) = C(rows_after) + C(duplicates_dropped) + C(deletes_dropped).
         - C(rule) is the rule that chose or declined the partition (V(ratio), V(minor), V(major), or V(smart)
-          when neither minor nor major applies, or V(delete_ratio) with O(dedupe.trigger_ratio)); C(reason) says why.
+          when neither minor nor major applies, or V(delete_ratio) with O(dedupe.trigger_ratio), or V(merge) with
+          O(merge_from)); C(reason) says why.
+        - With O(merge_from), a partition the batch touches has C(merge) - C(rows) (its batch rows), C(inserted),
+          C(updated), C(deleted) and C(absent_deletes) (delete markers of keys it does not hold), the keys as the
+          batch states them (the latest O(dedupe.order_by) still decides); C(rows_before) includes the batch rows.
         - With O(dedupe.trigger_ratio), each partition whose share of superseded and deleted rows was measured
           (those no size rule selected) has it in C(delete_ratio), from 0 to 1.
         - In minor mode C(files_rewritten) fragment files are rewritten and C(files_copied) copied unchanged;
@@ -610,6 +662,7 @@ def main():
         allow_owner_change=dict(type="bool", default=False),
         allow_replicated=dict(type="bool", default=False),
         dedupe=dedupe_option(),
+        merge_from=dict(type="str"),
         refresh_command=dict(type="list", elements="str"),
     )
     run_module(argspec.create_ansible_module(), Engine("lakekeeper_compact", command="compact"))

@@ -81,6 +81,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="compact --dedupe-keys: a key whose latest version has this marker set is dropped")
     common.add_argument("--dedupe-delete-value", dest="dedupe_delete_value", metavar="VALUE",
                         help="the --dedupe-delete-marker value that marks a delete (default: a boolean true)")
+    common.add_argument("--merge-from", dest="merge_from", metavar="URI|DB.TABLE",
+                        help="compact --dedupe-keys: merge this batch (a directory of data files with the table's "
+                             "columns, partition columns included, or a non-partitioned table) into the partitions "
+                             "its rows belong to; only those are rewritten")
     common.add_argument("--dedupe-trigger-ratio", dest="dedupe_trigger_ratio", type=float, metavar="RATIO",
                         help="compact --dedupe-keys: also rewrite a partition the size rule skips when this share "
                              "(0 < RATIO <= 1) of its rows are superseded versions or delete markers")
@@ -162,7 +166,7 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
         "keep_last", "grace_period", "pin", "unpin", "verify", "rollback_run", "lease_timeout", "break_lease",
         "allow_by_name_projection", "allow_owner_change", "allow_replicated", "history")}
     rewrite = ("sort_by", "dedupe_keys", "dedupe_order_by", "dedupe_delete_marker", "dedupe_delete_value",
-               "dedupe_trigger_ratio")
+               "dedupe_trigger_ratio", "merge_from")
     overrides.update({k: getattr(args, k) for k in rewrite})
     settings = build_settings(file_values, overrides)
     for flag, value in (("--older-than", args.older_than), ("--keep-last", args.keep_last),
@@ -203,6 +207,8 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
     given = [k for k in rewrite if getattr(args, k) is not None]
     if given and args.command != "compact":
         raise UsageError(f"--{given[0].replace('_', '-')} only applies to compact")
+    if settings.merge_from is not None and not args.table:
+        raise UsageError("--merge-from merges one batch into one table: give --table, not --tables or --database")
     if settings.where is not None and args.command not in ("analyze", "compact", "rollback"):
         raise UsageError(f"where only applies to analyze, compact and rollback; {args.command} works on whole "
                          f"backups and runs, not on a selection of partitions")

@@ -145,6 +145,9 @@ class Settings:
     # compact/analyze, dedupe: also rewrite a unit the size rule skips when this share of its rows (0 < r <= 1)
     # are superseded versions or delete markers, i.e. rows the dedupe would remove (delete_ratio.py)
     dedupe_trigger_ratio: float | None = None
+    # compact, dedupe: merge this batch (a directory URI or a non-partitioned db.table) into the partitions its
+    # rows belong to (merge.py); only those partitions are rewritten
+    merge_from: str | None = None
 
     # Compaction modes (see planner.decide): "ratio" is the reference rule;
     # minor/major/smart classify files against the target size as Amoro does.
@@ -260,6 +263,16 @@ class Settings:
         elif self.dedupe_delete_value is not None:
             self.dedupe_delete_value = str(self.dedupe_delete_value)
         self.dedupe_trigger_ratio = _trigger_ratio(self.dedupe_trigger_ratio)
+        if self.merge_from is not None and not str(self.merge_from).strip():
+            self.merge_from = None
+        if self.merge_from is not None:
+            self.merge_from = str(self.merge_from).strip()
+            if not self.dedupe_keys:
+                raise UsageError("merge_from (--merge-from) needs dedupe keys and order_by (--dedupe-keys, "
+                                 "--dedupe-order-by): they say which rows are versions of the same key")
+            if self.where is not None:
+                raise UsageError("merge_from (--merge-from) cannot be combined with where: the batch's rows decide "
+                                 "which partitions are rewritten")
         if not self.dedupe_keys:
             if self.dedupe_trigger_ratio is not None:
                 raise UsageError("dedupe trigger_ratio (--dedupe-trigger-ratio) needs dedupe keys and order_by: "
@@ -451,6 +464,9 @@ def apply_values(s: Settings, merged: dict[str, Any]) -> Settings:
             continue
         if key in _DEDUPE_KEYS.values():
             setattr(s, key, value)  # checked by validate()
+            continue
+        if key == "merge_from":  # command line only (the batch of one run)
+            s.merge_from = str(value)
             continue
         if key not in _FILE_KEYS:
             continue

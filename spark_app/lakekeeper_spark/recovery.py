@@ -187,11 +187,22 @@ def _recover_compact(ctx: Context, info: TableInfo, journal: Journal, doc: dict[
     backup = backup_of(ctx, doc)
     actions = []
     swapped = 0
+    merged = []
     for u in doc.get("units", []):
         action, is_swapped = settle_unit(ctx, journal, u, units.get(u["index"], {}), backup)
         if action:
             actions.append(action)
         swapped += int(is_swapped)
+        if is_swapped:
+            merged.append(u["spec"])
+    if doc.get("merge") and merged:
+        # a merge run: the partitions that end swapped hold the batch; recorded (again) before the run is closed,
+        # so that the batch never goes into them a second time
+        from .merge import record_applied
+
+        record_applied(ctx.fs, doc["merge"], merged, journal.run_id)
+        actions.append({"run_id": journal.run_id, "spec": None, "action": "recorded_merged_batch",
+                        "identity": doc["merge"].get("identity"), "partitions": sorted(merged)})
     if swapped == 0:
         if backup and backup[2]:
             ctx.catalog.drop_table(backup[0], backup[1])

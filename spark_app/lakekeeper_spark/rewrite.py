@@ -78,18 +78,25 @@ def _unit_session(spark: Any) -> Any:
 
 def write_staging(
     spark: Any, fs: Any, table: TableInfo, unit: Unit, settings: Settings, codec: dict[str, Any],
-    columns: RewriteColumns | None = None, slots: int = 1, scratch: Any = None,
+    columns: RewriteColumns | None = None, slots: int = 1, scratch: Any = None, batch: Any = None,
 ) -> WriteResult:
     """The compacted copy of ``unit`` in its staging directory, written with
     ``codec``: the codec (and Parquet layout, Avro writer schema) of the
     unit's own files (``unit_formats``). ``slots``: the task slots this unit
     can count on (the application's cores shared by the units that run at
     the same time). ``scratch``: the unit's ``content.UnitTable``, which a
-    text or Avro partition is read through."""
+    text or Avro partition is read through. ``batch`` (merge mode, with
+    dedupe): ``batch(session)`` gives the batch rows of this unit, added to
+    its own rows before the dedupe; ``batch.bytes`` (if set) estimates their
+    size, which sizes the output with the unit's own bytes."""
     fmt = table.format
     columns = columns or RewriteColumns()
+    if batch is not None and not columns.dedupe:
+        raise ValueError("a merge needs dedupe columns")
     if fmt in ("parquet", "orc"):
-        return _write_native(spark, fs, table, unit, settings, codec, columns, slots)
+        return _write_native(spark, fs, table, unit, settings, codec, columns, slots, batch)
+    if batch is not None:
+        raise ValueError(f"merge is not supported for {fmt}")
     if columns.dedupe:
         raise ValueError(f"dedupe is not supported for {fmt}")
     if fmt in ("text", "avro"):
@@ -111,7 +118,7 @@ def _sort_cols(sort_by: Any) -> list[Any]:
     return [F.col(quote_column(c)).desc() if desc else F.col(quote_column(c)) for c, desc in map(sort_key, sort_by)]
 
 
-def _deleted(columns: RewriteColumns) -> Any:
+def is_deleted(columns: RewriteColumns) -> Any:
     """True for a row that is a delete marker (never NULL)."""
     from pyspark.sql import functions as F
 
@@ -134,7 +141,7 @@ def _dedupe_aggregate(df: Any, columns: RewriteColumns, group: tuple[str, ...] =
     w = Window.partitionBy(*by, *_cols(columns.keys)).orderBy(F.col(quote_column(columns.order_by or "")).desc_nulls_last())
     first = F.row_number().over(w) == 1
     ranked = (df.select(*by, *_cols(columns.dedupe_columns))
-              .select(*by, first.alias("first"), _deleted(columns).alias("deleted")))
+              .select(*by, first.alias("first"), is_deleted(columns).alias("deleted")))
     metrics = [F.count(F.lit(1)).alias("rows"),
                F.sum(F.when(F.col("first"), 1).otherwise(0)).alias("keys"),
                F.sum(F.when(F.col("first") & F.col("deleted"), 1).otherwise(0)).alias("deletes")]
@@ -204,7 +211,7 @@ def _dedupe(df: Any, columns: RewriteColumns, files: int, obs: Any) -> Any:
     # version (kept once); rows that differ make the latest version ambiguous.
     same = Window.partitionBy(*keys, order)
     row = F.to_json(F.struct(*_cols(df.columns)))
-    deleted = _deleted(columns)
+    deleted = is_deleted(columns)
     ranked = (df.repartition(max(1, files), *keys)
               .withColumn("__lk_rn", F.row_number().over(w))
               .withColumn("__lk_tie", (F.col("__lk_rn") == 1) & (F.min(row).over(same) != F.max(row).over(same)))
@@ -221,7 +228,7 @@ def _dedupe(df: Any, columns: RewriteColumns, files: int, obs: Any) -> Any:
 
 
 def _write_native(spark: Any, fs: Any, table: TableInfo, unit: Unit, settings: Settings, codec: dict[str, Any],
-                  columns: RewriteColumns, slots: int = 1) -> WriteResult:
+                  columns: RewriteColumns, slots: int = 1, batch: Any = None) -> WriteResult:
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
@@ -263,13 +270,18 @@ def _write_native(spark: Any, fs: Any, table: TableInfo, unit: Unit, settings: S
     schema = StructType.fromJson(json.loads(table.data_schema_json))
     paths = [f"{unit.location.rstrip('/')}/{f.name}" for f in unit.rewrite_files]  # minor: fragments only
     obs = Observation("lk_" + uuid.uuid4().hex[:12])
-    df = s.read.schema(schema).format(fmt).load(paths)
+    df = s.read.schema(schema).format(fmt).load(paths) if paths else s.createDataFrame([], schema)
+    if batch is not None:  # merge: the batch's rows of this unit next to its own
+        df = df.unionByName(batch(s))
+    merged_input = df
     before: dict[str, int] = {}
     if columns.dedupe:
         before = _dedupe_counts(df, columns)
         kept = before["keys"] - before["deletes"]
         share = kept / before["rows"] if before["rows"] else 0.0
-        files = max(1, target_file_count(int(unit.stats.bytes * share), settings.target_file_bytes))
+        # merge: the batch's bytes for this unit count too (``batch.bytes``, an estimate)
+        extra = int(getattr(batch, "bytes", 0) or 0) if batch is not None else 0
+        files = max(1, target_file_count(int((unit.stats.bytes + extra) * share), settings.target_file_bytes))
         df = _dedupe(df, columns, files, obs)
     else:
         df = df.observe(obs, *(content_check.metrics(df) if settings.verify == "content"
@@ -300,6 +312,13 @@ def _write_native(spark: Any, fs: Any, table: TableInfo, unit: Unit, settings: S
                            content=content_check.figures(got) if settings.verify == "content" else None)
     result = WriteResult(rows_source=rows, keys_source=int(got["keys"] or 0), deletes=int(got["deletes"] or 0),
                          notes=notes, content=content_check.figures(kept_obs.get) if kept_obs is not None else None)
+    if batch is not None and kept_obs is not None:
+        expected = _expected_merge(merged_input, columns)
+        if expected is not None and expected != result.content:
+            raise LakekeeperError(
+                "verification_failed",
+                f"merge: the rows written {result.content} are not the expected merged content {expected} (the "
+                f"latest version of each key of the original and batch rows, deletes dropped)")
     ties = int(got["ties"] or 0)
     if ties:
         raise LakekeeperError(
@@ -313,6 +332,27 @@ def _write_native(spark: Any, fs: Any, table: TableInfo, unit: Unit, settings: S
     log.info("%s: dedupe read %d rows, %d keys, %d deleted", unit.spec or table.full_name, rows,
              result.keys_source, result.deletes)
     return result
+
+
+def _expected_merge(df: Any, columns: RewriteColumns) -> dict[str, Any] | None:
+    """The content checksum (content.py) of the expected result of a merge,
+    computed independently of the rewrite's window: per key the greatest
+    ``struct(order, other columns)`` (a NULL order is the oldest), deletes
+    dropped. None when a column cannot be compared (maps)."""
+    from pyspark.sql import functions as F
+
+    if any(f.dataType.simpleString().startswith("map") or "map<" in f.dataType.simpleString() for f in df.schema.fields):
+        return None
+    keys = {k.lower() for k in columns.keys}
+    order = columns.order_by or ""
+    rest = [c for c in df.columns if c.lower() not in keys and c.lower() != order.lower()]
+    best = df.groupBy(*_cols(columns.keys)).agg(
+        F.max(F.struct(F.col(quote_column(order)).alias("__lk_o"), *_cols(rest))).alias("__lk_best"))
+    latest = best.select(*[F.col(quote_column(c)) if c.lower() in keys else
+                           (F.col("__lk_best.__lk_o").alias(c) if c.lower() == order.lower()
+                            else F.col("__lk_best." + quote_column(c)).alias(c)) for c in df.columns])
+    kept = latest.where(~is_deleted(columns))
+    return content_check.checksum(kept)
 
 
 def join_pieces(spark: Any, fs: Any, fmt: str, staging: str, layout: WriteLayout) -> None:

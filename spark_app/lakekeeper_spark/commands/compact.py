@@ -24,6 +24,8 @@ from ..formats import file_columns, file_facts, payload_fraction, spark_codec_na
 from ..hdfs_checks import carry_attributes
 from ..hdfs_checks import check_units as check_hdfs_units
 from ..journal import Journal
+from ..merge import MergePlan, prepare_merge, record_applied
+from ..merge_rules import ALREADY_APPLIED
 from ..model import Decision, TableInfo, TablePlan, Unit
 from ..names import sql_path_literal
 from ..recovery import recover_table, settle_unit, update_statistics
@@ -56,7 +58,12 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     columns = resolve_columns(ctx.settings, info)  # sort_by / dedupe columns: refused before anything runs
     recovered = [] if ctx.settings.dry_run else recover_table(ctx, info)
     p = plan(ctx, info)
-    apply_delete_ratio(ctx, info, p, columns)  # dedupe trigger_ratio: units the size rule skips, measured
+    merge: MergePlan | None = None
+    if ctx.settings.merge_from and columns is not None:
+        # merge mode: the partitions the batch touches are rewritten with its rows, the others left alone
+        merge = prepare_merge(ctx, info, p, columns)
+    else:
+        apply_delete_ratio(ctx, info, p, columns)  # dedupe trigger_ratio: units the size rule skips, measured
     apply_quiet_period(p, ctx.settings.quiet_period_seconds)
     resolve_storage(ctx, info, p)  # each partition's own descriptor; refuses what a rewrite would change
     # HDFS: open files, encryption zone roots, erasure coding, snapshottable directories, owners this run cannot
@@ -87,12 +94,19 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     base = dict(run_id=ctx.run_id, location=info.location, format=info.format, recovered=recovered,
                 leftovers=leftovers(ctx, p, known))
     base["mode"] = ctx.settings.mode
+    if merge is not None:
+        base["merge"] = merge.result()
     if policy:
         base["policy"] = policy
     if ctx.settings.where:
         base["where"] = ctx.settings.where
+    if merge is not None and not merge.routing.todo:  # every partition of this batch was merged before
+        return table_result(full_name, "skipped", f"batch already applied: {merge.source} was merged into "
+                                                  f"{len(merge.routing.already)} partition(s) before "
+                                                  f"(record {merge.record_uri})",
+                            changed=bool(recovered), code=ALREADY_APPLIED, partitions=_ordered(p, skipped), **base)
     if ctx.settings.dry_run:
-        parts = [partition_result(u, "planned", u.decision.reason) for u in todo] + skipped
+        parts = [partition_result(u, "planned", u.decision.reason, **_merge_part(merge, u)) for u in todo] + skipped
         return table_result(
             full_name,
             "planned" if todo else ("refused" if refused else "skipped"),
@@ -132,7 +146,7 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     if ctx.budget is not None:  # the most small files removed per byte rewritten first
         todo = sorted(todo, key=lambda u: -benefit(u.stats.files, u.decision.target_files, u.stats.bytes))
     journal = Journal(ctx.fs, p.journal_dir, ctx.run_id)
-    journal.start(_journal_doc(info, p, todo))
+    journal.start(dict(_journal_doc(info, p, todo), **({"merge": merge.journal_doc()} if merge is not None else {})))
     journal.table_step("creating_backup")
 
     def make_backup() -> None:
@@ -143,9 +157,15 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     backup = BackupInProgress(make_backup)
     slots = unit_slots(ctx, len(todo))
     jobs = [(lambda i=i, u=u: _compact_unit(ctx, info, p, journal, i, u, dict(codecs[u.spec], payload_fraction=payload),
-                                            columns, backup, slots))
+                                            columns, backup, slots, merge))
             for i, u in enumerate(todo)]
     done = run_unit_jobs(ctx, jobs)
+    if merge is not None:  # the partitions merged: this batch never goes into them again
+        try:
+            record_applied(ctx.fs, merge.journal_doc(), [r["spec"] for r in done if r["status"] == "compacted"],
+                           ctx.run_id, info.full_name)
+        except Exception as exc:  # noqa: BLE001 - after the swaps: the run's recovery records them
+            raise after_swaps(exc, p, done, skipped, [r for r in done if r["status"] == "compacted"]) from exc
     for u, r in zip(todo, done):
         if r["status"] == "compacted":
             for notes in (drift_notes, codec_notes):
@@ -253,6 +273,7 @@ def unit_slots(ctx: Context, units: int) -> int:
 def _compact_unit(
     ctx: Context, info: TableInfo, p: TablePlan, journal: Journal, idx: int, u: Unit, codec: dict[str, Any],
     columns: RewriteColumns | None = None, backup: BackupInProgress | None = None, slots: int = 1,
+    merge: MergePlan | None = None,
 ) -> dict[str, Any]:
     fs = ctx.fs
     rows_before = rows_after = None
@@ -267,9 +288,11 @@ def _compact_unit(
             backup.wait()  # raises: no point writing a copy that cannot be swapped in
         journal.unit_step(idx, "writing_staging", staging=u.staging)
         columns = columns or RewriteColumns()
-        written = write_staging(ctx.spark, fs, info, u, ctx.settings, codec, columns, slots, scratch)
+        rows = None if merge is None else merge.unit_rows(info, u.spec, u.partition)
+        written = write_staging(ctx.spark, fs, info, u, ctx.settings, codec, columns, slots, scratch, rows)
         rows_before = written.rows_source
         extra = _dedupe_result(written) if columns.dedupe else {}
+        extra.update(_merge_part(merge, u))
         if written.notes:  # what this Spark could not do for the unit (done the plain way instead)
             extra["notes"] = list(written.notes)
         extra.update(_verify_content(ctx, info, p, u, written, codec, scratch))
@@ -347,6 +370,12 @@ def _verify_content(ctx: Context, info: TableInfo, p: TablePlan, u: Unit, writte
     got = staged_checksum(ctx.spark, ctx.fs, ctx.catalog, info, u, p.run_id, scratch)
     compare_content(written.content, got)
     return {"verified": "content", "content_checksum": got["content"]}
+
+
+def _merge_part(merge: MergePlan | None, u: Unit) -> dict[str, Any]:
+    """Merge mode: what the batch holds for the unit (``merge_rules.BatchPart``)."""
+    part = merge.routing.todo.get(u.spec) if merge is not None else None
+    return {"merge": part.to_dict()} if part is not None else {}
 
 
 def _dedupe_result(written: Any) -> dict[str, Any]:

@@ -232,6 +232,23 @@ def test_rewrite_args_refused(sort_by, dedupe, match):
         lk.rewrite_args(sort_by, dedupe)
 
 
+def test_rewrite_args_merge_from():
+    dedupe = dict(keys=["id"], order_by="ver", delete_marker="op", delete_marker_value="D")
+    assert lk.rewrite_args(None, dedupe, " hdfs://nn/in/batch-7 ")[-2:] == ["--merge-from", "hdfs://nn/in/batch-7"]
+    assert lk.rewrite_args(None, dedupe, "staging.events_batch")[-2:] == ["--merge-from", "staging.events_batch"]
+    assert "--merge-from" not in lk.rewrite_args(None, dedupe, "")
+    with pytest.raises(lk.LakekeeperError, match="merge_from needs dedupe"):
+        lk.rewrite_args(None, None, "hdfs://nn/in/batch-7")
+    with pytest.raises(lk.LakekeeperError, match="merge_from must be a directory URI"):
+        lk.rewrite_args(None, dedupe, "hdfs://nn/in\nx")
+    with pytest.raises(lk.LakekeeperError, match="only apply to compact"):
+        lk.engine_args("analyze", ["--table", "db.t"], dict(merge_from="db.b", dedupe=dedupe))
+    with pytest.raises(lk.LakekeeperError, match="give table, not tables or database"):
+        lk.engine_args("compact", ["--database", "db"], dict(merge_from="db.b", dedupe=dedupe))
+    argv = lk.engine_args("compact", ["--table", "db.t"], dict(merge_from="db.b", dedupe=dict(keys=["id"], order_by="v")))
+    assert argv == ["compact", "--table", "db.t", "--dedupe-keys", "id", "--dedupe-order-by", "v", "--merge-from", "db.b"]
+
+
 def test_sort_by_only_for_compact():
     with pytest.raises(lk.LakekeeperError, match="only apply to compact"):
         lk.engine_args("analyze", ["--table", "db.t"], dict(sort_by=["a"]))
