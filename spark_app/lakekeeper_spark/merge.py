@@ -268,7 +268,7 @@ def _key_check(ctx: Context, info: TableInfo, p: TablePlan, batch: Any, columns:
         present = F.lit(0)
         joined = latest
         if hits_all is not None:
-            cond = reduce(lambda a, b: a & b, [F.col(quote_column(k)).eqNullSafe(F.col(f"__lk_h{i}")) for i, k in enumerate(keys)])
+            cond = reduce(lambda a, b: a & b, [F.col(quote_column(k)).eqNullSafe(F.col(quote_column(f"__lk_h{i}"))) for i, k in enumerate(keys)])
             joined = latest.join(hits_all, cond & (F.col(SPEC) == F.col("__lk_hspec")), "left").select(
                 F.col(SPEC), F.col("__lk_del"), F.coalesce(F.col("present"), F.lit(0)).alias("present"))
             present = F.col("present")
