@@ -244,8 +244,8 @@ def _key_check(ctx: Context, info: TableInfo, p: TablePlan, batch: Any, columns:
             table_keys = reduce(lambda a, b: a.unionByName(b), reads)
             cond = reduce(lambda a, b: a & b, [latest[quote_column(k)].eqNullSafe(table_keys[f"__lk_k{i}"])
                                                for i, k in enumerate(keys)])
-            hits = table_keys.join(F.broadcast(latest), cond, "inner").select(F.col(SPEC), F.col("__lk_tspec"), F.col("__lk_del"),
-                                                                            *[F.col(quote_column(k)) for k in keys])
+            hits = table_keys.join(F.broadcast(latest), cond, "inner").select(
+                F.col(SPEC), F.col("__lk_tspec"), F.col("__lk_del"), *[F.col(quote_column(k)) for k in keys])
             found.append(hits.groupBy(SPEC, *[quote_column(k) for k in keys]).agg(
                 F.max(F.when(F.col("__lk_tspec") != F.col(SPEC), 1).otherwise(0)).alias("moved"),
                 F.max(F.when(F.col("__lk_tspec") == F.col(SPEC), 1).otherwise(0)).alias("present")))

@@ -192,8 +192,8 @@ def _compact_directly(spark, table: str, **settings):
     return compact_table(ctx, table)
 
 
-def test_merge_verification_checks_the_staged_rows_against_the_expected_merge(spark, engine, files, warehouse,
-                                                                               monkeypatch):
+def test_merge_verification_checks_the_staged_rows_against_the_expected_merge(
+        spark, engine, files, warehouse, monkeypatch):
     """A rewrite that keeps the right number of rows and keys but the wrong
     values (here: every kept value altered after the dedupe, so the staged
     copy and the rewrite's own checksum agree) is caught by the independent

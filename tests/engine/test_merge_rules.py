@@ -42,8 +42,8 @@ def test_batch_schema_must_be_the_tables_columns():
     table = [("id", "bigint"), ("v", "string"), ("dt", "string")]
     assert mr.check_batch_schema(table, [("DT", "string"), ("id", "bigint"), ("v", "string")]) is None
     assert "lacks the column(s) dt" in mr.check_batch_schema(table, [("id", "bigint"), ("v", "string")])
-    assert "id is int, the table's bigint" in mr.check_batch_schema(table, [("id", "int"), ("v", "string"),
-                                                                           ("dt", "string")])
+    schema = [("id", "int"), ("v", "string"), ("dt", "string")]
+    assert "id is int, the table's bigint" in mr.check_batch_schema(table, schema)
     assert "does not: x" in mr.check_batch_schema(table, table + [("x", "int")])
 
 
