@@ -125,8 +125,3 @@ class Budget:
             return (f"would take about {math.ceil(est)} s (as the units of this run so far) and end after the deadline "
                     f"{iso(self.deadline)} ({max(0, math.floor(self.deadline - now))} s left); left for the next window")
         return None
-
-    def figures(self) -> dict[str, object]:
-        with self._lock:
-            return {"deadline": iso(self.deadline), "units_timed": self._quickest is not None,
-                    "seconds_per_mb": round(self._seconds / max(self._bytes / 1048576.0, 1e-9), 3) if self._bytes else None}
