@@ -396,8 +396,8 @@ def engine_args(command, selectors, options=None, config_file=None, dry_run=Fals
         if options.get(name) is not None:
             argv += fmt(options[name])
     if any(options.get(name) for name in REWRITE_OPTIONS):
-        if command != "compact":
-            raise LakekeeperError("sort_by, dedupe and merge_from only apply to compact")
+        if command != "compact" and (command != "analyze" or options.get("sort_by") or options.get("merge_from")):
+            raise LakekeeperError("sort_by and merge_from only apply to compact, dedupe to compact and analyze")
         if options.get("merge_from") and "--table" not in selectors:
             raise LakekeeperError("merge_from merges one batch into one table: give table, not tables or database")
         argv += rewrite_args(options.get("sort_by"), options.get("dedupe"), options.get("merge_from"))

@@ -60,6 +60,35 @@ options:
         table is reported V(refused) with C(code) V(replicated).
     type: bool
     default: false
+  dedupe:
+    description:
+      - The dedupe of the compaction this analysis stands for (O(lakekeeper.hive.lakekeeper_compact#module:dedupe),
+        the same suboptions). With O(dedupe.trigger_ratio), each partition that the size rule leaves alone is
+        measured (one column-pruned Spark job per table), its C(delete_ratio) reported, and those at or above the
+        trigger count in RV(tables[].needs_compaction), as O(lakekeeper.hive.lakekeeper_compact#module:dedupe)
+        would select them. Without it, O(dedupe) changes nothing in the analysis.
+    type: dict
+    suboptions:
+      keys:
+        description: Columns that identify a record.
+        type: list
+        elements: str
+        required: true
+      order_by:
+        description: The column whose largest value is the latest version of a key.
+        type: str
+        required: true
+      delete_marker:
+        description: A column telling that a version is a delete.
+        type: str
+      delete_marker_value:
+        description: The value of O(dedupe.delete_marker) that marks a delete, compared as a string.
+        type: raw
+      trigger_ratio:
+        description:
+          - The share of a partition's rows that the dedupe would remove (superseded versions and deleted keys) at
+            which the partition needs compaction although the size rule skips it; greater than 0, at most 1.
+        type: float
   history:
     description:
       - How many of each table's run history records RV(tables[].history) returns, newest first (the engine's
@@ -517,6 +546,7 @@ stderr_lines:
 
 from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_argspec import (
     compaction_options,
+    dedupe_option,
     lakekeeper_argspec,
     retention_options,
 )
@@ -528,7 +558,7 @@ def main():
     argspec.update_argspec(history=dict(type="int"))
     argspec.update_argspec(**retention_options())
     argspec.update_argspec(**compaction_options())
-    argspec.update_argspec(allow_replicated=dict(type="bool", default=False))
+    argspec.update_argspec(allow_replicated=dict(type="bool", default=False), dedupe=dedupe_option())
     run_module(argspec.create_ansible_module(), Engine("lakekeeper_analyze", command="analyze", writes=False))
 
 

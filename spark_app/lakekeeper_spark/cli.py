@@ -206,7 +206,11 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
         raise UsageError("--allow-replicated only applies to compact and analyze")
     given = [k for k in rewrite if getattr(args, k) is not None]
     if given and args.command != "compact":
-        raise UsageError(f"--{given[0].replace('_', '-')} only applies to compact")
+        # analyze takes the dedupe flags: with --dedupe-trigger-ratio it measures what compact would select
+        if args.command != "analyze" or not all(k.startswith("dedupe_") for k in given):
+            wrong = [k for k in given if args.command != "analyze" or not k.startswith("dedupe_")]
+            raise UsageError(f"--{wrong[0].replace('_', '-')} only applies to compact"
+                             + (" (analyze takes the --dedupe-* flags)" if args.command == "analyze" else ""))
     if settings.merge_from is not None and not args.table:
         raise UsageError("--merge-from merges one batch into one table: give --table, not --tables or --database")
     if settings.where is not None and args.command not in ("analyze", "compact", "rollback"):

@@ -5,7 +5,8 @@
 
 """Create the E2E test tables in an embedded Derby Metastore.
 
-    python create_tables.py STATE_DIR DATA_DIR [DATABASE ...]
+    python create_tables.py STATE_DIR DATA_DIR [DATABASE | fleet:DATABASE ...]
+    python create_tables.py STATE_DIR DATA_DIR --read DB.TABLE ...
 
 Uses the layout of the engine's embedded mode (docs/engine-contract.md,
 ``--state-dir``): Derby Metastore in STATE_DIR/metastore_db, warehouse in
@@ -17,7 +18,11 @@ under DATA_DIR:
   table property ``lakekeeper.sort_by=id`` (a per-table policy);
 
 and the same two tables in each further DATABASE, under DATA_DIR/DATABASE
-(one JVM sets up the worlds of several scenarios).
+(one JVM sets up the worlds of several scenarios). ``fleet:DATABASE`` makes
+the tables of the fleet scenario instead (``create_fleet``: a replica, a
+compacted dedupe table with superseded versions, a table and a batch to
+merge into it). ``--read`` prints the rows of tables (id, v, ver, op and
+the partition column, sorted), as a reader sees them.
 
 Embedded Derby allows one JVM at a time: nothing else may use STATE_DIR while
 this runs. Prints a JSON summary on stdout.
@@ -53,6 +58,61 @@ def create(spark, database, data):
     }
 
 
+VERSIONED = "id BIGINT, v STRING, ver INT, op STRING"
+
+
+def versioned_rows(dt, ids, ver=1, op="I"):
+    return [(i, "%s%d-%d" % (dt, i, ver), ver, op) for i in ids]
+
+
+def create_fleet(spark, database, data):
+    """The fleet scenario's tables, as an ingestion job and a replication left them:
+
+    * ``replica``: not partitioned, 20 small files, ``repl.last.id`` set (REPL LOAD keeps it);
+    * ``versions``: partitioned by dt, one file per partition (compacted before): dt=a holds 1000
+      keys plus a later version of 50 of them (4.8 % of its rows superseded), dt=b 1000 keys;
+    * ``orders``: partitioned by dt (a, b, c), 300 keys and 10 small files per partition, and
+      ``DATA/batch-1``, a batch for it (Parquet with dt): 10 inserts and 20 updates for dt=a,
+      10 updates and 5 delete markers (op = 'D') for dt=b, nothing for dt=c.
+    """
+    spark.sql("CREATE DATABASE IF NOT EXISTS %s" % database)
+    out = {}
+    replica = os.path.join(data, "replica")
+    spark.range(0, 2000).selectExpr("id", "CONCAT('r', CAST(id AS STRING)) AS v").repartition(20) \
+        .write.mode("overwrite").parquet("file://" + replica)
+    spark.sql("CREATE EXTERNAL TABLE %s.replica (id BIGINT, v STRING) STORED AS PARQUET LOCATION 'file://%s' "
+              "TBLPROPERTIES ('repl.last.id'='4711')" % (database, replica))
+    for name, parts in (
+            ("versions", {"a": (versioned_rows("a", range(0, 1000)) + versioned_rows("a", range(0, 50), 2), 1),
+                          "b": (versioned_rows("b", range(1000, 2000)), 1)}),
+            ("orders", {dt: (versioned_rows(dt, range(start, start + 300)), 10)
+                        for dt, start in (("a", 0), ("b", 1000), ("c", 2000))})):
+        loc = os.path.join(data, name)
+        spark.sql("CREATE EXTERNAL TABLE %s.%s (%s) PARTITIONED BY (dt STRING) STORED AS PARQUET "
+                  "LOCATION 'file://%s'" % (database, name, VERSIONED, loc))
+        for dt, (rows, files) in sorted(parts.items()):
+            spark.createDataFrame(rows, VERSIONED).repartition(files).createOrReplaceTempView("lk_src")
+            spark.sql("INSERT INTO %s.%s PARTITION (dt='%s') SELECT * FROM lk_src" % (database, name, dt))
+        out[name] = {"location": loc, "rows": spark.table("%s.%s" % (database, name)).count()}
+    batch = [r + ("a",) for r in versioned_rows("a", range(300, 310)) + versioned_rows("a", range(0, 20), 2)]
+    batch += [r + ("b",) for r in versioned_rows("b", range(1000, 1010), 2)
+              + versioned_rows("b", range(1010, 1015), 2, "D")]
+    spark.createDataFrame(batch, VERSIONED + ", dt STRING").repartition(2).write.mode("overwrite") \
+        .parquet("file://" + os.path.join(data, "batch-1"))
+    out["batch"] = {"location": os.path.join(data, "batch-1"), "rows": len(batch)}
+    out["replica"] = {"location": replica, "rows": 2000}
+    return out
+
+
+def read(spark, tables):
+    """{table: sorted rows} of tables as a reader sees them (the partition column last)."""
+    out = {}
+    for t in tables:
+        spark.sql("REFRESH TABLE %s" % t)
+        out[t] = sorted([list(r) for r in spark.table(t).collect()], key=lambda r: [str(x) for x in r])
+    return out
+
+
 def main(state_dir, data_dir, more=()):
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession  # pylint: disable=import-outside-toplevel
@@ -76,8 +136,12 @@ def main(state_dir, data_dir, more=()):
     )
     spark.sparkContext.setLogLevel("ERROR")
     try:
-        summary = create(spark, "e2e", data)
-        summary["more"] = {db: create(spark, db, os.path.join(data, db)) for db in more}
+        if more and more[0] == "--read":
+            summary = read(spark, more[1:])
+        else:
+            summary = create(spark, "e2e", data)
+            summary["more"] = {db.split(":")[-1]: (create_fleet if db.startswith("fleet:") else create)(
+                spark, db.split(":")[-1], os.path.join(data, db.split(":")[-1])) for db in more}
     finally:
         spark.stop()
     print(json.dumps(summary))

@@ -329,15 +329,21 @@ def test_dedupe_trigger_ratio_settings(tmp_path):
         assert err.value.code == "invalid_policy"
 
 
-def test_dedupe_trigger_ratio_flag_is_a_compact_flag():
+def test_dedupe_trigger_ratio_flag_is_a_compact_and_analyze_flag():
     from lakekeeper_spark.cli import parse_args
 
     _args, s, _tables = parse_args(["compact", "--table", "db.t", "--dedupe-keys", "id", "--dedupe-order-by", "ver",
                                     "--dedupe-trigger-ratio", "0.2"])
     assert s.dedupe_trigger_ratio == 0.2
-    with pytest.raises(UsageError, match="only applies to compact"):  # analyze: the table property or config file
+    # analyze measures what compact would select (the maintenance role decides from it)
+    _args, s, _tables = parse_args(["analyze", "--table", "db.t", "--dedupe-keys", "id", "--dedupe-order-by", "ver",
+                                    "--dedupe-trigger-ratio", "0.2"])
+    assert s.dedupe_trigger_ratio == 0.2 and s.dedupe
+    with pytest.raises(UsageError, match="--sort-by only applies to compact"):
         parse_args(["analyze", "--table", "db.t", "--dedupe-keys", "id", "--dedupe-order-by", "ver",
-                    "--dedupe-trigger-ratio", "0.2"])
+                    "--sort-by", "id"])
+    with pytest.raises(UsageError, match="--dedupe-keys only applies to compact"):
+        parse_args(["rollback", "--table", "db.t", "--dedupe-keys", "id", "--dedupe-order-by", "ver"])
     with pytest.raises(UsageError, match="needs dedupe keys"):
         parse_args(["compact", "--table", "db.t", "--dedupe-trigger-ratio", "0.2"])
 

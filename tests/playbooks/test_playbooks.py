@@ -216,7 +216,8 @@ def test_playbooks_embedded(collections_dir, collection_path, kdc, tmp_path):
     state_dir, data_dir = tmp_path / "state", tmp_path / "data"
     started = time.time()
     # the tables of database e2e for the playbooks, the same tables in database lc for the lifecycle playbook
-    res = subprocess.run([sys.executable, CREATE_TABLES, str(state_dir), str(data_dir), "lc"], stdout=subprocess.PIPE,
+    res = subprocess.run([sys.executable, CREATE_TABLES, str(state_dir), str(data_dir), "lc", "fleet:fl"],
+                         stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, timeout=900, check=False,
                          env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1"))
     assert res.returncode == 0, res.stdout[-5000:]
@@ -385,11 +386,115 @@ def test_playbooks_embedded(collections_dir, collection_path, kdc, tmp_path):
         assert s["ingestion"]["would_pause"] == ["ingest"] and s["ingestion"]["paused"] == {}, s
         assert not state_file.exists() and len(ticks.read_text().split()) > ticks_before + 10
         assert run.recap["edge"]["changed"] == 0, run
+
+        fleet(inventory, collections_dir, tmp_path, state_dir, data_dir / "fl", summary["more"]["fl"])
     finally:
         standin.send_signal(signal.SIGCONT)
         standin.kill()
         standin.wait()
         sys.stdout.write("\n".join(["timings:"] + TIMINGS) + "\n")
+
+
+def versioned(dt, ids, ver=1, op="I"):
+    """Rows as create_tables.py writes them: [id, v, ver, op, dt]."""
+    return [[i, "%s%d-%d" % (dt, i, ver), ver, op, dt] for i in ids]
+
+
+def fleet(inventory, collections_dir, tmp_path, state_dir, data, made):
+    """The fleet and merge capabilities through the playbooks, on database fl
+    (tables made by create_tables.py ``fleet:fl``): a window already over, the
+    delete-ratio trigger with a replica refused, a batch merged and merged
+    again, then analyze.yml with the run history in the report."""
+    def parts(table):
+        return {d: sorted(f for f in files) for d, files in
+                ((d, data_files(str(data / table / d))) for d in sorted(os.listdir(str(data / table)))
+                 if d.startswith("dt="))}
+
+    dedupe = {"keys": ["id"], "order_by": "ver", "delete_marker": "op", "delete_marker_value": "D"}
+    before = {t: parts(t) for t in ("orders", "versions")}
+    assert [len(f) for f in before["orders"].values()] == [10, 10, 10], before
+    assert [len(f) for f in before["versions"].values()] == [1, 1], before
+    replica_files = data_files(str(data / "replica"))
+    assert len(replica_files) == 20 and made["batch"]["rows"] == 45, made
+
+    # -- compact.yml with a window that is already over: nothing is started, everything is left for the next
+    run = run_playbook(os.path.join(PLAYBOOKS, "compact.yml"), inventory, collections_dir, tmp_path,
+                       ["lakekeeper_database=fl", "lakekeeper_deadline=2000-01-01T00:00:00Z"])
+    assert run.rc == 0, run
+    s = run.summary("edge")
+    records = {t["table"]: t for t in s["tables"]}
+    assert records["fl.orders"]["status"] == "skipped" and "deadline" in records["fl.orders"]["reason"], records
+    assert records["fl.replica"]["status"] == "skipped" and "repl.last.id" in records["fl.replica"]["reason"], records
+    assert run.stats["lakekeeper_tables_compacted"] == 0, run
+    assert {t: parts(t) for t in ("orders", "versions")} == before
+
+    # -- compact.yml over the database: dedupe with the delete-ratio trigger (an AWX survey's JSON), a 2h window
+    run = run_playbook(os.path.join(PLAYBOOKS, "compact.yml"), inventory, collections_dir, tmp_path,
+                       ["lakekeeper_database=fl", "lakekeeper_deadline=2h",
+                        json.dumps({"lakekeeper_dedupe": dict(dedupe, trigger_ratio=0.02)})])
+    assert run.rc == 0, run
+    s = run.summary("edge")
+    records = {t["table"]: t for t in s["tables"]}
+    assert sorted(run.stats["lakekeeper_compacted_tables"]) == ["edge:fl.orders", "edge:fl.versions"], run
+    # the replica is passed over (a database run skips what it may not touch), its files untouched
+    assert records["fl.replica"]["status"] == "skipped" and "repl.last.id" in records["fl.replica"]["reason"], records
+    assert data_files(str(data / "replica")) == replica_files
+    # versions: dt=a (4.8 % superseded, one file: no size rule selects it) rewritten by the trigger, dt=b left alone
+    after = parts("versions")
+    assert len(after["dt=a"]) == 1 and after["dt=a"] != before["versions"]["dt=a"], after
+    assert after["dt=b"] == before["versions"]["dt=b"], after
+    assert "compacted 1 of 2 unit(s)" in run.output, run
+    assert [len(f) for f in parts("orders").values()] == [1, 1, 1]
+    compacted = parts("orders")
+
+    # -- compact.yml merging a batch into one table (inserts, updates, deletes), then the same batch again
+    batch = ["lakekeeper_tables=fl.orders", "lakekeeper_merge_from=file://%s" % made["batch"]["location"],
+             json.dumps({"lakekeeper_dedupe": dedupe})]
+    run = run_playbook(os.path.join(PLAYBOOKS, "compact.yml"), inventory, collections_dir, tmp_path, batch)
+    assert run.rc == 0, run
+    assert run.stats["lakekeeper_compacted_tables"] == ["edge:fl.orders"], run
+    merged = parts("orders")
+    assert merged["dt=c"] == compacted["dt=c"], merged  # the batch does not touch dt=c: not rewritten
+    assert merged["dt=a"] != compacted["dt=a"] and merged["dt=b"] != compacted["dt=b"], merged
+    assert run.recap["edge"]["changed"] >= 1, run
+    run = run_playbook(os.path.join(PLAYBOOKS, "compact.yml"), inventory, collections_dir, tmp_path, batch)
+    assert run.rc == 0, run
+    (record,) = run.summary("edge")["tables"]
+    assert record["status"] == "skipped" and "batch already applied" in record["reason"], record
+    assert parts("orders") == merged
+
+    # -- what a reader sees: the batch applied once, the superseded versions gone, the replica whole
+    res = subprocess.run([sys.executable, CREATE_TABLES, str(state_dir), str(data.parent), "--read", "fl.orders",
+                          "fl.versions"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         timeout=900, check=False, env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1"))
+    assert res.returncode == 0, res.stdout[-5000:]
+    rows = json.loads(res.stdout.strip().splitlines()[-1])
+
+    def key(r):
+        return [str(x) for x in r]
+
+    orders = (versioned("a", range(0, 20), 2) + versioned("a", range(20, 310)) + versioned("b", range(1000, 1010), 2)
+              + versioned("b", range(1015, 1300)) + versioned("c", range(2000, 2300)))
+    assert rows["fl.orders"] == sorted(orders, key=key)
+    versions = versioned("a", range(0, 50), 2) + versioned("a", range(50, 1000)) + versioned("b", range(1000, 2000))
+    assert rows["fl.versions"] == sorted(versions, key=key)
+
+    # -- analyze.yml: the replica allowed, the history of each table in the result and the report's timeline
+    run = run_playbook("lakekeeper.hive.analyze", inventory, collections_dir, tmp_path,
+                       ["lakekeeper_database=fl", "lakekeeper_allow_replicated=true", "lakekeeper_history=5"])
+    assert run.rc == 0, run
+    records = {t["table"]: t for t in run.summary("edge")["tables"]}
+    assert records["fl.replica"]["status"] == "to_compact", records
+    html = (tmp_path / "reports" / "lakekeeper-local.html").read_text()
+    section = html[html.index('id="history"'):]
+    assert sorted(re.findall(r'<h3 class="history-table">([^<]+)</h3>', section)) == ["fl.orders", "fl.versions"]
+    orders_runs = section[section.index(">fl.orders</h3>"):]
+    orders_runs = orders_runs[:orders_runs.index("</table>")]
+    # newest first: the merge (2 partitions: 2 files -> 2), the database compaction (30 -> 3); the runs that
+    # changed nothing (the window over, the batch again) left no record
+    runs = re.findall(r"<td>(compact)</td>\s*<td><span[^>]*>(\w+)</span>.*?\s*<td class=\"n\">(\d+) &rarr; (\d+)</td>",
+                      orders_runs, re.S)
+    assert runs == [("compact", "compacted", "2", "2"), ("compact", "compacted", "30", "3")], orders_runs
 
 
 # --------------------------------------------------------------------------- example inventory
@@ -460,14 +565,18 @@ TABLES = textwrap.dedent(
     jvm = spark._jvm
     fs = jvm.org.apache.hadoop.fs.FileSystem.get(spark._jsc.hadoopConfiguration())
     P = jvm.org.apache.hadoop.fs.Path
-    # pb.orders and pb.items for the playbooks; cli.events for the engine CLI under spark-submit
-    TABLES = {"pb.orders": "/lk-pb/orders", "pb.items": "/lk-pb/items", "cli.events": "/lk-cli/events"}
+    # pb.orders and pb.items for the playbooks, pb.replica a replica (REPL LOAD's repl.last.id) that they pass
+    # over; cli.events for the engine CLI under spark-submit; mg.orders and the batch /lk-mg/batch-1 to merge
+    TABLES = {"pb.orders": "/lk-pb/orders", "pb.items": "/lk-pb/items", "cli.events": "/lk-cli/events",
+              "pb.replica": "/lk-pb/replica"}
+    VERSIONED = "id BIGINT, v STRING, ver INT, op STRING"
     if sys.argv[1] == "create":
         for i, (name, location) in enumerate(TABLES.items()):
             spark.sql(f"CREATE DATABASE IF NOT EXISTS {name.split('.')[0]}")
             spark.sql(f"DROP TABLE IF EXISTS {name}")
+            props = " TBLPROPERTIES ('repl.last.id'='4711')" if name == "pb.replica" else ""
             spark.sql(f"CREATE EXTERNAL TABLE {name} (id BIGINT, v STRING) PARTITIONED BY (dt STRING) "
-                      f"STORED AS PARQUET LOCATION '{location}'")
+                      f"STORED AS PARQUET LOCATION '{location}'{props}")
             for j, dt in enumerate(["2024-01-01", "2024-01-02"]):
                 lo = (i * 2 + j) * 5000
                 spark.range(lo, lo + 5000).selectExpr("id", "cast(id as string) v").repartition(40) \\
@@ -475,7 +584,26 @@ TABLES = textwrap.dedent(
                 spark.sql(f"INSERT INTO {name} PARTITION (dt='{dt}') SELECT * FROM src")
         # quotas the pre-flight reads: room for the copies, on the tables' parent
         fs.setQuota(P("/lk-pb"), 100000, 512 * 1024 * 1024)
+        spark.sql("CREATE DATABASE IF NOT EXISTS mg")
+        spark.sql("DROP TABLE IF EXISTS mg.orders")
+        spark.sql(f"CREATE EXTERNAL TABLE mg.orders ({VERSIONED}) PARTITIONED BY (dt STRING) STORED AS PARQUET "
+                  f"LOCATION '/lk-mg/orders'")
+        for dt, lo in (("a", 0), ("b", 1000), ("c", 2000)):
+            spark.createDataFrame([(k, f"{dt}{k}-1", 1, "I") for k in range(lo, lo + 300)], VERSIONED) \\
+                .repartition(10).createOrReplaceTempView("src")
+            spark.sql(f"INSERT INTO mg.orders PARTITION (dt='{dt}') SELECT * FROM src")
+        # the batch: 10 inserts and 20 updates for dt=a, 10 updates and 5 deletes (op = 'D') for dt=b
+        batch = [(k, f"a{k}-1", 1, "I", "a") for k in range(300, 310)] + [(k, f"a{k}-2", 2, "I", "a") for k in range(20)]
+        batch += [(k, f"b{k}-2", 2, "I", "b") for k in range(1000, 1010)]
+        batch += [(k, f"b{k}-2", 2, "D", "b") for k in range(1010, 1015)]
+        spark.createDataFrame(batch, VERSIONED + ", dt STRING").repartition(2).write.mode("overwrite") \\
+            .parquet("/lk-mg/batch-1")
     out = {}
+    spark.sql("REFRESH TABLE mg.orders")
+    out["mg.orders"] = sorted([list(r) for r in spark.table("mg.orders").collect()], key=lambda r: [str(x) for x in r])
+    out["mg.files"] = {p.getPath().getName(): sorted(f.getPath().getName() for f in fs.listStatus(p.getPath())
+                                                     if f.getPath().getName().endswith(".parquet"))
+                       for p in fs.listStatus(P("/lk-mg/orders")) if p.getPath().getName().startswith("dt=")}
     for name, location in TABLES.items():
         spark.sql(f"REFRESH TABLE {name}")
         row = spark.sql(f"SELECT count(*) AS n, sum(id) AS s, count(distinct v) AS d FROM {name}").first()
@@ -563,9 +691,13 @@ def test_playbooks_on_the_testbed(collections_dir, testbed, tmp_path):
         # -- compact.yml: spark-submit to the standalone master, tables on HDFS; the compaction runs
         # in the background (async), polled every 3 s, its progress printed at each poll ----------
         run = run_playbook(os.path.join(PLAYBOOKS, "compact.yml"), inventory, collections_dir, tmp_path,
-                           ["lakekeeper_database=pb", "lakekeeper_async=1800", "lakekeeper_poll_seconds=3"])
+                           ["lakekeeper_database=pb", "lakekeeper_async=1800", "lakekeeper_poll_seconds=3",
+                            "lakekeeper_deadline=2h"])
         assert run.rc == 0, run
         s = run.summary("edge")
+        # the replica in the database is passed over, untouched
+        (replica,) = [t for t in s["tables"] if t["table"] == "pb.replica"]
+        assert replica["status"] == "skipped" and "repl.last.id" in replica["reason"], replica
         progress = re.findall(r"\[\d\d:\d\d:\d\d, \+[^]]+\] (.+?)\"?,?$", run.output, re.M)
         assert progress and progress[0].startswith("compact started (run "), run
         assert any(sorted(p[len("compact: 2 table(s): "):].split(", ")) == ["pb.items", "pb.orders"]
@@ -632,7 +764,31 @@ def test_playbooks_on_the_testbed(collections_dir, testbed, tmp_path):
         assert hooks_log.read_text().split() == ["pause", "resume", "pause", "resume"]
         assert (tmp_path / "env" / "lakekeeper_env.tar.gz").stat().st_mtime == env_built  # not rebuilt
 
+        # -- compact.yml merging a batch on HDFS into one table, then analyze.yml with its run history
+        dedupe = {"keys": ["id"], "order_by": "ver", "delete_marker": "op", "delete_marker_value": "D"}
+        run = run_playbook(os.path.join(PLAYBOOKS, "compact.yml"), inventory, collections_dir, tmp_path,
+                           ["lakekeeper_tables=mg.orders",
+                            "lakekeeper_merge_from=%s/lk-mg/batch-1" % testbed.hdfs_uri.rstrip("/"),
+                            json.dumps({"lakekeeper_dedupe": dedupe})])
+        assert run.rc == 0, run
+        assert run.stats["lakekeeper_compacted_tables"] == ["edge:mg.orders"], run
+        run = run_playbook("lakekeeper.hive.analyze", inventory, collections_dir, tmp_path,
+                           ["lakekeeper_tables=mg.orders,pb.items", "lakekeeper_history=5",
+                            "lakekeeper_report_dir=%s" % (tmp_path / "reports")])
+        assert run.rc == 0, run
+        html = (tmp_path / "reports" / "lakekeeper-testbed.html").read_text()
+        section = html[html.index('id="history"'):]
+        assert sorted(re.findall(r'<h3 class="history-table">([^<]+)</h3>', section)) == ["mg.orders", "pb.items"]
+        assert "dropped pb.__bkp_items_" in section, section  # the cleanup's record outlives the backup
+
         final = tables("read")
+        assert final["mg.files"]["dt=c"] == before["mg.files"]["dt=c"], final["mg.files"]  # not in the batch
+        assert [len(final["mg.files"][d]) for d in ("dt=a", "dt=b")] == [1, 1], final["mg.files"]
+        merged = ([[k, "a%d-2" % k, 2, "I", "a"] for k in range(20)] + [[k, "a%d-1" % k, 1, "I", "a"] for k in range(20, 310)]
+                  + [[k, "b%d-2" % k, 2, "I", "b"] for k in range(1000, 1010)]
+                  + [[k, "b%d-1" % k, 1, "I", "b"] for k in range(1015, 1300)]
+                  + [[k, "c%d-1" % k, 1, "I", "c"] for k in range(2000, 2300)])
+        assert final["mg.orders"] == sorted(merged, key=lambda r: [str(x) for x in r])
         assert final["orders"]["files"] == before["orders"]["files"], final["orders"]  # the original files
         assert final["orders"]["rows"] == 10000 and final["orders"]["sum"] == before["orders"]["sum"]
         assert [len(f) for f in final["items"]["files"].values()] == [1, 1], final["items"]

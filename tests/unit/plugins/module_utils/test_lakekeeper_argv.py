@@ -249,9 +249,15 @@ def test_rewrite_args_merge_from():
     assert argv == ["compact", "--table", "db.t", "--dedupe-keys", "id", "--dedupe-order-by", "v", "--merge-from", "db.b"]
 
 
-def test_sort_by_only_for_compact():
+def test_sort_by_only_for_compact_dedupe_also_for_analyze():
     with pytest.raises(lk.LakekeeperError, match="only apply to compact"):
         lk.engine_args("analyze", ["--table", "db.t"], dict(sort_by=["a"]))
+    with pytest.raises(lk.LakekeeperError, match="dedupe to compact and analyze"):
+        lk.engine_args("rollback", ["--table", "db.t"], dict(dedupe=dict(keys=["id"], order_by="v")))
+    argv = lk.engine_args("analyze", ["--database", "db"], dict(dedupe=dict(keys=["id"], order_by="v",
+                                                                          trigger_ratio=0.05)))
+    assert argv == ["analyze", "--database", "db", "--dedupe-keys", "id", "--dedupe-order-by", "v",
+                    "--dedupe-trigger-ratio", "0.05"]
 
 
 def test_engine_args_compaction_modes_and_where():
