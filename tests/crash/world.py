@@ -362,19 +362,24 @@ BAD_INPUT = [
 RAISE_STEPS = [s for s in COMPACT_STEPS if not s.startswith("table:")] + ["table:creating_backup"]
 
 
-def build_file_world(work: Path) -> World:
+def local_world(work: Path, *engine_args: str) -> World:
+    """A world on file:// with an embedded Derby Metastore in ``work/state``
+    (no fault or pause hooks inherited from the environment)."""
     work.mkdir(parents=True, exist_ok=True)
     state = work / "state"
     env = dict(os.environ)
     env.update(SPARK_LOCAL_IP="127.0.0.1", JAVA_TOOL_OPTIONS=QUICK_JAVA, PYTHONUNBUFFERED="1")
     env.pop("LAKEKEEPER_FAULT_AT", None)
     env.pop("LAKEKEEPER_PAUSE_AT", None)
-    w = World(work, f"file://{work}", "file", env,
-              ["--state-dir", str(state), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
-               "--conf", "spark.sql.shuffle.partitions=2",
-               "--conf", "spark.hadoop.ipc.client.connect.max.retries=0",
-               "--conf", "spark.hadoop.ipc.client.connect.max.retries.on.timeouts=0"],
-              {"state_dir": str(state), "master": "local[2]"})
+    return World(work, f"file://{work}", "file", env,
+                 ["--state-dir", str(state), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
+                  "--conf", "spark.sql.shuffle.partitions=2", *engine_args],
+                 {"state_dir": str(state), "master": "local[2]"})
+
+
+def build_file_world(work: Path) -> World:
+    w = local_world(work, "--conf", "spark.hadoop.ipc.client.connect.max.retries=0",
+                    "--conf", "spark.hadoop.ipc.client.connect.max.retries.on.timeouts=0")
     # crash matrix: every compaction step x three kinds, recovered by `recover`
     crash, kill_specs = [], []
     for step in COMPACT_STEPS:
@@ -609,16 +614,7 @@ def build_lane_world(work: Path) -> World:
     shape (a partitioned table, interrupted at its first unit) killed at every
     compaction step and every rollback step, recovered by ``recover``, checked
     by the same invariants as the full file world."""
-    work.mkdir(parents=True, exist_ok=True)
-    state = work / "state"
-    env = dict(os.environ)
-    env.update(SPARK_LOCAL_IP="127.0.0.1", JAVA_TOOL_OPTIONS=QUICK_JAVA, PYTHONUNBUFFERED="1")
-    env.pop("LAKEKEEPER_FAULT_AT", None)
-    env.pop("LAKEKEEPER_PAUSE_AT", None)
-    w = World(work, f"file://{work}", "file", env,
-              ["--state-dir", str(state), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
-               "--conf", "spark.sql.shuffle.partitions=2"],
-              {"state_dir": str(state), "master": "local[2]"})
+    w = local_world(work)
     kind = LANE_KIND
     crash, specs = [], []
     for step in COMPACT_STEPS:
@@ -715,6 +711,21 @@ def crash_rows(w: World, groups: tuple[str, ...]) -> list[dict[str, Any]]:
             "problems": f.get("problems", ["not verified"]),
         })
     return rows
+
+
+def report(config, w: World, rows: list[dict[str, Any]], title: str, json_name: str) -> None:
+    """The crash rows as a table on the terminal and as tests/output/<json_name>."""
+    lines = [f"{title} ({len(rows)} cases; whole world {w.total_seconds()} s, "
+             f"load average {w.load.get('start')} -> {w.load.get('end')})", *matrix_lines(rows)]
+    terminal(config, lines)
+    save_json(json_name, {"rows": rows, "stages": {k: {kk: vv for kk, vv in v.items() if kk != "results"}
+                                                   for k, v in w.stages.items()},
+                          "world_seconds": w.total_seconds(), "load": w.load, "errors": w.errors})
+
+
+def failures(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows whose invariants failed or whose outcome is not the expected one."""
+    return [r for r in rows if r["problems"] or r["outcome"] != r["expected"]]
 
 
 def matrix_lines(rows: list[dict[str, Any]]) -> list[str]:
