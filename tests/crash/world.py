@@ -53,7 +53,7 @@ OUTPUT = REPO / "tests" / "output"
 PY = sys.executable
 sys.path.insert(0, str(APPS))
 
-from world_common import COMPACTED, units_of  # noqa: E402
+from world_common import COMPACTED, MERGE_DEDUPE, units_of  # noqa: E402
 
 # Quicker client JVMs (the runs are short): C1 only, serial GC.
 QUICK_JAVA = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
@@ -213,7 +213,7 @@ class World:
         t = {"db": db, "name": name, "kind": kind, "root": root,
              "outside": f"{self.base}/outside/{db}/{name}/m=03" if kind == "outside" else None,
              "precompact": False, "append": [], "backdate": True, "fresh_units": [], "owner": None,
-             "append_to_old": [], "cleaned": False}
+             "append_to_old": [], "cleaned": False, "batch": None}
         for k, v in extra.items():
             if k in t:
                 t[k] = v
@@ -235,8 +235,10 @@ class World:
 
     # -------------------------------------------------------------- stages
     def engine(self, name: str, command: str, tables: list[str], env: dict[str, str] | None = None,
-               extra: list[str] | None = None, on_poll: Callable[[], None] | None = None) -> dict[str, Any]:
-        argv = [PY, str(APP), command, "--tables", ",".join(tables), *self.engine_args, *(extra or [])]
+               extra: list[str] | None = None, on_poll: Callable[[], None] | None = None,
+               flag: str = "--tables") -> dict[str, Any]:
+        """One CLI run; ``flag="--table"`` for options that take one table (``--merge-from``)."""
+        argv = [PY, str(APP), command, flag, ",".join(tables), *self.engine_args, *(extra or [])]
         full_env = dict(self.env)
         full_env.update(env or {})
         st = run_process(argv, full_env, self.work / "logs", name, on_poll=on_poll)
@@ -258,11 +260,11 @@ class World:
         self.app("setup", "world_setup.py", str(spec_p), str(self.work / "expect.json"))
         self.expect = json.loads((self.work / "expect.json").read_text())
 
-    def verify(self, only: list[str] | None = None) -> None:
+    def verify(self, only: list[str] | None = None, script: str = "world_verify.py") -> None:
         extras_p = self.work / "extras.json"
         extras_p.write_text(json.dumps(self.extras, indent=1))
         out = self.work / "facts.json"
-        self.app("verify", "world_verify.py", str(self.work / "spec.json"), str(self.work / "expect.json"),
+        self.app("verify", script, str(self.work / "spec.json"), str(self.work / "expect.json"),
                  str(extras_p), str(out), ",".join(only or []))
         self.facts = json.loads(out.read_text())["tables"]
         self.load["end"] = load_avg()
@@ -637,6 +639,52 @@ def build_lane_world(work: Path) -> World:
     return w
 
 
+# ---------------------------------------------------------------- the merge world
+
+# Merge mode (``compact --table t --merge-from <batch>``, one table a process): the batch
+# (world_common.MERGE_BATCH) touches dt=a (unit 0) and dt=c (unit 1) of a "merge" table, not dt=b.
+# (step, unit, recovered by): killed there, then `recover`, or a plain re-run of the merge (`compact`).
+MERGE_KILLS = [
+    ("verifying", 0, "recover"),  # the first partition staged, nothing swapped
+    ("moving_aside:after", 0, "recover"),  # between the renames of the first partition
+    ("moving_in:after", 1, "recover"),  # the second partition swapped in, its backup not repointed
+    ("done", 0, "recover"),  # the first partition merged, the second untouched; re-run after `recover`
+    ("merge_recording", None, "compact"),  # every partition swapped, the batch not recorded; a re-run recovers
+]
+# the partitions that end merged after the kill and the recovery (before any re-run)
+MERGED_AFTER_KILL = {"verifying": [], "moving_aside:after": ["dt=a"], "moving_in:after": ["dt=a", "dt=c"],
+                     "done": ["dt=a"], "merge_recording": ["dt=a", "dt=c"]}
+MERGE_RERUN = ("done", "merge_recording")  # re-run with the same batch (one process each)
+
+
+def merge_args(w: World, full: str) -> list[str]:
+    return ["--merge-from", w.table_spec(full)["batch"], *MERGE_DEDUPE]
+
+
+def build_merge_world(work: Path) -> World:
+    """Tables of kind "merge", each with its batch (one setup process); one
+    SIGKILLed merge per step of MERGE_KILLS; one `recover`; the re-runs of
+    MERGE_RERUN (the one not given to `recover` recovers automatically);
+    one verify process (apps/merge_verify.py)."""
+    w = local_world(work)
+    for step, unit, by in MERGE_KILLS:
+        name = f"m_{code(step)}"
+        merged = MERGED_AFTER_KILL[step] if step not in MERGE_RERUN else COMPACTED["merge"]
+        w.add("mm", name, "merge", batch=f"{w.base}/batches/{name}", step=step, unit=unit, group="merge_crash",
+              recover_by=by, recover_stage=f"rerun_{code(step)}" if by == "compact" else "recover",
+              expect={u: "fwd" if u in merged else "back" for u in COMPACTED["merge"]})
+    w.setup()
+    for full, case in w.cases.items():
+        w.engine(f"kill_{code(case['step'])}", "compact", [full], flag="--table", extra=merge_args(w, full),
+                 env={"LAKEKEEPER_FAULT_AT": hook(case["step"], full, case["unit"])})
+    w.engine("recover", "recover", [t for t, c in w.cases.items() if c["recover_by"] == "recover"])
+    for full, case in w.cases.items():
+        if case["step"] in MERGE_RERUN:
+            w.engine(f"rerun_{code(case['step'])}", "compact", [full], flag="--table", extra=merge_args(w, full))
+    w.verify(script="merge_verify.py")
+    return w
+
+
 # ---------------------------------------------------------------- reporting
 
 
@@ -697,7 +745,7 @@ def crash_rows(w: World, groups: tuple[str, ...]) -> list[dict[str, Any]]:
             continue
         f = w.facts.get(full, {})
         by = case.get("recover_by")
-        rec_stage = w.stages.get(by if by in ("compact", "cleanup") else "recover", {})
+        rec_stage = w.stages.get(case.get("recover_stage") or (by if by in ("compact", "cleanup") else "recover"), {})
         res = rec_stage.get("results", {}).get(full, {})
         actions = res.get("recovered") if by in ("compact", "cleanup") else res.get("actions")
         outcome = {s: ("fwd" if u.get("state") == "compacted" else "back" if u.get("state") == "original"
