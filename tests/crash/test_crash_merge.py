@@ -48,10 +48,14 @@ def _recorded(actions) -> list[list[str]]:
 def test_the_merge_kill_runs_really_died_by_sigkill(merge_world):
     kills = [n for n in merge_world.stages if n.startswith("kill_")]
     assert len(kills) == len(W.MERGE_KILLS), kills
-    for name in kills:
+    for full, case in merge_world.cases.items():
+        name = f"kill_{W.code(case['step'])}"
         st = merge_world.stages[name]
         assert st["killed"], f"{name}: expected death by SIGKILL, exit {st['rc']}\n{W.stderr_tail(st)}"
         assert not st["left_processes"], f"{name}: processes left behind {st['left_processes']}"
+        # ... at the step meant, not anywhere else (the hook's own log line)
+        where = f"parking at {case['step']} of {full}" + (f" unit {case['unit']}" if case["unit"] is not None else "")
+        assert where in W.stderr_tail(st, 400), f"{name}: not killed {where}\n{W.stderr_tail(st)}"
     assert not merge_world.errors, merge_world.errors
 
 
