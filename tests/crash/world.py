@@ -29,6 +29,10 @@ during the write; and one run per table: a second compact and a cleanup
 started as separate processes while a compaction of the same table waits
 before its swap.
 
+merge world (file://): merge mode (``compact --table t --merge-from ...``,
+one table a process) SIGKILLed at its journal steps, one table each, then
+``recover`` and re-runs of the same merge (build_merge_world).
+
 Everything is built once per pytest process (``file_world`` /
 ``hdfs_world``) and cached; tests assert on slices of the facts.
 """

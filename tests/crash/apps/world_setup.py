@@ -13,7 +13,8 @@ TABLE:
      "owner": {"user", "group", "dir_mode", "file_mode"} | null,
      "batch": URI | null (a merge batch, MERGE_BATCH, written there)}
 
-Kinds: flat, part, outside, quiet (the crash and writer cases) and bad:*
+Kinds: flat, part, outside, quiet (the crash and writer cases), merge (the
+merge crash cases, with a batch) and bad:*
 (bad input, see BAD_KINDS). Prints "RESULT {json}" (timings, what was created).
 """
 from __future__ import annotations
