@@ -19,7 +19,9 @@ renames.
 Steps: every step the journal records (``journal``: ``table:compacting``,
 ``verifying``, ...) and, right after the swap's renames,
 ``moving_aside:after``, ``moving_in:after``,
-``rollback_moved_compacted:after``, ``rollback_restored:after``.
+``rollback_moved_compacted:after``, ``rollback_restored:after``; in merge
+mode ``merge_recording``, right before the batch is recorded as applied
+(after the swaps, and in a recovery, whose call names no table).
 
 ``LAKEKEEPER_FAULT_AT=tamper_staging`` (the whole value)
     a compaction duplicates a staged file before verification: a bad copy

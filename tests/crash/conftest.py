@@ -13,4 +13,4 @@ for p in (HERE, HERE.parent / "testbed"):
         sys.path.insert(0, str(p))
 
 from testbed.pytest_plugin import testbed  # noqa: E402,F401  pylint: disable=unused-import
-from worlds_fixture import file_world, hdfs_world, lane_world  # noqa: E402,F401  pylint: disable=unused-import
+from worlds_fixture import file_world, hdfs_world, lane_world, merge_world  # noqa: E402,F401  pylint: disable=unused-import

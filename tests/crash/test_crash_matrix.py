@@ -25,19 +25,6 @@ import world as W
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(5400)]
 
 
-def _report(request, w: W.World, rows, title: str, json_name: str) -> None:
-    lines = [f"{title} ({len(rows)} cases; whole world {w.total_seconds()} s, "
-             f"load average {w.load.get('start')} -> {w.load.get('end')})", *W.matrix_lines(rows)]
-    W.terminal(request.config, lines)
-    W.save_json(json_name, {"rows": rows, "stages": {k: {kk: vv for kk, vv in v.items() if kk != "results"}
-                                                     for k, v in w.stages.items()},
-                            "world_seconds": w.total_seconds(), "load": w.load, "errors": w.errors})
-
-
-def _failures(rows):
-    return [r for r in rows if r["problems"] or r["outcome"] != r["expected"]]
-
-
 def test_the_kill_runs_really_died_by_sigkill(file_world):
     for name in ("kill_compact", "kill_rollback"):
         st = file_world.stages[name]
@@ -48,8 +35,8 @@ def test_the_kill_runs_really_died_by_sigkill(file_world):
 
 def test_compaction_crash_at_every_step(file_world, request):
     rows = W.crash_rows(file_world, ("crash",))
-    _report(request, file_world, rows, "compaction killed at every journal step, then `recover`",
-            "crash-matrix-file.json")
+    W.report(request.config, file_world, rows, "compaction killed at every journal step, then `recover`",
+             "crash-matrix-file.json")
     assert len(rows) == 3 * len(W.COMPACT_STEPS)
     assert file_world.stages["recover"]["rc"] == 0, W.stderr_tail(file_world.stages["recover"])
     for r in rows:
@@ -59,17 +46,17 @@ def test_compaction_crash_at_every_step(file_world, request):
             assert r["recovery_status"] == "recovered" and r["actions"], r
         swapped = "fwd" in r["outcome"].values()
         assert r["backups"] == (1 if swapped else 0), r
-    assert not _failures(rows), _failures(rows)
+    assert not W.failures(rows), W.failures(rows)
 
 
 def test_a_new_compact_run_recovers_automatically(file_world, request):
     rows = W.crash_rows(file_world, ("auto",))
-    _report(request, file_world, rows, "killed, then a plain new `compact`", "crash-auto-file.json")
+    W.report(request.config, file_world, rows, "killed, then a plain new `compact`", "crash-auto-file.json")
     for r in rows:
         res = file_world.stages["compact"]["results"][r["table"]]
         assert res["recovered"], res  # the automatic recovery did something
         assert res["status"] in ("compacted", "skipped"), res
-    assert not _failures(rows), _failures(rows)
+    assert not W.failures(rows), W.failures(rows)
 
 
 def test_late_file_during_the_swap_then_crash(file_world, request):
@@ -77,20 +64,20 @@ def test_late_file_during_the_swap_then_crash(file_world, request):
     .lk_old) or re-creates the directory between the renames; the process
     dies before adopting it; recovery must bring the file's rows back."""
     rows = W.crash_rows(file_world, ("late_crash",))
-    _report(request, file_world, rows, "writer during the swap, then killed", "crash-late-file.json")
+    W.report(request.config, file_world, rows, "writer during the swap, then killed", "crash-late-file.json")
     for r in rows:
         assert file_world.extras.get(r["table"]), f"no file was written at the pause point of {r['table']}"
-    assert not _failures(rows), _failures(rows)
+    assert not W.failures(rows), W.failures(rows)
 
 
 def test_rollback_crash_at_every_step(file_world, request):
     rows = W.crash_rows(file_world, ("rollback",))
-    _report(request, file_world, rows, "rollback killed at every step, then `recover`", "crash-rollback-file.json")
+    W.report(request.config, file_world, rows, "rollback killed at every step, then `recover`", "crash-rollback-file.json")
     assert len(rows) == 11
     for r in rows:
         assert r["recovery_status"] == "recovered" and r["actions"], r
         assert r["backups"] == 0, r
-    assert not _failures(rows), _failures(rows)
+    assert not W.failures(rows), W.failures(rows)
 
 
 def test_errors_injected_at_every_step(file_world, request):
@@ -98,7 +85,7 @@ def test_errors_injected_at_every_step(file_world, request):
     its original untouched or, after the swap, compacted with the backup at
     the original; the error is reported; nothing is left for recovery."""
     rows = W.crash_rows(file_world, ("raise",))
-    _report(request, file_world, rows, "exception at every step (normal run)", "crash-raise-file.json")
+    W.report(request.config, file_world, rows, "exception at every step (normal run)", "crash-raise-file.json")
     results = file_world.stages["compact"]["results"]
     for r in rows:
         res = results[r["table"]]
@@ -107,7 +94,7 @@ def test_errors_injected_at_every_step(file_world, request):
         back = "back" in r["outcome"].values()
         if back or r["step"] == "table:finished":
             assert res["status"] == "failed", res
-    assert not _failures(rows), _failures(rows)
+    assert not W.failures(rows), W.failures(rows)
 
 
 def test_cleanup_recovers_first_and_never_deletes_foreign_files(file_world):
@@ -141,12 +128,12 @@ def test_older_spark_lane_crash_matrix_one_shape(lane_world, request):
         assert st["killed"] and not st["left_processes"], f"{name}: exit {st['rc']}\n{W.stderr_tail(st)}"
     assert w.stages["recover"]["rc"] == 0, W.stderr_tail(w.stages["recover"])
     rows = W.crash_rows(w, ("crash", "rollback"))
-    _report(request, w, rows, f"lane: {W.LANE_KIND} table killed at every step, then `recover`",
-            "crash-matrix-lane.json")
+    W.report(request.config, w, rows, f"lane: {W.LANE_KIND} table killed at every step, then `recover`",
+             "crash-matrix-lane.json")
     assert len(rows) == len(W.COMPACT_STEPS) + len(W.ROLLBACK_STEPS)
     for r in rows:
         if r["step"] == "table:finished":
             assert r["recovery_status"] == "skipped", r
         else:
             assert r["recovery_status"] == "recovered" and r["actions"], r
-    assert not _failures(rows), _failures(rows)
+    assert not W.failures(rows), W.failures(rows)

@@ -29,6 +29,10 @@ during the write; and one run per table: a second compact and a cleanup
 started as separate processes while a compaction of the same table waits
 before its swap.
 
+merge world (file://): merge mode (``compact --table t --merge-from ...``,
+one table a process) SIGKILLed at its journal steps, one table each, then
+``recover`` and re-runs of the same merge (build_merge_world).
+
 Everything is built once per pytest process (``file_world`` /
 ``hdfs_world``) and cached; tests assert on slices of the facts.
 """
@@ -53,7 +57,7 @@ OUTPUT = REPO / "tests" / "output"
 PY = sys.executable
 sys.path.insert(0, str(APPS))
 
-from world_common import COMPACTED, units_of  # noqa: E402
+from world_common import COMPACTED, MERGE_DEDUPE, units_of  # noqa: E402
 
 # Quicker client JVMs (the runs are short): C1 only, serial GC.
 QUICK_JAVA = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
@@ -213,7 +217,7 @@ class World:
         t = {"db": db, "name": name, "kind": kind, "root": root,
              "outside": f"{self.base}/outside/{db}/{name}/m=03" if kind == "outside" else None,
              "precompact": False, "append": [], "backdate": True, "fresh_units": [], "owner": None,
-             "append_to_old": [], "cleaned": False}
+             "append_to_old": [], "cleaned": False, "batch": None}
         for k, v in extra.items():
             if k in t:
                 t[k] = v
@@ -235,8 +239,10 @@ class World:
 
     # -------------------------------------------------------------- stages
     def engine(self, name: str, command: str, tables: list[str], env: dict[str, str] | None = None,
-               extra: list[str] | None = None, on_poll: Callable[[], None] | None = None) -> dict[str, Any]:
-        argv = [PY, str(APP), command, "--tables", ",".join(tables), *self.engine_args, *(extra or [])]
+               extra: list[str] | None = None, on_poll: Callable[[], None] | None = None,
+               flag: str = "--tables") -> dict[str, Any]:
+        """One CLI run; ``flag="--table"`` for options that take one table (``--merge-from``)."""
+        argv = [PY, str(APP), command, flag, ",".join(tables), *self.engine_args, *(extra or [])]
         full_env = dict(self.env)
         full_env.update(env or {})
         st = run_process(argv, full_env, self.work / "logs", name, on_poll=on_poll)
@@ -258,11 +264,11 @@ class World:
         self.app("setup", "world_setup.py", str(spec_p), str(self.work / "expect.json"))
         self.expect = json.loads((self.work / "expect.json").read_text())
 
-    def verify(self, only: list[str] | None = None) -> None:
+    def verify(self, only: list[str] | None = None, script: str = "world_verify.py") -> None:
         extras_p = self.work / "extras.json"
         extras_p.write_text(json.dumps(self.extras, indent=1))
         out = self.work / "facts.json"
-        self.app("verify", "world_verify.py", str(self.work / "spec.json"), str(self.work / "expect.json"),
+        self.app("verify", script, str(self.work / "spec.json"), str(self.work / "expect.json"),
                  str(extras_p), str(out), ",".join(only or []))
         self.facts = json.loads(out.read_text())["tables"]
         self.load["end"] = load_avg()
@@ -362,19 +368,24 @@ BAD_INPUT = [
 RAISE_STEPS = [s for s in COMPACT_STEPS if not s.startswith("table:")] + ["table:creating_backup"]
 
 
-def build_file_world(work: Path) -> World:
+def local_world(work: Path, *engine_args: str) -> World:
+    """A world on file:// with an embedded Derby Metastore in ``work/state``
+    (no fault or pause hooks inherited from the environment)."""
     work.mkdir(parents=True, exist_ok=True)
     state = work / "state"
     env = dict(os.environ)
     env.update(SPARK_LOCAL_IP="127.0.0.1", JAVA_TOOL_OPTIONS=QUICK_JAVA, PYTHONUNBUFFERED="1")
     env.pop("LAKEKEEPER_FAULT_AT", None)
     env.pop("LAKEKEEPER_PAUSE_AT", None)
-    w = World(work, f"file://{work}", "file", env,
-              ["--state-dir", str(state), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
-               "--conf", "spark.sql.shuffle.partitions=2",
-               "--conf", "spark.hadoop.ipc.client.connect.max.retries=0",
-               "--conf", "spark.hadoop.ipc.client.connect.max.retries.on.timeouts=0"],
-              {"state_dir": str(state), "master": "local[2]"})
+    return World(work, f"file://{work}", "file", env,
+                 ["--state-dir", str(state), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
+                  "--conf", "spark.sql.shuffle.partitions=2", *engine_args],
+                 {"state_dir": str(state), "master": "local[2]"})
+
+
+def build_file_world(work: Path) -> World:
+    w = local_world(work, "--conf", "spark.hadoop.ipc.client.connect.max.retries=0",
+                    "--conf", "spark.hadoop.ipc.client.connect.max.retries.on.timeouts=0")
     # crash matrix: every compaction step x three kinds, recovered by `recover`
     crash, kill_specs = [], []
     for step in COMPACT_STEPS:
@@ -609,16 +620,7 @@ def build_lane_world(work: Path) -> World:
     shape (a partitioned table, interrupted at its first unit) killed at every
     compaction step and every rollback step, recovered by ``recover``, checked
     by the same invariants as the full file world."""
-    work.mkdir(parents=True, exist_ok=True)
-    state = work / "state"
-    env = dict(os.environ)
-    env.update(SPARK_LOCAL_IP="127.0.0.1", JAVA_TOOL_OPTIONS=QUICK_JAVA, PYTHONUNBUFFERED="1")
-    env.pop("LAKEKEEPER_FAULT_AT", None)
-    env.pop("LAKEKEEPER_PAUSE_AT", None)
-    w = World(work, f"file://{work}", "file", env,
-              ["--state-dir", str(state), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
-               "--conf", "spark.sql.shuffle.partitions=2"],
-              {"state_dir": str(state), "master": "local[2]"})
+    w = local_world(work)
     kind = LANE_KIND
     crash, specs = [], []
     for step in COMPACT_STEPS:
@@ -638,6 +640,52 @@ def build_lane_world(work: Path) -> World:
     w.engine("kill_rollback", "rollback", rb, env={"LAKEKEEPER_FAULT_AT": ";".join(rb_specs)})
     w.engine("recover", "recover", crash + rb)
     w.verify()
+    return w
+
+
+# ---------------------------------------------------------------- the merge world
+
+# Merge mode (``compact --table t --merge-from <batch>``, one table a process): the batch
+# (world_common.MERGE_BATCH) touches dt=a (unit 0) and dt=c (unit 1) of a "merge" table, not dt=b.
+# (step, unit, recovered by): killed there, then `recover`, or a plain re-run of the merge (`compact`).
+MERGE_KILLS = [
+    ("verifying", 0, "recover"),  # the first partition staged, nothing swapped
+    ("moving_aside:after", 0, "recover"),  # between the renames of the first partition
+    ("moving_in:after", 1, "recover"),  # the second partition swapped in, its backup not repointed
+    ("done", 0, "recover"),  # the first partition merged, the second untouched; re-run after `recover`
+    ("merge_recording", None, "compact"),  # every partition swapped, the batch not recorded; a re-run recovers
+]
+# the partitions that end merged after the kill and the recovery (before any re-run)
+MERGED_AFTER_KILL = {"verifying": [], "moving_aside:after": ["dt=a"], "moving_in:after": ["dt=a", "dt=c"],
+                     "done": ["dt=a"], "merge_recording": ["dt=a", "dt=c"]}
+MERGE_RERUN = ("done", "merge_recording")  # re-run with the same batch (one process each)
+
+
+def merge_args(w: World, full: str) -> list[str]:
+    return ["--merge-from", w.table_spec(full)["batch"], *MERGE_DEDUPE]
+
+
+def build_merge_world(work: Path) -> World:
+    """Tables of kind "merge", each with its batch (one setup process); one
+    SIGKILLed merge per step of MERGE_KILLS; one `recover`; the re-runs of
+    MERGE_RERUN (the one not given to `recover` recovers automatically);
+    one verify process (apps/merge_verify.py)."""
+    w = local_world(work)
+    for step, unit, by in MERGE_KILLS:
+        name = f"m_{code(step)}"
+        merged = MERGED_AFTER_KILL[step] if step not in MERGE_RERUN else COMPACTED["merge"]
+        w.add("mm", name, "merge", batch=f"{w.base}/batches/{name}", step=step, unit=unit, group="merge_crash",
+              recover_by=by, recover_stage=f"rerun_{code(step)}" if by == "compact" else "recover",
+              expect={u: "fwd" if u in merged else "back" for u in COMPACTED["merge"]})
+    w.setup()
+    for full, case in w.cases.items():
+        w.engine(f"kill_{code(case['step'])}", "compact", [full], flag="--table", extra=merge_args(w, full),
+                 env={"LAKEKEEPER_FAULT_AT": hook(case["step"], full, case["unit"])})
+    w.engine("recover", "recover", [t for t, c in w.cases.items() if c["recover_by"] == "recover"])
+    for full, case in w.cases.items():
+        if case["step"] in MERGE_RERUN:
+            w.engine(f"rerun_{code(case['step'])}", "compact", [full], flag="--table", extra=merge_args(w, full))
+    w.verify(script="merge_verify.py")
     return w
 
 
@@ -701,7 +749,7 @@ def crash_rows(w: World, groups: tuple[str, ...]) -> list[dict[str, Any]]:
             continue
         f = w.facts.get(full, {})
         by = case.get("recover_by")
-        rec_stage = w.stages.get(by if by in ("compact", "cleanup") else "recover", {})
+        rec_stage = w.stages.get(case.get("recover_stage") or (by if by in ("compact", "cleanup") else "recover"), {})
         res = rec_stage.get("results", {}).get(full, {})
         actions = res.get("recovered") if by in ("compact", "cleanup") else res.get("actions")
         outcome = {s: ("fwd" if u.get("state") == "compacted" else "back" if u.get("state") == "original"
@@ -715,6 +763,21 @@ def crash_rows(w: World, groups: tuple[str, ...]) -> list[dict[str, Any]]:
             "problems": f.get("problems", ["not verified"]),
         })
     return rows
+
+
+def report(config, w: World, rows: list[dict[str, Any]], title: str, json_name: str) -> None:
+    """The crash rows as a table on the terminal and as tests/output/<json_name>."""
+    lines = [f"{title} ({len(rows)} cases; whole world {w.total_seconds()} s, "
+             f"load average {w.load.get('start')} -> {w.load.get('end')})", *matrix_lines(rows)]
+    terminal(config, lines)
+    save_json(json_name, {"rows": rows, "stages": {k: {kk: vv for kk, vv in v.items() if kk != "results"}
+                                                   for k, v in w.stages.items()},
+                          "world_seconds": w.total_seconds(), "load": w.load, "errors": w.errors})
+
+
+def failures(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows whose invariants failed or whose outcome is not the expected one."""
+    return [r for r in rows if r["problems"] or r["outcome"] != r["expected"]]
 
 
 def matrix_lines(rows: list[dict[str, Any]]) -> list[str]:

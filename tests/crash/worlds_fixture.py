@@ -1,4 +1,4 @@
-"""Session fixtures ``file_world`` and ``hdfs_world``, cached per pytest
+"""Session fixtures ``file_world``, ``hdfs_world``, ``lane_world`` and ``merge_world``, cached per pytest
 process so that several conftests (tests/crash, tests/security) can export
 them and the worlds are still built once. A world whose build failed is
 not rebuilt: every test that needs it fails with the same error."""
@@ -43,3 +43,8 @@ def hdfs_world(request, tmp_path_factory, testbed) -> W.World:
 @pytest.fixture(scope="session")
 def lane_world(request, tmp_path_factory) -> W.World:
     return _get("lane", lambda: W.build_lane_world(tmp_path_factory.mktemp("crash-lane")), request)
+
+
+@pytest.fixture(scope="session")
+def merge_world(request, tmp_path_factory) -> W.World:
+    return _get("merge", lambda: W.build_merge_world(tmp_path_factory.mktemp("crash-merge")), request)

@@ -18,15 +18,36 @@ KINDS = {
     "part": {"dt=a": (0, 400, 8), "dt=b": (400, 450, 1), "dt=c": (450, 850, 8)},
     "outside": {"y=2024/m=01": (0, 300, 6), "y=2024/m=02": (300, 350, 1), "y=2024/m=03": (350, 650, 6)},
     "quiet": {"dt=old": (0, 400, 8), "dt=new": (400, 800, 8)},
+    "merge": {"dt=a": (0, 300, 6), "dt=b": (300, 400, 4), "dt=c": (400, 700, 6)},
 }
-PARTITION_COLUMNS = {"flat": [], "part": ["dt"], "outside": ["y", "m"], "quiet": ["dt"]}
+PARTITION_COLUMNS = {"flat": [], "part": ["dt"], "outside": ["y", "m"], "quiet": ["dt"], "merge": ["dt"]}
 # the units a compaction rewrites (more than one small file), in plan order
 COMPACTED = {
     "flat": [""],
     "part": ["dt=a", "dt=c"],
     "outside": ["y=2024/m=01", "y=2024/m=03"],
     "quiet": ["dt=old", "dt=new"],
+    "merge": ["dt=a", "dt=c"],  # the partitions the merge batch touches (MERGE_BATCH)
 }
+# Merge mode (test_crash_merge.py): the batch merged into each "merge" table, a flat directory of
+# (first id, end id, what, partition) rows, partition column dt as an ordinary column. ts orders the
+# versions (the originals have 1700000000 + id); a delete is the latest version with name = MERGE_DELETED.
+MERGE_BATCH = [
+    (0, 20, "update", "dt=a"), (5, 8, "update_again", "dt=a"), (20, 25, "delete", "dt=a"),
+    (10000, 10010, "insert", "dt=a"),
+    (400, 420, "update", "dt=c"), (420, 423, "delete", "dt=c"), (430, 435, "stale", "dt=c"),
+    (20000, 20008, "insert", "dt=c"), (20008, 20010, "delete", "dt=c"),  # deletes of keys the table lacks
+]
+MERGE_DELETED = "DELETED"
+MERGE_SELECT = {  # what -> (name, ts) expressions
+    "update": ("concat('upd-', id)", "timestamp_seconds(1800000000 + id)"),
+    "update_again": ("concat('upd2-', id)", "timestamp_seconds(1900000000 + id)"),
+    "delete": (f"'{MERGE_DELETED}'", "timestamp_seconds(1800000000 + id)"),
+    "insert": ("concat('new-', id)", "timestamp_seconds(1800000000 + id)"),
+    "stale": ("concat('stale-', id)", "timestamp_seconds(1600000000 + id)"),  # older than the table's: loses
+}
+MERGE_DEDUPE = ["--dedupe-keys", "id", "--dedupe-order-by", "ts", "--dedupe-delete-marker", "name",
+                "--dedupe-delete-value", MERGE_DELETED]
 LATE_TEMPLATES = 24  # single-file templates for files written "late" (writers, appends)
 LATE_ROWS = 7
 

@@ -10,9 +10,11 @@ SPEC (written by tests/crash/world.py):
 TABLE:
     {"db", "name", "kind", "root": URI, "outside": URI|null, "precompact": bool,
      "append": [{"unit": SPEC, "template": N}], "backdate": bool, "fresh_units": [SPEC],
-     "owner": {"user", "group", "dir_mode", "file_mode"} | null}
+     "owner": {"user", "group", "dir_mode", "file_mode"} | null,
+     "batch": URI | null (a merge batch, MERGE_BATCH, written there)}
 
-Kinds: flat, part, outside, quiet (the crash and writer cases) and bad:*
+Kinds: flat, part, outside, quiet (the crash and writer cases), merge (the
+merge crash cases, with a batch) and bad:*
 (bad input, see BAD_KINDS). Prints "RESULT {json}" (timings, what was created).
 """
 from __future__ import annotations
@@ -27,8 +29,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.abspath(os.path.join(HERE, "..", "..", "..", "spark_app")))
 sys.path.insert(0, HERE)
 
-from world_common import (COLUMNS, DATA_TYPES, KINDS, LATE_ROWS, LATE_TEMPLATES, SELECT,  # noqa: E402
-                          run_app, template_dir, units_of)
+from world_common import (COLUMNS, DATA_TYPES, KINDS, LATE_ROWS, LATE_TEMPLATES, MERGE_BATCH,  # noqa: E402
+                          MERGE_SELECT, SELECT, run_app, template_dir, units_of)
 
 DAY_MS = 86400 * 1000
 POOL = None  # a thread pool for file copies and hashes (set in main)
@@ -100,11 +102,14 @@ def backdate(fs, uri, when):
             fs.fs(uri).setTimes(fs.P(f"{uri}/{n}"), when, -1)
 
 
-def make_templates(spark, fs, base):
-    """Parquet files per (kind, unit) with distinct ids, and LATE_TEMPLATES
-    single-file templates of LATE_ROWS rows for late/appended files."""
+def make_templates(spark, fs, base, kinds):
+    """Parquet files per (kind, unit) of the ``kinds`` used, with distinct
+    ids, and LATE_TEMPLATES single-file templates of LATE_ROWS rows for
+    late/appended files."""
     made = 0
     for kind, units in KINDS.items():
+        if kind not in kinds:
+            continue
         for spec, (lo, hi, files) in units.items():
             d = template_dir(base, kind, spec)
             if fs.exists(d):
@@ -152,6 +157,18 @@ def create_table(spark, fs, t, templates):
         clauses = " ".join(f"{partition_clause(spec)} LOCATION '{loc}'" for spec, loc in layout["units"].items())
         spark.sql(f"ALTER TABLE {full} ADD {clauses}")
     return layout
+
+
+def write_batch(spark, uri):
+    """The merge batch (MERGE_BATCH): a flat directory of a few Parquet files."""
+    from functools import reduce
+
+    parts = [spark.range(lo, hi, 1, 1).selectExpr("id", f"{MERGE_SELECT[what][0]} AS name",
+                                                  "CAST(id * 1.5 AS DECIMAL(12,2)) AS amount",
+                                                  f"{MERGE_SELECT[what][1]} AS ts",
+                                                  f"'{spec.split('=', 1)[1]}' AS dt")
+             for lo, hi, what, spec in MERGE_BATCH]
+    reduce(lambda a, b: a.unionByName(b), parts).repartition(3).write.parquet(uri)
 
 
 # ------------------------------------------------------------------ bad input
@@ -400,7 +417,8 @@ def main():
     fs = FS(spark)
     catalog = Catalog(spark)
     t1 = time.time()
-    made, late = make_templates(spark, fs, spec["templates"])
+    kinds = {"flat"} | {t["kind"] for t in spec["tables"]}  # (bad input copies the flat template)
+    made, late = make_templates(spark, fs, spec["templates"], kinds)
     timings["templates"] = round(time.time() - t1, 1)
     notes = {}
     t1 = time.time()
@@ -415,6 +433,8 @@ def main():
                 spark.sql(f"DROP TABLE IF EXISTS {t['db']}.{t['name']}")
         else:
             create_table(spark, fs, t, spec["templates"])
+        if t.get("batch"):
+            write_batch(spark, t["batch"])
     timings["tables"] = round(time.time() - t1, 1)
     originals = {f"{t['db']}.{t['name']}": unit_files(fs, t) for t in spec["tables"]}
 
