@@ -11,7 +11,9 @@ into its own virtualenv and runs, with that Spark, the tests in LANE_TESTS:
   planner's pure tests on the lane's Python;
 - on the lanes marked ``crash`` (the oldest line), the crash matrix for one
   table shape (``test_crash_matrix.py``: a partitioned table killed at every
-  compaction and rollback step, then ``recover``), real processes; the
+  compaction and rollback step, then ``recover``) and the merge killed at its
+  journal steps (``test_crash_merge.py``, marked ``crash_lane``: the main
+  line's scripts/test leaves it to this lane), real processes; the
   journal, swap and recovery code is the same on every line and makes the
   same Hadoop FileSystem calls, so one older line proves it (the main line
   runs the full matrix);
@@ -46,9 +48,10 @@ ROOT = Path(__file__).resolve().parents[1]
 LANE_TESTS = [
     "tests/engine",
     "tests/crash/test_crash_matrix.py::test_older_spark_lane_crash_matrix_one_shape",
+    "tests/crash/test_crash_merge.py",
     "tests/testbed/test_engine_on_testbed.py::test_cli_under_spark_submit_on_the_standalone_cluster",
 ]
-CRASH_TEST = LANE_TESTS[1]
+CRASH_TESTS = LANE_TESTS[1:3]  # only on the lanes marked crash
 _LANE = re.compile(r"^#\s*lane\s+(?P<name>[\w.-]+)\s+(?P<rest>.+)$")
 
 
@@ -170,7 +173,7 @@ def packed_env(lane: dict, base: Path, lane_python: Path) -> Path:
 
 
 def lane_tests(lane: dict) -> list[str]:
-    return [t for t in LANE_TESTS if lane.get("crash") or t != CRASH_TEST]
+    return [t for t in LANE_TESTS if lane.get("crash") or t not in CRASH_TESTS]
 
 
 def lane_jvm_archive(env: dict[str, str]) -> None:

@@ -28,7 +28,10 @@ import pytest
 
 import world as W
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
+# scripts/test runs these on the crash lane (pyspark 3.3, scripts/spark_lanes.py) beside the main pytest, which
+# already kills the same journal and recovery code at every step (test_crash_matrix.py) and interrupts merges
+# by raises (tests/engine/test_merge.py); pytest alone runs them as any test
+pytestmark = [pytest.mark.integration, pytest.mark.crash_lane, pytest.mark.timeout(1800)]
 
 BATCH_PARTS = {  # what merge_rules.BatchPart says the batch (world_common.MERGE_BATCH) does to each partition
     "dt=a": {"rows": 38, "inserted": 10, "updated": 20, "deleted": 5, "absent_deletes": 0},

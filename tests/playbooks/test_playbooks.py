@@ -592,6 +592,16 @@ TABLES = textwrap.dedent(
             spark.createDataFrame([(k, f"{dt}{k}-1", 1, "I") for k in range(lo, lo + 300)], VERSIONED) \\
                 .repartition(10).createOrReplaceTempView("src")
             spark.sql(f"INSERT INTO mg.orders PARTITION (dt='{dt}') SELECT * FROM src")
+        # mg.versions: one file per partition; its owner's policy (table properties): dedupe by id, latest ver,
+        # rewritten once 2 % of a partition's rows are superseded (dt=a: 50 of 1050)
+        spark.sql("DROP TABLE IF EXISTS mg.versions")
+        spark.sql(f"CREATE EXTERNAL TABLE mg.versions ({VERSIONED}) PARTITIONED BY (dt STRING) STORED AS PARQUET "
+                  f"LOCATION '/lk-mg/versions' TBLPROPERTIES ('lakekeeper.dedupe.keys'='id', "
+                  f"'lakekeeper.dedupe.order_by'='ver', 'lakekeeper.dedupe.trigger_ratio'='0.02')")
+        for dt, rows in (("a", [(k, f"a{k}-1", 1, "I") for k in range(1000)] + [(k, f"a{k}-2", 2, "I") for k in range(50)]),
+                         ("b", [(k, f"b{k}-1", 1, "I") for k in range(1000, 2000)])):
+            spark.createDataFrame(rows, VERSIONED).repartition(1).createOrReplaceTempView("src")
+            spark.sql(f"INSERT INTO mg.versions PARTITION (dt='{dt}') SELECT * FROM src")
         # the batch: 10 inserts and 20 updates for dt=a, 10 updates and 5 deletes (op = 'D') for dt=b
         batch = [(k, f"a{k}-1", 1, "I", "a") for k in range(300, 310)] + [(k, f"a{k}-2", 2, "I", "a") for k in range(20)]
         batch += [(k, f"b{k}-2", 2, "I", "b") for k in range(1000, 1010)]
@@ -773,9 +783,13 @@ def test_playbooks_on_the_testbed(collections_dir, testbed, tmp_path):
         assert run.rc == 0, run
         assert run.stats["lakekeeper_compacted_tables"] == ["edge:mg.orders"], run
         run = run_playbook("lakekeeper.hive.analyze", inventory, collections_dir, tmp_path,
-                           ["lakekeeper_tables=mg.orders,pb.items", "lakekeeper_history=5",
+                           ["lakekeeper_tables=mg.orders,pb.items,mg.versions", "lakekeeper_history=5",
                             "lakekeeper_report_dir=%s" % (tmp_path / "reports")])
         assert run.rc == 0, run
+        # mg.versions: its own delete-ratio trigger (table properties) selects dt=a, measured on HDFS
+        records = {t["table"]: t for t in run.summary("edge")["tables"]}
+        assert records["mg.versions"]["status"] == "to_compact", records
+        assert "1 of 2 unit(s) need compaction" in records["mg.versions"]["reason"], records
         html = (tmp_path / "reports" / "lakekeeper-testbed.html").read_text()
         section = html[html.index('id="history"'):]
         assert sorted(re.findall(r'<h3 class="history-table">([^<]+)</h3>', section)) == ["mg.orders", "pb.items"]

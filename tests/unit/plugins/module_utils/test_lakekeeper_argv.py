@@ -254,8 +254,8 @@ def test_sort_by_only_for_compact_dedupe_also_for_analyze():
         lk.engine_args("analyze", ["--table", "db.t"], dict(sort_by=["a"]))
     with pytest.raises(lk.LakekeeperError, match="dedupe to compact and analyze"):
         lk.engine_args("rollback", ["--table", "db.t"], dict(dedupe=dict(keys=["id"], order_by="v")))
-    argv = lk.engine_args("analyze", ["--database", "db"], dict(dedupe=dict(keys=["id"], order_by="v",
-                                                                          trigger_ratio=0.05)))
+    dedupe = dict(keys=["id"], order_by="v", trigger_ratio=0.05)
+    argv = lk.engine_args("analyze", ["--database", "db"], dict(dedupe=dedupe))
     assert argv == ["analyze", "--database", "db", "--dedupe-keys", "id", "--dedupe-order-by", "v",
                     "--dedupe-trigger-ratio", "0.05"]
 
