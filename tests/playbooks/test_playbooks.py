@@ -19,7 +19,12 @@ way an AWX survey passes them.
   from a real KDC and a real stand-in ingestion process stopped with SIGSTOP
   during the window, rollback.yml on one table, cleanup.yml with a 1s
   retention, rollback.yml refusing a database, rollback.yml in recover mode as
-  a dry run.
+  a dry run; then on database fl (``fleet``): compact.yml with a window
+  already over (nothing started), with the delete-ratio trigger of
+  ``lakekeeper_dedupe`` over a database holding a replica (passed over), a
+  batch merged into one table and the same batch again (skipped), the rows
+  read back, and analyze.yml with the replica allowed and the run history in
+  the report's timeline.
 * ``test_example_inventory``: what the role makes of
   playbooks/inventory/example (ingestion hosts per cluster, settings, survey
   strings), and --syntax-check of the four playbooks with it.
@@ -29,9 +34,11 @@ way an AWX survey passes them.
   under spark-submit on a third table (its output contract, the runtime it
   reports, FAIR pools; the whole CLI sequence runs on each older Spark lane,
   tests/testbed/test_engine_on_testbed.py), compact.yml (the pre-flight
-  reading real HDFS quotas), a second Spark process reads the tables through
-  the Metastore and sees the same rows, rollback.yml, cleanup.yml with "all" (every unpinned backup), and a
-  last read.
+  reading real HDFS quotas, a 2h window, a replica in the database passed
+  over), a second Spark process reads the tables through
+  the Metastore and sees the same rows, rollback.yml, cleanup.yml with "all" (every unpinned backup), a batch
+  on HDFS merged into mg.orders by compact.yml, analyze.yml with the run history (the cleanup's record) and a
+  table's own delete-ratio trigger (table properties), and a last read (the merge row for row).
 
 Run: ``.venv/bin/python -m pytest tests/playbooks`` (``-m 'not testbed'`` for
 the embedded part only). Each JVM start costs 10-20 s on a quiet machine, so
