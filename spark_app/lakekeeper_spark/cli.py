@@ -204,13 +204,12 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
         raise UsageError("--allow-owner-change only applies to compact")
     if args.allow_replicated is not None and args.command not in ("compact", "analyze"):
         raise UsageError("--allow-replicated only applies to compact and analyze")
-    given = [k for k in rewrite if getattr(args, k) is not None]
-    if given and args.command != "compact":
-        # analyze takes the dedupe flags: with --dedupe-trigger-ratio it measures what compact would select
-        if args.command != "analyze" or not all(k.startswith("dedupe_") for k in given):
-            wrong = [k for k in given if args.command != "analyze" or not k.startswith("dedupe_")]
-            raise UsageError(f"--{wrong[0].replace('_', '-')} only applies to compact"
-                             + (" (analyze takes the --dedupe-* flags)" if args.command == "analyze" else ""))
+    # analyze takes the dedupe flags too: with --dedupe-trigger-ratio it measures what compact would select
+    wrong = [k for k in rewrite if getattr(args, k) is not None and args.command != "compact"
+             and not (args.command == "analyze" and k.startswith("dedupe_"))]
+    if wrong:
+        raise UsageError(f"--{wrong[0].replace('_', '-')} only applies to compact"
+                         + (" (analyze takes the --dedupe-* flags)" if args.command == "analyze" else ""))
     if settings.merge_from is not None and not args.table:
         raise UsageError("--merge-from merges one batch into one table: give --table, not --tables or --database")
     if settings.where is not None and args.command not in ("analyze", "compact", "rollback"):
