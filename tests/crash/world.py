@@ -59,8 +59,8 @@ sys.path.insert(0, str(APPS))
 
 from world_common import COMPACTED, MERGE_DEDUPE, units_of  # noqa: E402
 
-# Quicker client JVMs (the runs are short): C1 only, serial GC.
-QUICK_JAVA = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# Cheaper client JVMs (the suite is CPU-bound): C1 only, one compiler thread, serial GC.
+QUICK_JAVA = "-XX:TieredStopAtLevel=1 -XX:CICompilerCount=1 -XX:+UseSerialGC"
 STAGE_TIMEOUT = float(os.environ.get("LAKEKEEPER_CRASH_STAGE_TIMEOUT", "1500"))
 
 COMPACT_STEPS = [

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from . import hadoop_jars
-from .confs import (DAEMON_JVM_OPTS, HADOOP_LOG4J, HIVE_LOG4J2, JAVA17_OPENS, write_properties,
+from .confs import (DAEMON_JVM_OPTS, QUICK_JVM_OPTS, HADOOP_LOG4J, HIVE_LOG4J2, JAVA17_OPENS, write_properties,
                     write_site)
 from .procs import (Proc, TestbedError, free_ports, listening_ports, log_contains, log_tail, spawn,
                     stop_all, wait_all)
@@ -453,6 +453,7 @@ class Testbed:
         c["spark.driver.host"] = "127.0.0.1"
         c["spark.driver.bindAddress"] = "127.0.0.1"
         c["spark.pyspark.python"] = python or self.python
+        c["spark.executor.extraJavaOptions"] = " ".join(QUICK_JVM_OPTS)
         return c
 
     def env(self, base: dict[str, str] | None = None, python: str | None = None) -> dict[str, str]:
