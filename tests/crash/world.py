@@ -57,10 +57,11 @@ OUTPUT = REPO / "tests" / "output"
 PY = sys.executable
 sys.path.insert(0, str(APPS))
 
+from testbed.confs import QUICK_JVM_OPTS  # noqa: E402
 from world_common import COMPACTED, MERGE_DEDUPE, units_of  # noqa: E402
 
-# Cheaper client JVMs (the suite is CPU-bound): C1 only, one compiler thread, serial GC.
-QUICK_JAVA = "-XX:TieredStopAtLevel=1 -XX:CICompilerCount=1 -XX:+UseSerialGC"
+# Cheaper client JVMs (the suite is CPU-bound): the test bed's quick options.
+QUICK_JAVA = " ".join(QUICK_JVM_OPTS)
 STAGE_TIMEOUT = float(os.environ.get("LAKEKEEPER_CRASH_STAGE_TIMEOUT", "1500"))
 
 COMPACT_STEPS = [

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from testbed.confs import QUICK_JVM_OPTS
 from testbed.procs import listening_ports
 
 pytestmark = pytest.mark.timeout(600)
@@ -27,8 +28,8 @@ DB, TABLE = f"testbed_smoke_{SUFFIX}", "events"
 
 # Faster client JVMs on a busy 2-core machine (no UI, quick JIT); not needed for correctness.
 QUICK = {"spark.ui.enabled": "false",
-         "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
-         "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
+         "spark.driver.extraJavaOptions": " ".join(QUICK_JVM_OPTS),
+         "spark.executor.extraJavaOptions": " ".join(QUICK_JVM_OPTS)}
 
 
 def _result(proc, what: str) -> dict:

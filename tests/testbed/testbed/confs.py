@@ -18,10 +18,9 @@ JAVA17_OPENS = [
     "-Dio.netty.tryReflectionSetAccessible=true",
 ]
 
-# Services are long-lived but small: a quick JIT tier and a serial GC start
-# faster and use less CPU on a shared 2-core machine.
-# the daemons and the executors the worker starts: C1 only, one compiler thread, the serial GC
-# (a test bed on a 2-core machine is CPU-bound: the same work for a quarter less CPU)
+# The daemons (long-lived but small), the executors the worker starts and the
+# suite's client JVMs: C1 only, one compiler thread and the serial GC start
+# faster and use less CPU on a shared, CPU-bound 2-core machine.
 QUICK_JVM_OPTS = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:CICompilerCount=1"]
 DAEMON_JVM_OPTS = [*QUICK_JVM_OPTS, "-Djava.net.preferIPv4Stack=true"]
 
