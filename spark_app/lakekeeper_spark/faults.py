@@ -48,6 +48,8 @@ import threading
 import time
 from typing import Any, Callable
 
+from .compat.jvm import java_class
+
 log = logging.getLogger(__name__)
 
 PARKING_TABLES = 4
@@ -129,7 +131,7 @@ def hard_kill() -> None:
 
         sc = SparkContext._active_spark_context  # pylint: disable=protected-access
         if sc is not None and os.environ.get("PYSPARK_GATEWAY_PORT") is None:
-            pid = int(sc._jvm.java.lang.ProcessHandle.current().pid())  # pylint: disable=protected-access
+            pid = int(java_class(sc._jvm, "java.lang.ProcessHandle").current().pid())  # pylint: disable=protected-access
             if pid != os.getpid():
                 os.kill(pid, signal.SIGKILL)
     except Exception:  # noqa: BLE001 - best effort; the kill below is what matters

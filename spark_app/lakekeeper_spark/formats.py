@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from .model import Storage, TableInfo
+from .compat.jvm import java_class
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +115,7 @@ def unfaithful_properties(fmt: str, props: dict[str, str], columns: list[tuple[s
 
 
 def _jpath(spark: Any, uri: str) -> Any:
-    return spark._jvm.org.apache.hadoop.fs.Path(uri)
+    return java_class(spark._jvm, "org.apache.hadoop.fs.Path")(uri)
 
 
 # Where Spark's Parquet writer keeps the exact Spark schema of the rows.
@@ -128,8 +129,8 @@ def parquet_footer(spark: Any, uri: str, spark_schema: bool = False) -> dict[str
     the writer stored in the footer, else the physical schema converted."""
     jvm = spark._jvm
     conf = spark._jsc.hadoopConfiguration()
-    reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(
-        jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(_jpath(spark, uri), conf)
+    reader = java_class(jvm, "org.apache.parquet.hadoop.ParquetFileReader").open(
+        java_class(jvm, "org.apache.parquet.hadoop.util.HadoopInputFile").fromPath(_jpath(spark, uri), conf)
     )
     try:
         footer = reader.getFooter()
@@ -144,7 +145,7 @@ def parquet_footer(spark: Any, uri: str, spark_schema: bool = False) -> dict[str
             stored = meta.getKeyValueMetaData().get(_SPARK_PARQUET_SCHEMA)
             if stored is None:
                 sql_conf = spark._jsparkSession.sessionState().conf()
-                converter = jvm.org.apache.spark.sql.execution.datasources.parquet.ParquetToSparkSchemaConverter
+                converter = java_class(jvm, "org.apache.spark.sql.execution.datasources.parquet.ParquetToSparkSchemaConverter")
                 stored = converter(sql_conf).convert(meta.getSchema()).json()
             out["spark_schema"] = str(stored)
         return out
@@ -157,12 +158,12 @@ def orc_footer(spark: Any, uri: str, spark_schema: bool = False) -> dict[str, An
     the schema Spark reads it with (JSON, Spark's own conversion)."""
     jvm = spark._jvm
     conf = spark._jsc.hadoopConfiguration()
-    orc = jvm.org.apache.orc.OrcFile
+    orc = java_class(jvm, "org.apache.orc.OrcFile")
     reader = orc.createReader(_jpath(spark, uri), orc.readerOptions(conf))
     try:
         out = {"rows": int(reader.getNumberOfRows()), "codec": str(reader.getCompressionKind().name())}
         if spark_schema:
-            utils = jvm.org.apache.spark.sql.execution.datasources.orc.OrcUtils
+            utils = java_class(jvm, "org.apache.spark.sql.execution.datasources.orc.OrcUtils")
             out["spark_schema"] = str(utils.toCatalystSchema(reader.getSchema()).json())
         return out
     finally:
@@ -184,10 +185,10 @@ def _columns_of(spark: Any, fmt: str, physical: Any) -> list[tuple[str, str]]:
         jvm = spark._jvm
         if fmt == "parquet":
             sql_conf = spark._jsparkSession.sessionState().conf()
-            converter = jvm.org.apache.spark.sql.execution.datasources.parquet.ParquetToSparkSchemaConverter
+            converter = java_class(jvm, "org.apache.spark.sql.execution.datasources.parquet.ParquetToSparkSchemaConverter")
             schema_json = str(converter(sql_conf).convert(physical).json())
         else:
-            schema_json = str(jvm.org.apache.spark.sql.execution.datasources.orc.OrcUtils.toCatalystSchema(
+            schema_json = str(java_class(jvm, "org.apache.spark.sql.execution.datasources.orc.OrcUtils").toCatalystSchema(
                 physical).json())
         st = StructType.fromJson(json.loads(schema_json))
         _CONVERTED[(fmt, text)] = [(f.name, f.dataType.simpleString()) for f in st.fields]
@@ -204,10 +205,10 @@ def file_columns(spark: Any, fmt: str, uri: str) -> list[tuple[str, str]]:
     jvm = spark._jvm
     conf = spark._jsc.hadoopConfiguration()
     if fmt == "parquet":
-        opts = jvm.org.apache.parquet.HadoopReadOptions.builder(conf).withMetadataFilter(
-            jvm.org.apache.parquet.format.converter.ParquetMetadataConverter.SKIP_ROW_GROUPS).build()
-        reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(
-            jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(_jpath(spark, uri), conf), opts)
+        opts = java_class(jvm, "org.apache.parquet.HadoopReadOptions").builder(conf).withMetadataFilter(
+            java_class(jvm, "org.apache.parquet.format.converter.ParquetMetadataConverter").SKIP_ROW_GROUPS).build()
+        reader = java_class(jvm, "org.apache.parquet.hadoop.ParquetFileReader").open(
+            java_class(jvm, "org.apache.parquet.hadoop.util.HadoopInputFile").fromPath(_jpath(spark, uri), conf), opts)
         try:
             return _columns_of(spark, fmt, reader.getFooter().getFileMetaData().getSchema())
         finally:
@@ -219,7 +220,7 @@ def file_columns(spark: Any, fmt: str, uri: str) -> list[tuple[str, str]]:
 
 def _orc_facts(spark: Any, uri: str) -> dict[str, Any]:
     """An ORC file's codec and columns, from one read of its footer."""
-    orc = spark._jvm.org.apache.orc.OrcFile
+    orc = java_class(spark._jvm, "org.apache.orc.OrcFile")
     reader = orc.createReader(_jpath(spark, uri), orc.readerOptions(spark._jsc.hadoopConfiguration()))
     try:
         return {"codec": str(reader.getCompressionKind().name()).lower(),
@@ -237,8 +238,8 @@ def file_facts(spark: Any, fmt: str, uri: str) -> dict[str, Any]:
     jvm = spark._jvm
     conf = spark._jsc.hadoopConfiguration()
     if fmt == "parquet":
-        reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(
-            jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(_jpath(spark, uri), conf))
+        reader = java_class(jvm, "org.apache.parquet.hadoop.ParquetFileReader").open(
+            java_class(jvm, "org.apache.parquet.hadoop.util.HadoopInputFile").fromPath(_jpath(spark, uri), conf))
         try:
             footer = reader.getFooter()
             blocks = footer.getBlocks()
@@ -288,7 +289,8 @@ def avro_header(spark: Any, uri: str) -> dict[str, Any]:
     p = _jpath(spark, uri)
     stream = p.getFileSystem(spark._jsc.hadoopConfiguration()).open(p)
     try:
-        dfs = jvm.org.apache.avro.file.DataFileStream(stream, jvm.org.apache.avro.generic.GenericDatumReader())
+        datum_reader = java_class(jvm, "org.apache.avro.generic.GenericDatumReader")()
+        dfs = java_class(jvm, "org.apache.avro.file.DataFileStream")(stream, datum_reader)
         try:
             codec = dfs.getMetaString("avro.codec")
             return {"codec": str(codec) if codec else "null", "schema": str(dfs.getSchema().toString())}
@@ -383,14 +385,14 @@ def payload_fraction(spark: Any, fmt: str, files: list[tuple[str, int]], sample:
             path = _jpath(spark, uri)
             total += size
             if fmt == "parquet":
-                reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(
-                    jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(path, conf))
+                reader = java_class(jvm, "org.apache.parquet.hadoop.ParquetFileReader").open(
+                    java_class(jvm, "org.apache.parquet.hadoop.util.HadoopInputFile").fromPath(path, conf))
                 try:
                     payload += _parquet_payload(reader)
                 finally:
                     reader.close()
             else:
-                orc = jvm.org.apache.orc.OrcFile
+                orc = java_class(jvm, "org.apache.orc.OrcFile")
                 reader = orc.createReader(path, orc.readerOptions(conf))
                 try:
                     stripes = reader.getStripes()
@@ -421,8 +423,8 @@ def input_format_rows(spark: Any, input_format: str, uris: list[str]) -> int:
     if not uris:
         return 0
     jvm = spark._jvm
-    cls = jvm.java.lang.Class.forName
-    ifc = cls(input_format, True, jvm.java.lang.Thread.currentThread().getContextClassLoader())
+    cls = java_class(jvm, "java.lang.Class").forName
+    ifc = cls(input_format, True, java_class(jvm, "java.lang.Thread").currentThread().getContextClassLoader())
     writable = cls("org.apache.hadoop.io.Writable")
     rdd = spark._jsc.hadoopFile(",".join(uris), ifc, writable, writable)
     return int(rdd.count())

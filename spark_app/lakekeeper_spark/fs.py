@@ -25,6 +25,7 @@ from typing import Any, Iterable
 from .errors import LakekeeperError, java_message
 from .model import FileEntry, Listing
 from .layout import is_hidden
+from .compat.jvm import java_class
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +96,7 @@ class HadoopFS:
 
     # ------------------------------------------------------------ basics
     def path(self, uri: str) -> Any:
-        return self._jvm.org.apache.hadoop.fs.Path(uri)
+        return java_class(self._jvm, "org.apache.hadoop.fs.Path")(uri)
 
     def fs(self, uri: str) -> Any:
         plain = _plain_uri(uri)
@@ -169,7 +170,7 @@ class HadoopFS:
         if local is not None:
             return {u: local[q] for q, u in qualified.items()}
         gw = self._spark.sparkContext._gateway
-        arr = gw.new_array(self._jvm.org.apache.hadoop.fs.Path, len(uris))
+        arr = gw.new_array(java_class(self._jvm, "org.apache.hadoop.fs.Path"), len(uris))
         for i, u in enumerate(uris):
             arr[i] = self.path(u)
         statuses = fs.listStatus(arr)
@@ -178,7 +179,8 @@ class HadoopFS:
         if remote:
             # One round trip for the whole batch. Not on file://, where
             # toString() would load each file's owner and permission.
-            entries = parse_status_dump(self._jvm.org.apache.commons.lang3.ArrayUtils.toString(statuses), details=True)
+            dump = java_class(self._jvm, "org.apache.commons.lang3.ArrayUtils").toString(statuses)
+            entries = parse_status_dump(dump, details=True)
         if entries is None:
             entries = []
             for st in statuses:
@@ -282,12 +284,12 @@ class HadoopFS:
         p = self.fs(uri).makeQualified(self.path(uri)).toUri()
         key = f"fc:{p.getScheme()}://{p.getAuthority() or ''}"
         if key not in self._fs_cache:
-            self._fs_cache[key] = self._jvm.org.apache.hadoop.fs.FileContext.getFileContext(p, self._conf)
+            self._fs_cache[key] = java_class(self._jvm, "org.apache.hadoop.fs.FileContext").getFileContext(p, self._conf)
         return self._fs_cache[key]
 
     def _rename_none(self) -> Any:
         if "rename_none" not in self._fs_cache:
-            rename = getattr(self._jvm.org.apache.hadoop.fs, "Options$Rename")
+            rename = java_class(self._jvm, "org.apache.hadoop.fs.Options$Rename")
             arr = self._spark.sparkContext._gateway.new_array(rename, 1)
             arr[0] = rename.NONE
             self._fs_cache["rename_none"] = arr
@@ -337,22 +339,22 @@ class HadoopFS:
         way. Returns ``{"length", "md5"}`` of what was read."""
         fs, s, d = self.fs(src), self.path(src), self.path(dst)
         st = fs.getFileStatus(s)
-        digest = self._jvm.java.security.MessageDigest.getInstance("MD5")
-        stream = self._jvm.java.security.DigestInputStream(fs.open(s), digest)
+        digest = java_class(self._jvm, "java.security.MessageDigest").getInstance("MD5")
+        stream = java_class(self._jvm, "java.security.DigestInputStream")(fs.open(s), digest)
         try:
             out = self.fs(dst).create(d, False, 1 << 16, st.getReplication(), st.getBlockSize())
         except Exception:
             stream.close()
             raise
         # copyBytes closes both streams, also when it fails
-        self._jvm.org.apache.hadoop.io.IOUtils.copyBytes(stream, out, 1 << 16, True)
+        java_class(self._jvm, "org.apache.hadoop.io.IOUtils").copyBytes(stream, out, 1 << 16, True)
         return {"length": int(self.fs(dst).getFileStatus(d).getLen()), "md5": bytes(digest.digest()).hex()}
 
     def md5(self, uri: str) -> str:
         """MD5 of a file's bytes, streamed through this JVM."""
         stream = self.fs(uri).open(self.path(uri))
         try:
-            return str(self._jvm.org.apache.commons.codec.digest.DigestUtils.md5Hex(stream))
+            return str(java_class(self._jvm, "org.apache.commons.codec.digest.DigestUtils").md5Hex(stream))
         finally:
             stream.close()
 
@@ -370,7 +372,7 @@ class HadoopFS:
 
     def duplicate_file(self, src: str, dst: str) -> None:
         fs = self.fs(src)
-        self._jvm.org.apache.hadoop.fs.FileUtil.copy(fs, self.path(src), fs, self.path(dst), False, self._conf)
+        java_class(self._jvm, "org.apache.hadoop.fs.FileUtil").copy(fs, self.path(src), fs, self.path(dst), False, self._conf)
 
     # ------------------------------------------------------------ small files
     def write_text(self, uri: str, text: str) -> None:
@@ -450,7 +452,7 @@ class HadoopFS:
         stream = self.fs(uri).open(self.path(uri))
         try:
             # byte[] returned by a JVM method arrives as Python bytes
-            return bytes(self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream)).decode("utf-8")
+            return bytes(java_class(self._jvm, "org.apache.commons.io.IOUtils").toByteArray(stream)).decode("utf-8")
         finally:
             stream.close()
 
@@ -545,7 +547,7 @@ class HadoopFS:
         return uri.startswith("hdfs://")
 
     def current_user(self) -> str:
-        return str(self._jvm.org.apache.hadoop.security.UserGroupInformation.getCurrentUser().getShortUserName())
+        return str(java_class(self._jvm, "org.apache.hadoop.security.UserGroupInformation").getCurrentUser().getShortUserName())
 
     def dir_facts(self, uri: str) -> dict[str, Any]:
         """One ``getFileStatus``: owner, group, whether the directory is in an

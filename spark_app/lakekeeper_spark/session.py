@@ -8,6 +8,8 @@ import logging
 import os
 from typing import Any
 
+from .compat.jvm import java_class
+
 log = logging.getLogger(__name__)
 
 
@@ -79,10 +81,10 @@ def metastore_in_use(spark: Any) -> dict[str, Any]:
         if value.strip():
             found[key] = (value.strip(), f"spark.hadoop.{key}")
     jvm = spark.sparkContext._jvm
-    site = jvm.java.lang.Thread.currentThread().getContextClassLoader().getResource("hive-site.xml")
+    site = java_class(jvm, "java.lang.Thread").currentThread().getContextClassLoader().getResource("hive-site.xml")
     hive_site = str(site.toString()) if site is not None else None
     if site is not None:
-        xml = jvm.org.apache.hadoop.conf.Configuration(False)
+        xml = java_class(jvm, "org.apache.hadoop.conf.Configuration")(False)
         xml.addResource(site)
         for key in ("hive.metastore.uris", "javax.jdo.option.ConnectionURL"):
             value = xml.get(key)

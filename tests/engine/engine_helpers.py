@@ -16,7 +16,9 @@ class Files:
 
         self.spark = spark
         self.fs = HadoopFS(spark)
-        self._jvm = spark._jvm
+        from lakekeeper_spark.compat.jvm import java_class
+
+        self._io_utils = java_class(spark._jvm, "org.apache.commons.io.IOUtils")
 
     def _walk(self, uri: str, rel: str = ""):
         for name, is_dir in sorted(self.fs.list_names(uri)):
@@ -28,7 +30,7 @@ class Files:
     def read_bytes(self, uri: str) -> bytes:
         stream = self.fs.fs(uri).open(self.fs.path(uri))
         try:
-            return bytes(self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
+            return bytes(self._io_utils.toByteArray(stream))
         finally:
             stream.close()
 

@@ -25,6 +25,8 @@ import sys
 import threading
 from typing import Any
 
+from .jvm import java_class
+
 SUPPORTED_SPARK = ((3, 3), (4, 99))  # inclusive range of (major, minor) lines
 TESTED_SPARK = ("3.3.4", "3.5.8", "4.3.0")
 
@@ -76,10 +78,11 @@ def runtime(spark: Any) -> Runtime:
     jvm = spark._jvm  # pylint: disable=protected-access
     found = Runtime(
         spark=str(spark.version),
-        scala=str(jvm.scala.util.Properties.versionNumberString()),
-        hadoop=str(jvm.org.apache.hadoop.util.VersionInfo.getVersion()),
-        hive_client=_optional(lambda: str(jvm.org.apache.hive.common.util.HiveVersionInfo.getVersion())),
-        parquet=_optional(lambda: ".".join(map(str, version_tuple(str(jvm.org.apache.parquet.Version.FULL_VERSION))))),
+        scala=str(java_class(jvm, "scala.util.Properties").versionNumberString()),
+        hadoop=str(java_class(jvm, "org.apache.hadoop.util.VersionInfo").getVersion()),
+        hive_client=_optional(lambda: str(java_class(jvm, "org.apache.hive.common.util.HiveVersionInfo").getVersion())),
+        parquet=_optional(lambda: ".".join(map(str, version_tuple(
+            str(java_class(jvm, "org.apache.parquet.Version").FULL_VERSION))))),
         python=platform.python_version(),
         python_prefix=sys.prefix,
     )

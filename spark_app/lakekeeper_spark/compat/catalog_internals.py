@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .collections import ScalaCollections
+from .jvm import java_class
 
 
 class CatalogInternals:
@@ -24,7 +25,8 @@ class CatalogInternals:
         return self._spark._jsparkSession.sessionState().catalog()  # pylint: disable=protected-access
 
     def ident(self, db: str, table: str) -> Any:
-        return self._jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(table, self._jvm.scala.Some(db))
+        some_db = java_class(self._jvm, "scala.Some")(db)
+        return java_class(self._jvm, "org.apache.spark.sql.catalyst.TableIdentifier").apply(table, some_db)
 
     @staticmethod
     def opt(option: Any) -> Any:
@@ -36,21 +38,21 @@ class CatalogInternals:
 
     def partitions(self, db: str, table: str) -> Any:
         """Every partition of a table: a Scala ``Seq[CatalogTablePartition]`` (one Metastore call)."""
-        return self.session_catalog().listPartitions(self.ident(db, table), self._jvm.scala.Option.empty())
+        return self.session_catalog().listPartitions(self.ident(db, table), java_class(self._jvm, "scala.Option").empty())
 
     def location_string(self, uri: Any) -> str:
         """A location ``java.net.URI`` as the path string Hadoop's ``Path`` and
         SQL's ``LOCATION`` take: decoded (``k=a%253A`` in the URI is the
         directory ``k=a%3A`` Hive escaped, ``%20`` a space), as Spark's own
         ``CatalogUtils.URIToString``; ``URI.toString`` keeps it encoded."""
-        return str(self._jvm.org.apache.spark.sql.catalyst.catalog.CatalogUtils.URIToString(uri))
+        return str(java_class(self._jvm, "org.apache.spark.sql.catalyst.catalog.CatalogUtils").URIToString(uri))
 
     def storage_with_location(self, storage: Any, location: str) -> Any:
         """A copy of a ``CatalogStorageFormat`` with another location, every
         other field as it is."""
-        uri = self._jvm.org.apache.spark.sql.catalyst.catalog.CatalogUtils.stringToURI(location)
+        uri = java_class(self._jvm, "org.apache.spark.sql.catalyst.catalog.CatalogUtils").stringToURI(location)
         fields = [storage.productElement(i) for i in range(int(storage.productArity()))]
-        return storage.copy(self._jvm.scala.Some(uri), *fields[1:])
+        return storage.copy(java_class(self._jvm, "scala.Some")(uri), *fields[1:])
 
     def refresh_table(self, db: str, table: str) -> None:
         """Invalidate Spark's cached relation of a table (as DDL statements do)."""
@@ -59,4 +61,4 @@ class CatalogInternals:
     def drop_spark_statistics(self, db: str, table: str) -> None:
         """Remove Spark's own statistics of a table (``spark.sql.statistics.*``)."""
         ext = self._spark._jsparkSession.sharedState().externalCatalog()  # pylint: disable=protected-access
-        ext.alterTableStats(db, table, self._jvm.scala.Option.empty())
+        ext.alterTableStats(db, table, java_class(self._jvm, "scala.Option").empty())

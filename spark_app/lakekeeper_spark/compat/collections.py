@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import runtime
+from .jvm import java_class
 
 
 class ScalaCollections:
@@ -47,39 +48,39 @@ class ScalaCollections:
 
     def to_seq(self, items: list[Any]) -> Any:
         """A Python list of JVM objects as an immutable Scala ``Seq``."""
-        jlist = self._jvm.java.util.ArrayList()
+        jlist = java_class(self._jvm, "java.util.ArrayList")()
         for item in items:
             jlist.add(item)
         return self._scala_buffer(jlist).toList()
 
     def to_map(self, values: dict[str, str]) -> Any:
         """A Python dict of strings as an immutable Scala ``Map`` (insertion order kept)."""
-        jmap = self._jvm.java.util.LinkedHashMap()
+        jmap = java_class(self._jvm, "java.util.LinkedHashMap")()
         for k, v in values.items():
             jmap.put(k, v)
-        return self._jvm.org.apache.spark.api.python.PythonUtils.toScalaMap(jmap)
+        return java_class(self._jvm, "org.apache.spark.api.python.PythonUtils").toScalaMap(jmap)
 
 
 class Scala213(ScalaCollections):
     def _java_list(self, seq: Any) -> Any:
-        return self._jvm.scala.jdk.javaapi.CollectionConverters.asJava(seq)
+        return java_class(self._jvm, "scala.jdk.javaapi.CollectionConverters").asJava(seq)
 
     def _java_map(self, scala_map: Any) -> Any:
-        return self._jvm.scala.jdk.javaapi.CollectionConverters.asJava(scala_map)
+        return java_class(self._jvm, "scala.jdk.javaapi.CollectionConverters").asJava(scala_map)
 
     def _scala_buffer(self, java_list: Any) -> Any:
-        return self._jvm.scala.jdk.javaapi.CollectionConverters.asScala(java_list)
+        return java_class(self._jvm, "scala.jdk.javaapi.CollectionConverters").asScala(java_list)
 
 
 class Scala212(ScalaCollections):
     def _java_list(self, seq: Any) -> Any:
-        return self._jvm.scala.collection.JavaConverters.seqAsJavaList(seq)
+        return java_class(self._jvm, "scala.collection.JavaConverters").seqAsJavaList(seq)
 
     def _java_map(self, scala_map: Any) -> Any:
-        return self._jvm.scala.collection.JavaConverters.mapAsJavaMap(scala_map)
+        return java_class(self._jvm, "scala.collection.JavaConverters").mapAsJavaMap(scala_map)
 
     def _scala_buffer(self, java_list: Any) -> Any:
-        return self._jvm.scala.collection.JavaConverters.asScalaBuffer(java_list)
+        return java_class(self._jvm, "scala.collection.JavaConverters").asScalaBuffer(java_list)
 
 
 def for_scala(jvm: Any, scala_line: tuple[int, int]) -> ScalaCollections:

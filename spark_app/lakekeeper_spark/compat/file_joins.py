@@ -14,12 +14,14 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import LakekeeperError
+from .jvm import java_class
 
 
 def _has_class(spark: Any, name: str) -> bool:
     jvm = spark._jvm  # pylint: disable=protected-access
     try:
-        jvm.java.lang.Class.forName(name, False, jvm.java.lang.Thread.currentThread().getContextClassLoader())
+        loader = java_class(jvm, "java.lang.Thread").currentThread().getContextClassLoader()
+        java_class(jvm, "java.lang.Class").forName(name, False, loader)
         return True
     except Exception:  # noqa: BLE001 - ClassNotFoundException through py4j
         return False
@@ -48,7 +50,7 @@ def join_support(spark: Any, fmt: str) -> tuple[bool, str | None]:
 
 
 def _jpath(spark: Any, uri: str) -> Any:
-    return spark._jvm.org.apache.hadoop.fs.Path(uri)  # pylint: disable=protected-access
+    return java_class(spark._jvm, "org.apache.hadoop.fs.Path")(uri)  # pylint: disable=protected-access
 
 
 def join_files(spark: Any, fmt: str, inputs: list[str], output: str) -> None:
@@ -61,11 +63,11 @@ def join_files(spark: Any, fmt: str, inputs: list[str], output: str) -> None:
         raise LakekeeperError("write_failed", f"cannot join {fmt} files: {why}")
     jvm = spark._jvm  # pylint: disable=protected-access
     conf = spark._jsc.hadoopConfiguration()  # pylint: disable=protected-access
-    paths = jvm.java.util.ArrayList()
+    paths = java_class(jvm, "java.util.ArrayList")()
     for uri in inputs:
         paths.add(_jpath(spark, uri))
     if fmt == "orc":
-        orc = jvm.org.apache.orc.OrcFile
+        orc = java_class(jvm, "org.apache.orc.OrcFile")
         joined = orc.mergeFiles(_jpath(spark, output), orc.writerOptions(conf), paths)
         if int(joined.size()) != len(inputs):  # mergeFiles skips files it finds incompatible
             done = {str(joined.get(i).toString()) for i in range(joined.size())}
@@ -73,8 +75,9 @@ def join_files(spark: Any, fmt: str, inputs: list[str], output: str) -> None:
             raise LakekeeperError("write_failed", f"joining the written pieces into {output}: ORC could not "
                                                   f"append {', '.join(left) or 'some pieces'} (incompatible files)")
         return
-    rewrite = jvm.org.apache.parquet.hadoop.rewrite
-    rewriter = rewrite.ParquetRewriter(rewrite.RewriteOptions.Builder(conf, paths, _jpath(spark, output)).build())
+    options = java_class(jvm, "org.apache.parquet.hadoop.rewrite.RewriteOptions$Builder")(
+        conf, paths, _jpath(spark, output)).build()
+    rewriter = java_class(jvm, "org.apache.parquet.hadoop.rewrite.ParquetRewriter")(options)
     try:
         rewriter.processBlocks()
     finally:

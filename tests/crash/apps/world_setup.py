@@ -43,9 +43,12 @@ class FS:
         self.spark = spark
         self.jvm = spark._jvm
         self.conf = spark._jsc.hadoopConfiguration()
+        # the classes once: py4j looks up every package of a dotted name on each use
+        self._path = self.jvm.org.apache.hadoop.fs.Path
+        self._io_utils = self.jvm.org.apache.commons.io.IOUtils
 
     def P(self, uri):
-        return self.jvm.org.apache.hadoop.fs.Path(uri)
+        return self._path(uri)
 
     def fs(self, uri):
         return self.P(uri).getFileSystem(self.conf)
@@ -78,7 +81,7 @@ class FS:
     def read_bytes(self, uri) -> bytes:
         stream = self.fs(uri).open(self.P(uri))
         try:
-            return bytes(self.jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
+            return bytes(self._io_utils.toByteArray(stream))
         finally:
             stream.close()
 
