@@ -249,36 +249,50 @@ class HadoopFS:
             raise LakekeeperError("fs_error", f"could not create directory {uri}")
 
     def delete(self, uri: str, recursive: bool = True) -> bool:
+        """Delete ``uri``; False when there was nothing there. Checked
+        afterwards (``FileSystem.delete`` answers false for a missing path
+        and for one it could not remove alike): two calls."""
         fs = self.fs(uri)
         p = self.path(uri)
-        if not fs.exists(p):
-            return False
-        fs.delete(p, recursive)
+        deleted = bool(fs.delete(p, recursive))
         if fs.exists(p):
             raise LakekeeperError("fs_error", f"could not delete {uri}")
-        return True
+        return deleted
 
     def rename(self, src: str, dst: str) -> None:
         """Rename that means the same on every filesystem, or raises: never
-        onto (or into) an existing target (``Options.Rename.NONE``)."""
+        onto (or into) an existing target, never into a missing parent
+        (``FileContext.rename`` with ``Options.Rename.NONE``, whose checks
+        run where the filesystem is: on HDFS inside the NameNode's rename,
+        atomically; on ``file://`` in the client, as ours would). Then it is
+        checked, since a rename is never trusted: the source gone, the
+        target there. Three calls; the reason for a refusal is looked up
+        only when there is one."""
         fs = self.fs(src)
         s, d = self.path(src), self.path(dst)
-        if not fs.exists(s):
-            raise LakekeeperError("fs_error", f"rename source {src} does not exist")
-        if fs.exists(d):
-            raise LakekeeperError("fs_error", f"rename target {dst} already exists; refusing to move {src} into it")
-        if not fs.exists(d.getParent()):
-            raise LakekeeperError("fs_error", f"rename target's parent {d.getParent().toString()} does not exist")
         try:
             self._file_context(src).rename(s, d, self._rename_none())
         except Exception as exc:  # noqa: BLE001 - Py4JJavaError carries the Java exception
-            text = java_message(exc)
-            if "FileAlreadyExistsException" in text or "already exists" in text:
-                raise LakekeeperError("fs_error", f"rename target {dst} appeared during the rename; {src} was "
-                                                  f"not moved into it ({text})") from exc
-            raise LakekeeperError("fs_error", f"rename {src} -> {dst} failed: {text}") from exc
+            raise self._rename_refused(fs, src, dst, s, d, java_message(exc)) from exc
         if fs.exists(s) or not fs.exists(d):
             raise LakekeeperError("fs_error", f"rename {src} -> {dst} did not complete")
+
+    @staticmethod
+    def _rename_refused(fs: Any, src: str, dst: str, s: Any, d: Any, text: str) -> LakekeeperError:
+        """Why ``FileContext.rename`` refused (its exceptions do not say which
+        path they mean in a form to rely on)."""
+        try:
+            if not fs.exists(s):
+                return LakekeeperError("fs_error", f"rename source {src} does not exist")
+            if fs.exists(d):
+                return LakekeeperError("fs_error", f"rename target {dst} already exists; refusing to move {src} "
+                                                   f"into it")
+            if not fs.exists(d.getParent()):
+                return LakekeeperError("fs_error", f"rename target's parent {d.getParent().toString()} does not "
+                                                   f"exist")
+        except Exception:  # noqa: BLE001 - the filesystem's own message below
+            pass
+        return LakekeeperError("fs_error", f"rename {src} -> {dst} failed: {text}")
 
     def _file_context(self, uri: str) -> Any:
         p = self.fs(uri).makeQualified(self.path(uri)).toUri()

@@ -255,6 +255,45 @@ def test_refusals_touch_nothing(spark, engine, files, warehouse):
 
 
 @pytest.mark.hdfs
+def test_rename_and_delete_refuse_what_they_must_and_say_why(files, warehouse):
+    """The adapter's rename leaves the checks to the filesystem's own
+    (``FileContext``, ``Rename.NONE``) and verifies after: each refusal
+    still happens, nothing moves, and the message names the cause - on
+    ``file://`` here, on HDFS on the test bed, whose plain renames differ
+    (a directory renamed onto an empty one replaces it on ``file://`` and
+    goes inside it on HDFS; a missing parent is made on ``file://``)."""
+    from lakekeeper_spark.errors import LakekeeperError
+
+    fs, base = files.fs, f"{warehouse}/rename_rules"
+    fs.write_text(f"{base}/src/f1", "1")
+    fs.write_text(f"{base}/file", "2")
+    fs.mkdirs(f"{base}/empty")
+    cases = [
+        (f"{base}/src", f"{base}/empty", "rename target {d} already exists"),  # a directory onto an empty one
+        (f"{base}/src/f1", f"{base}/file", "rename target {d} already exists"),  # a file onto a file
+        (f"{base}/src", f"{base}/missing/src", "rename target's parent"),  # into a missing parent
+        (f"{base}/nope", f"{base}/x", "rename source {s} does not exist"),
+    ]
+    before = sorted(files._walk(base))  # every entry, hidden ones too
+    for s, d, message in cases:
+        with pytest.raises(LakekeeperError) as refused:
+            fs.rename(s, d)
+        assert message.format(s=s, d=d) in refused.value.message, (s, d, refused.value.message)
+        assert fs.exists(f"{base}/src/f1") and fs.read_text(f"{base}/file") == "2"
+        assert fs.list_names(f"{base}/empty") == [] and not fs.exists(f"{base}/missing")
+    assert sorted(files._walk(base)) == before
+    fs.rename(f"{base}/src", f"{base}/moved")  # a plain move: done, and seen to be done
+    assert not fs.exists(f"{base}/src") and fs.read_text(f"{base}/moved/f1") == "1"
+
+    assert fs.delete(f"{base}/nope") is False
+    with pytest.raises(Exception):  # a non-empty directory, not recursively: refused, kept
+        fs.delete(f"{base}/moved", recursive=False)
+    assert fs.read_text(f"{base}/moved/f1") == "1"
+    assert fs.delete(f"{base}/moved") is True and not fs.exists(f"{base}/moved")
+    fs.delete(base)
+
+
+@pytest.mark.hdfs
 def test_empty_missing_and_leftover_directories(spark, engine, files, warehouse):
     t = "lk.odd"
     loc = make_table(spark, warehouse, "odd", rows=300, partitions={"a": 20, "b": 20, "c": 20})

@@ -49,7 +49,7 @@ def test_engine_suite_on_hdfs_metastore_service_and_standalone(testbed):
     print(tail)
     assert proc.returncode == 0, f"engine suite on the test bed failed:\n{tail}\n{proc.stderr[-3000:]}"
     assert " passed" in proc.stdout and " failed" not in proc.stdout
-    assert "11 passed" in proc.stdout, tail  # every test marked hdfs ran (9 + the 2 HDFS-only ones)
+    assert "12 passed" in proc.stdout, tail  # every test marked hdfs ran (10 + the 2 HDFS-only ones)
 
 
 SETUP = textwrap.dedent(

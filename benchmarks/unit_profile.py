@@ -1,0 +1,232 @@
+"""Where a partition's time goes in a compaction: the per-step profile and
+the calls behind it (issue "Performance II": profile before optimising).
+
+    python benchmarks/unit_profile.py                          # embedded default (file://, Derby)
+    python benchmarks/unit_profile.py --testbed BED.json       # HDFS, Metastore service, standalone
+    python benchmarks/unit_profile.py --partitions 10,40 --files 4 --parallelism 4 --json out.json
+
+Two partitioned Parquet tables (P1 and P2 partitions of F small files each)
+are compacted in this process on one session, through the same handlers
+the CLI runs. Every step of ``commands/compact.py`` is timed, and every
+call through the engine's adapters is counted: ``HadoopFS`` (the Hadoop
+FileSystem API: NameNode calls), ``Catalog`` (the Metastore), ``Journal``
+records (each one a synced file replaced by rename) and Spark jobs. A
+figure per partition is the slope between the two tables, (x2 - x1) /
+(P2 - P1); per table, what is left at P = 0. Step times are summed over the
+units, which run ``parallelism`` at a time: per partition they are the work
+a unit does, not wall time. Nested steps overlap (a journal record written
+inside the swap counts in both).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import functools
+import json
+import os
+import sys
+import threading
+import time
+from typing import Any, Callable
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "spark_app"))
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+# commands/compact.py's own steps, by the name it calls them by
+STEPS = [
+    "load_table", "recover_table", "plan", "apply_delete_ratio", "resolve_storage", "check_hdfs_units",
+    "read_facts", "check_schema_drift", "resolve_unit_formats", "leftovers", "space_check", "payload_fraction",
+    "create_backup", "write_staging", "_verify_content", "copy_kept_files", "verify_staging", "carry_attributes",
+    "recheck_before_swap", "check_unchanged", "swap_in", "adopt_late_files", "repoint", "update_statistics",
+]
+
+
+class Meter:
+    """Counts and times calls; per thread, only the outermost call of a
+    group counts (an adapter method calling another is one call)."""
+
+    def __init__(self) -> None:
+        self.calls: collections.Counter = collections.Counter()
+        self.seconds: collections.Counter = collections.Counter()
+        self._depth = threading.local()
+        self._lock = threading.Lock()
+
+    def wrap(self, group: str, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        key = f"{group}.{name}"
+
+        @functools.wraps(fn)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            depth = getattr(self._depth, group, 0)
+            setattr(self._depth, group, depth + 1)
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                setattr(self._depth, group, depth)
+                if depth == 0:
+                    with self._lock:
+                        self.calls[key] += 1
+                        self.seconds[key] += time.perf_counter() - t0
+
+        return timed
+
+    def snapshot(self) -> dict[str, tuple[int, float]]:
+        with self._lock:
+            return {k: (self.calls[k], self.seconds[k]) for k in self.calls}
+
+
+def instrument(meter: Meter) -> None:
+    from lakekeeper_spark.catalog import Catalog
+    from lakekeeper_spark.commands import compact
+    from lakekeeper_spark.fs import HadoopFS
+    from lakekeeper_spark.journal import Journal
+
+    for cls, group in ((HadoopFS, "fs"), (Catalog, "catalog")):
+        for name, fn in list(vars(cls).items()):
+            if callable(fn) and not name.startswith("_") and not isinstance(fn, (staticmethod, classmethod)):
+                setattr(cls, name, meter.wrap(group, name, fn))
+    for name in ("start", "table_step", "unit_step"):
+        setattr(Journal, name, meter.wrap("journal", name, getattr(Journal, name)))
+    setattr(HadoopFS, "copy_permissions", meter.wrap("step", "copy_permissions", getattr(HadoopFS, "copy_permissions")))
+    for name in STEPS:
+        setattr(compact, name, meter.wrap("step", name, getattr(compact, name)))
+
+
+def session(args: argparse.Namespace, state: str) -> tuple[Any, str]:
+    from lakekeeper_spark.session import build_session
+
+    confs = {"spark.sql.shuffle.partitions": "4", "spark.ui.retainedJobs": "100000"}
+    if args.testbed:
+        sys.path.insert(0, os.path.join(ROOT, "tests", "testbed"))
+        from testbed.bed import Testbed  # pylint: disable=import-error
+
+        bed = Testbed.load(args.testbed)
+        confs.update(dict(bed.spark_confs(python=sys.executable)), **{"spark.executor.memory": "512m"})
+        spark = build_session(bed.master_url, None, confs, log_level="ERROR")
+        base = spark.conf.get("spark.hadoop.fs.defaultFS").rstrip("/") + f"/lk-unit-profile/{int(time.time())}"
+    else:
+        spark = build_session(args.master, state, confs, log_level="ERROR")
+        base = "file://" + os.path.join(state, "data")
+    return spark, base
+
+
+def make_table(spark: Any, fs: Any, base: str, name: str, partitions: int, files: int, rows: int) -> str:
+    """``prof.<name>``: ``partitions`` partitions of ``files`` Parquet files
+    of ``rows`` rows each (copies of one seed file, as a streaming writer
+    leaves them), registered one ALTER TABLE ... ADD per 500 partitions."""
+    seed = f"{base}/_seed"
+    if not fs.exists(seed):
+        spark.range(rows).selectExpr("id", "concat('v', id) AS v").coalesce(1).write.parquet(seed)
+    (seed_file,) = [n for n, is_dir in fs.list_names(seed) if not is_dir and n.endswith(".parquet")]
+    location = f"{base}/{name}"
+    for p in range(partitions):
+        for f in range(files):
+            fs.copy_file(f"{seed}/{seed_file}", f"{location}/dt={p:05d}/part-{f:05d}.parquet")
+    spark.sql("CREATE DATABASE IF NOT EXISTS prof")
+    spark.sql(f"DROP TABLE IF EXISTS prof.{name}")
+    spark.sql(f"CREATE EXTERNAL TABLE prof.{name} (id BIGINT, v STRING) PARTITIONED BY (dt STRING) "
+              f"STORED AS PARQUET LOCATION '{location}'")
+    for i in range(0, partitions, 500):
+        clauses = " ".join(f"PARTITION (dt='{p:05d}') LOCATION '{location}/dt={p:05d}'"
+                           for p in range(i, min(partitions, i + 500)))
+        spark.sql(f"ALTER TABLE prof.{name} ADD {clauses}")
+    return f"prof.{name}"
+
+
+def jobs(spark: Any) -> int:
+    return len(spark.sparkContext.statusTracker().getJobIdsForGroup(None))
+
+
+def profile_one(spark: Any, meter: Meter, table: str, parallelism: int) -> dict[str, Any]:
+    from lakekeeper_spark.catalog import Catalog
+    from lakekeeper_spark.cli import _run_tables
+    from lakekeeper_spark.config import build_settings
+    from lakekeeper_spark.context import Context
+    from lakekeeper_spark.fs import HadoopFS
+    from lakekeeper_spark.layout import new_run_id
+
+    before, jobs_before = meter.snapshot(), jobs(spark)
+    ctx = Context(spark, HadoopFS(spark), Catalog(spark), build_settings({}, {"parallelism": parallelism}),
+                  new_run_id())
+    t0 = time.perf_counter()
+    (res,) = _run_tables(ctx, "compact", [table], None)
+    wall = time.perf_counter() - t0
+    after = meter.snapshot()
+    delta = {k: (c - before.get(k, (0, 0.0))[0], s - before.get(k, (0, 0.0))[1]) for k, (c, s) in after.items()}
+    compacted = sum(1 for p in res.get("partitions", []) if p["status"] == "compacted")
+    if res["status"] != "compacted":
+        raise SystemExit(f"{table}: {res['status']}: {res.get('reason')}")
+    return {"table": table, "wall": wall, "units": compacted, "jobs": jobs(spark) - jobs_before,
+            "calls": {k: v for k, v in delta.items() if v[0]}}
+
+
+def slope(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Per partition (slope) and per table (intercept) of every figure."""
+    dp = b["units"] - a["units"]
+    out: dict[str, Any] = {}
+    keys = sorted(set(a["calls"]) | set(b["calls"]))
+    for k in keys:
+        (c1, s1), (c2, s2) = a["calls"].get(k, (0, 0.0)), b["calls"].get(k, (0, 0.0))
+        per_c, per_s = (c2 - c1) / dp, (s2 - s1) / dp
+        out[k] = {"per_partition_calls": round(per_c, 2), "per_partition_ms": round(per_s * 1000, 1),
+                  "per_table_calls": round(c1 - per_c * a["units"], 1),
+                  "per_table_ms": round((s1 - per_s * a["units"]) * 1000, 1)}
+    out["spark_jobs"] = {"per_partition_calls": round((b["jobs"] - a["jobs"]) / dp, 2),
+                         "per_table_calls": round(a["jobs"] - (b["jobs"] - a["jobs"]) / dp * a["units"], 1)}
+    out["wall"] = {"per_partition_ms": round((b["wall"] - a["wall"]) / dp * 1000, 1),
+                   "per_table_ms": round((a["wall"] - (b["wall"] - a["wall"]) / dp * a["units"]) * 1000, 1)}
+    return out
+
+
+def render(fit: dict[str, Any], runs: list[dict[str, Any]]) -> str:
+    lines = ["runs: " + "; ".join(f"{r['table']}: {r['units']} partitions compacted in {r['wall']:.1f} s, "
+                                  f"{r['jobs']} Spark jobs" for r in runs), ""]
+    lines.append(f"{'what':42} {'calls/partition':>16} {'ms/partition':>13} {'calls/table':>12} {'ms/table':>10}")
+    order = sorted(fit, key=lambda k: (k.split(".")[0] != "step", k.split(".")[0], -fit[k].get("per_partition_ms", 0)))
+    for k in order:
+        v = fit[k]
+        lines.append(f"{k:42} {v.get('per_partition_calls', ''):>16} {v.get('per_partition_ms', ''):>13} "
+                     f"{v.get('per_table_calls', ''):>12} {v.get('per_table_ms', ''):>10}")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("--partitions", default="10,40", help="P1,P2 (default %(default)s)")
+    ap.add_argument("--files", type=int, default=4, help="small files per partition (default %(default)s)")
+    ap.add_argument("--rows", type=int, default=200, help="rows per small file (default %(default)s)")
+    ap.add_argument("--parallelism", type=int, default=4, help="units at once (default %(default)s)")
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--testbed", help="a test bed's JSON (tests/testbed: scripts/testbed start)")
+    ap.add_argument("--state", default="/tmp/lakekeeper-unit-profile", help="embedded Metastore and data")
+    ap.add_argument("--json", help="write the figures here too")
+    args = ap.parse_args()
+    p1, p2 = (int(x) for x in args.partitions.split(","))
+    if os.path.isdir(args.state) and not args.testbed:
+        import shutil
+
+        shutil.rmtree(args.state)
+    os.makedirs(args.state, exist_ok=True)
+    spark, base = session(args, args.state)
+    from lakekeeper_spark.fs import HadoopFS
+
+    fs = HadoopFS(spark)
+    tables = [make_table(spark, fs, base, f"t{p}", p, args.files, args.rows) for p in (p1, p2)]
+    meter = Meter()
+    instrument(meter)
+    runs = [profile_one(spark, meter, t, args.parallelism) for t in tables]
+    fit = slope(runs[0], runs[1])
+    print(render(fit, runs))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"runs": runs, "fit": fit, "args": vars(args)}, f, indent=1)
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
