@@ -116,7 +116,9 @@ def session(args: argparse.Namespace, state: str) -> tuple[Any, str]:
 def make_table(spark: Any, fs: Any, base: str, name: str, partitions: int, files: int, rows: int) -> str:
     """``prof.<name>``: ``partitions`` partitions of ``files`` Parquet files
     of ``rows`` rows each (copies of one seed file, as a streaming writer
-    leaves them), registered one ALTER TABLE ... ADD per 500 partitions."""
+    leaves them), registered through the engine's ``Catalog.add_partitions``."""
+    from lakekeeper_spark.catalog import Catalog
+
     seed = f"{base}/_seed"
     if not fs.exists(seed):
         spark.range(rows).selectExpr("id", "concat('v', id) AS v").coalesce(1).write.parquet(seed)
@@ -129,10 +131,8 @@ def make_table(spark: Any, fs: Any, base: str, name: str, partitions: int, files
     spark.sql(f"DROP TABLE IF EXISTS prof.{name}")
     spark.sql(f"CREATE EXTERNAL TABLE prof.{name} (id BIGINT, v STRING) PARTITIONED BY (dt STRING) "
               f"STORED AS PARQUET LOCATION '{location}'")
-    for i in range(0, partitions, 500):
-        clauses = " ".join(f"PARTITION (dt='{p:05d}') LOCATION '{location}/dt={p:05d}'"
-                           for p in range(i, min(partitions, i + 500)))
-        spark.sql(f"ALTER TABLE prof.{name} ADD {clauses}")
+    Catalog(spark).add_partitions("prof", name, [({"dt": f"{p:05d}"}, f"{location}/dt={p:05d}")
+                                                 for p in range(partitions)])
     return f"prof.{name}"
 
 
