@@ -274,8 +274,8 @@ class HadoopFS:
             # file://: FileContext looks each path up by starting a process (readlink, stat) when Hadoop's
             # native library is missing, as in pip's pyspark: about 29 ms a rename. Its checks run in the
             # client there anyway; the same checks here, then FileSystem.rename (no process).
-            refused = self._rename_refused(fs, src, dst, s, d, "")
-            if refused.message != f"rename {src} -> {dst} failed: ":
+            refused = self._rename_obstacle(fs, src, dst, s, d)
+            if refused is not None:
                 raise refused
             if not fs.rename(s, d):
                 raise LakekeeperError("fs_error", f"rename {src} -> {dst} failed")
@@ -283,14 +283,16 @@ class HadoopFS:
             try:
                 self._file_context(src).rename(s, d, self._rename_none())
             except Exception as exc:  # noqa: BLE001 - Py4JJavaError carries the Java exception
-                raise self._rename_refused(fs, src, dst, s, d, java_message(exc)) from exc
+                raise (self._rename_obstacle(fs, src, dst, s, d)
+                       or LakekeeperError("fs_error", f"rename {src} -> {dst} failed: {java_message(exc)}")) from exc
         if fs.exists(s) or not fs.exists(d):
             raise LakekeeperError("fs_error", f"rename {src} -> {dst} did not complete")
 
     @staticmethod
-    def _rename_refused(fs: Any, src: str, dst: str, s: Any, d: Any, text: str) -> LakekeeperError:
-        """Why ``FileContext.rename`` refused (its exceptions do not say which
-        path they mean in a form to rely on)."""
+    def _rename_obstacle(fs: Any, src: str, dst: str, s: Any, d: Any) -> LakekeeperError | None:
+        """What makes ``src -> dst`` a refused rename (a missing source, an
+        existing target, a missing parent), else None. ``FileContext``'s
+        exceptions do not say which path they mean in a form to rely on."""
         try:
             if not fs.exists(s):
                 return LakekeeperError("fs_error", f"rename source {src} does not exist")
@@ -300,9 +302,9 @@ class HadoopFS:
             if not fs.exists(d.getParent()):
                 return LakekeeperError("fs_error", f"rename target's parent {d.getParent().toString()} does not "
                                                    f"exist")
-        except Exception:  # noqa: BLE001 - the filesystem's own message below
+        except Exception:  # noqa: BLE001 - the filesystem's own message, at the caller
             pass
-        return LakekeeperError("fs_error", f"rename {src} -> {dst} failed: {text}")
+        return None
 
     def _file_context(self, uri: str) -> Any:
         p = self.fs(uri).makeQualified(self.path(uri)).toUri()
@@ -326,6 +328,9 @@ class HadoopFS:
         refused. ``keep_owner=False``: the owner and group are left as this
         run wrote them (the HDFS pre-flight found it cannot change them and
         ``allow_owner_change`` let the unit go on; its warning says so)."""
+        local_src, local_dst = self._local_path(src), self._local_path(dst)
+        if local_src is not None and local_dst is not None:
+            return self._copy_local_permissions(local_src, local_dst, recursive_files, keep_owner)
         warnings: list[str] = self.copy_dir_attributes(src, dst)
         fs = self.fs(src)
         st = fs.getFileStatus(self.path(src))
@@ -354,6 +359,43 @@ class HadoopFS:
                     fs.setOwner(path, ref.getOwner(), ref.getGroup())
                 except Exception as exc:  # noqa: BLE001
                     warnings.append(f"setOwner {path.toString()}: {java_message(exc)}")
+        return warnings
+
+    @staticmethod
+    def _copy_local_permissions(src: str, dst: str, recursive_files: bool, keep_owner: bool) -> list[str]:
+        """``copy_permissions`` on ``file://``, with the same targets and
+        warnings. Hadoop's local filesystem starts an ``ls``, ``chmod`` or
+        ``chown`` process for each status, mode and owner when its native
+        library is missing (pip's pyspark has none); the same calls, made here."""
+        import os
+        import stat
+
+        warnings: list[str] = []
+        ref_dir = os.stat(src)
+        targets = [(dst, ref_dir)]
+        if recursive_files:
+            def checksum(name: str) -> bool:  # what Hadoop's local filesystem leaves out of its listings
+                return name.startswith(".") and name.endswith(".crc")
+
+            with os.scandir(src) as it:  # the first data file of src, as the listing gives it
+                first = next((e for e in it if not e.is_dir(follow_symlinks=False) and not checksum(e.name)), None)
+            if first is not None:
+                ref_file = os.stat(first.path)
+                with os.scandir(dst) as it:
+                    targets += [(e.path, ref_file) for e in it if not e.is_dir(follow_symlinks=False)]
+        for path, ref in targets:
+            try:
+                os.chmod(path, stat.S_IMODE(ref.st_mode))
+            except OSError as exc:
+                warnings.append(f"setPermission file:{path}: {exc}")
+            if not keep_owner:
+                continue
+            cur = os.stat(path)
+            if (cur.st_uid, cur.st_gid) != (ref.st_uid, ref.st_gid):
+                try:
+                    os.chown(path, ref.st_uid, ref.st_gid)
+                except OSError as exc:
+                    warnings.append(f"setOwner file:{path}: {exc}")
         return warnings
 
     def copy_file(self, src: str, dst: str) -> dict[str, Any]:

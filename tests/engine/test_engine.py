@@ -293,6 +293,49 @@ def test_rename_and_delete_refuse_what_they_must_and_say_why(files, warehouse):
     fs.delete(base)
 
 
+def test_local_permission_copy_matches_hadoops(files, warehouse, monkeypatch):
+    """On ``file://`` the adapter copies modes and owners itself (Hadoop's
+    local filesystem starts a process per call without its native library):
+    the result must be the one Hadoop's own calls give - the reference file
+    a data file, never a checksum file, and checksum files following their
+    data files."""
+    import os
+
+    from lakekeeper_spark.fs import HadoopFS
+
+    if not warehouse.startswith("file:"):
+        pytest.skip("the local fast path is file:// only")
+    fs, base = files.fs, f"{warehouse}/perm_copy"
+
+    def world(tag: str) -> str:
+        root = f"{base}/{tag}"
+        for name, mode in (("src/.part-0.crc", 0o600), ("src/part-0", 0o640), ("src/part-1", 0o640),
+                           ("dst/part-9", 0o644), ("dst/.part-9.crc", 0o644)):
+            files.write_bytes(f"{root}/{name}", b"x")
+            os.chmod(HadoopFS._local_path(f"{root}/{name}"), mode)
+            if not name.endswith(".crc") and name.startswith("src/"):
+                os.chown(HadoopFS._local_path(f"{root}/{name}"), 65534, 65534)
+        os.chmod(HadoopFS._local_path(f"{root}/src"), 0o750)
+        os.chown(HadoopFS._local_path(f"{root}/src"), 65534, 0)
+        return root
+
+    def result(root: str) -> dict[str, tuple[int, int, int]]:
+        out = {}
+        for name in ("dst", "dst/part-9"):
+            st = os.stat(HadoopFS._local_path(f"{root}/{name}"))
+            out[name] = (oct(st.st_mode & 0o7777), st.st_uid, st.st_gid)
+        return out
+
+    ours = world("ours")
+    assert fs.copy_permissions(f"{ours}/src", f"{ours}/dst") == []
+    hadoops = world("hadoops")
+    with monkeypatch.context() as m:
+        m.setattr(HadoopFS, "_local_path", staticmethod(lambda uri: None))
+        assert fs.copy_permissions(f"{hadoops}/src", f"{hadoops}/dst") == []
+    assert result(ours) == result(hadoops) == {"dst": (oct(0o750), 65534, 0), "dst/part-9": (oct(0o640), 65534, 65534)}
+    fs.delete(base)
+
+
 @pytest.mark.hdfs
 def test_empty_missing_and_leftover_directories(spark, engine, files, warehouse):
     t = "lk.odd"
