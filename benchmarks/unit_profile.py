@@ -9,8 +9,10 @@ Two partitioned Parquet tables (P1 and P2 partitions of F small files each)
 are compacted in this process on one session, through the same handlers
 the CLI runs. Every step of ``commands/compact.py`` is timed, and every
 call through the engine's adapters is counted: ``HadoopFS`` (the Hadoop
-FileSystem API: NameNode calls), ``Catalog`` (the Metastore), ``Journal``
-records (each one a synced file replaced by rename) and Spark jobs. A
+FileSystem API: NameNode calls), ``Catalog`` (the Metastore; beside it Spark's own count of
+its Hive client's Metastore calls, ``metastore.hive_client_calls``),
+``Journal`` records (each one a synced file replaced by rename) and Spark
+jobs. A
 figure per partition is the slope between the two tables, (x2 - x1) /
 (P2 - P1); per table, what is left at P = 0. Step times are summed over the
 units, which run ``parallelism`` at a time: per partition they are the work
@@ -140,6 +142,14 @@ def jobs(spark: Any) -> int:
     return len(spark.sparkContext.statusTracker().getJobIdsForGroup(None))
 
 
+def hive_calls(spark: Any) -> int:
+    """Spark's count of its Hive client's calls to the Metastore (``recordHiveCall``)."""
+    from lakekeeper_spark.compat.jvm import java_class
+
+    metrics = java_class(spark.sparkContext._jvm, "org.apache.spark.metrics.source.HiveCatalogMetrics")
+    return int(metrics.METRIC_HIVE_CLIENT_CALLS().getCount())
+
+
 def profile_one(spark: Any, meter: Meter, table: str, parallelism: int) -> dict[str, Any]:
     from lakekeeper_spark.catalog import Catalog
     from lakekeeper_spark.cli import _run_tables
@@ -148,7 +158,7 @@ def profile_one(spark: Any, meter: Meter, table: str, parallelism: int) -> dict[
     from lakekeeper_spark.fs import HadoopFS
     from lakekeeper_spark.layout import new_run_id
 
-    before, jobs_before = meter.snapshot(), jobs(spark)
+    before, jobs_before, hive_before = meter.snapshot(), jobs(spark), hive_calls(spark)
     ctx = Context(spark, HadoopFS(spark), Catalog(spark), build_settings({}, {"parallelism": parallelism}),
                   new_run_id())
     t0 = time.perf_counter()
@@ -159,6 +169,7 @@ def profile_one(spark: Any, meter: Meter, table: str, parallelism: int) -> dict[
     compacted = sum(1 for p in res.get("partitions", []) if p["status"] == "compacted")
     if res["status"] != "compacted":
         raise SystemExit(f"{table}: {res['status']}: {res.get('reason')}")
+    delta["metastore.hive_client_calls"] = (hive_calls(spark) - hive_before, 0.0)
     return {"table": table, "wall": wall, "units": compacted, "jobs": jobs(spark) - jobs_before,
             "calls": {k: v for k, v in delta.items() if v[0]}}
 

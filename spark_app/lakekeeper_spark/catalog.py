@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from typing import Any
 
 from .compat import collections as scala_collections
 from .compat.catalog_internals import CatalogInternals
 from .compat.hive_client import HiveClient
 from .errors import LakekeeperError
+from .group_commit import GroupCommit
 from .model import PartitionInfo, Storage, TableInfo
 from .names import qualified, quote_ident, sql_path_literal, sql_string_literal, validate_ident
 
@@ -108,6 +110,8 @@ class Catalog:
         self._conv = conv
         self._internals = CatalogInternals(spark, conv)
         self._hive = HiveClient(spark, conv)
+        self._writers: dict[tuple[str, str], PartitionWriter] = {}
+        self._writers_lock = threading.Lock()
 
     # ------------------------------------------------------------ helpers
     def _session_catalog(self) -> Any:
@@ -232,7 +236,7 @@ class Catalog:
         src = self._raw_partition(db, source, spec)
         dst = self._raw_partition(db, target, spec)
         storage = self._internals.storage_with_location(src.storage(), location)
-        self._alter_partition(db, target, dst, storage=storage, params=src.parameters())
+        self.writer(db, target).alter(dst, storage=storage, params=src.parameters())
         self._internals.refresh_table(db, target)
 
     def partition_clause(self, spec: dict[str, str]) -> str:
@@ -251,6 +255,7 @@ class Catalog:
             f"CREATE TABLE {qualified(db, name)} LIKE {qualified(src.db, src.name)} "
             f"LOCATION {sql_path_literal(location)} TBLPROPERTIES ({prop_sql})"
         )
+        self._forget(db, name)
 
     def add_partitions(self, db: str, table: str, parts: list[tuple[dict[str, str], str]]) -> None:
         """Partitions with exactly these raw values (``hour=09`` stays ``09``)."""
@@ -270,23 +275,34 @@ class Catalog:
 
     def set_location(self, db: str, table: str, location: str, spec: dict[str, str] | None = None) -> None:
         """Point a table, or one of its partitions, at ``location``. A
-        partition goes through the Hive client (read the partition, alter it:
-        two Metastore calls; the SQL statement makes five, under the same
-        client lock every unit of the run shares), then Spark's cached
-        relation of the table is invalidated as the statement would."""
+        partition goes through the Hive client (read the partition, alter it;
+        the SQL statement makes five Metastore calls, under the same client
+        lock every unit of the run shares), written together with the other
+        units' partition changes of the table made meanwhile
+        (``PartitionWriter``); then Spark's cached relation of the table is
+        invalidated as the statement would."""
         if not spec:
             self.sql(f"ALTER TABLE {qualified(db, table)} SET LOCATION {sql_path_literal(location)}")
             return
         sql_path_literal(location)  # the same paths as the statement accepts
-        raw = self._raw_partition(db, table, spec)
-        storage = self._internals.storage_with_location(raw.storage(), location)
-        self._alter_partition(db, table, raw, storage=storage)
-        self._internals.refresh_table(db, table)
+        writer = self.writer(db, table)
+        raw = writer.read(spec)
+        writer.alter(raw, storage=self._internals.storage_with_location(raw.storage(), location), refresh=True)
 
-    def _alter_partition(self, db: str, table: str, raw: Any, storage: Any = None, params: Any = None) -> None:
-        """Write back a partition read by ``_raw_partition`` with a new
-        storage descriptor and/or parameters (one Metastore call)."""
-        self._hive.alter_partition(validate_ident(db), validate_ident(table), raw, storage=storage, params=params)
+    def writer(self, db: str, table: str) -> "PartitionWriter":
+        """The partition reads and writes of one table (``PartitionWriter``),
+        one per table for the run's threads to share."""
+        key = (validate_ident(db), validate_ident(table))
+        with self._writers_lock:
+            if key not in self._writers:
+                self._writers[key] = PartitionWriter(self._hive, self._internals, *key)
+            return self._writers[key]
+
+    def _forget(self, db: str, table: str) -> None:
+        """The table was dropped or its definition may have changed: its
+        partitions are read with a fresh descriptor from now on."""
+        with self._writers_lock:
+            self._writers.pop((db.lower(), table.lower()), None)
 
     def set_properties(self, db: str, table: str, props: dict[str, str]) -> None:
         prop_sql = ", ".join(f"{sql_string_literal(k)}={sql_string_literal(v)}" for k, v in sorted(props.items()))
@@ -302,7 +318,7 @@ class Catalog:
     _SPARK_ROWS = "spark.sql.statistics.numRows"
 
     def _raw_partition(self, db: str, table: str, spec: dict[str, str]) -> Any:
-        return self._hive.get_partition(validate_ident(db), validate_ident(table), spec)
+        return self.writer(db, table).read(spec)
 
     def statistics(self, db: str, table: str, spec: dict[str, str] | None = None) -> dict[str, str]:
         """The statistics parameters of a table or partition as the Metastore
@@ -335,12 +351,13 @@ class Catalog:
         Spark's own statistics (which Spark refuses to take as properties)
         through the external catalog."""
         if spec:
-            raw = self._raw_partition(db, table, spec)
+            writer = self.writer(db, table)
+            raw = writer.read(spec)
             current = self._map(raw.parameters())
             params = raw.parameters()
             for k, v in self._stat_values(current, files, size, rows).items():
                 params = params.removed(k) if v is None else params.updated(k, v)
-            self._alter_partition(db, table, raw, params=params)
+            writer.alter(raw, params=params)
             return self.statistics(db, table, spec)
         current = self.statistics(db, table)
         values = self._stat_values(current, files, size, rows)
@@ -362,6 +379,63 @@ class Catalog:
                 "unsafe_drop", f"refusing to drop {db}.{table}: not an external table with external.table.purge=false"
             )
         self.sql(f"DROP TABLE {qualified(db, table)}")
+        self._forget(db, table)
 
     def refresh(self, db: str, table: str) -> None:
         self.sql(f"REFRESH TABLE {qualified(db, table)}")
+        self._forget(db, table)
+
+
+class PartitionWriter:
+    """One table's partitions, read and written for the run's threads.
+
+    Reads use the table as the Hive client holds it, fetched once (one
+    Metastore call a partition instead of two). Writes are group-committed
+    (``GroupCommit``): the partition changes that units make at the same
+    time (backup partitions repointed, statistics) go to the Metastore in
+    one ``alterPartitions``, whose own fixed cost is paid once; alone, a
+    change is written at once. If the group's call fails, each change is
+    written on its own, so each unit gets its own error."""
+
+    def __init__(self, hive: HiveClient, internals: CatalogInternals, db: str, table: str):
+        self._hive, self._internals = hive, internals
+        self.db, self.table = db, table
+        self._raw_table: Any = None
+        self._lock = threading.Lock()
+        self._commit: GroupCommit[tuple[Any, bool]] = GroupCommit(self._write)
+
+    @property
+    def batches(self) -> int:
+        return self._commit.batches
+
+    def read(self, spec: dict[str, str]) -> Any:
+        with self._lock:
+            if self._raw_table is None:
+                self._raw_table = self._hive.raw_table(self.db, self.table)
+            raw_table = self._raw_table
+        return self._hive.get_partition(self.db, self.table, spec, raw_table)
+
+    def alter(self, raw: Any, storage: Any = None, params: Any = None, refresh: bool = False) -> None:
+        """Write back a partition read by ``read`` with a new storage
+        descriptor and/or parameters; ``refresh``: then invalidate Spark's
+        cached relation of the table. Returns once it is written."""
+        self._commit.submit((self._hive.changed(raw, storage, params), refresh))
+
+    def _write(self, items: list[tuple[Any, bool]]) -> list[Any]:
+        parts = [p for p, _refresh in items]
+        try:
+            self._hive.alter_partitions(self.db, self.table, parts)
+            outcomes: list[Any] = [None] * len(parts)
+        except Exception:  # noqa: BLE001 - each on its own: the failing one fails its unit, with its own error
+            if len(parts) == 1:
+                raise
+            outcomes = []
+            for part in parts:
+                try:
+                    self._hive.alter_partitions(self.db, self.table, [part])
+                    outcomes.append(None)
+                except Exception as exc:  # noqa: BLE001
+                    outcomes.append(exc)
+        if any(r for _p, r in items):
+            self._internals.refresh_table(self.db, self.table)
+        return outcomes

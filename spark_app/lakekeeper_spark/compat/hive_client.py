@@ -1,6 +1,8 @@
-"""Spark's Hive client: partitions read and written without SQL (two
-Metastore calls where ``ALTER TABLE ... PARTITION`` makes five), under the
-client lock every unit of a run shares. Same calls on Spark 3.3 to 4.x."""
+"""Spark's Hive client: partitions read and written without SQL (a read with
+the table fetched once is one Metastore call, and one ``alterPartitions``
+writes many partitions, where ``ALTER TABLE ... PARTITION`` makes five calls
+for one), under the client lock every unit of a run shares. Same calls on
+Spark 3.3 to 4.x."""
 
 from __future__ import annotations
 
@@ -21,14 +23,29 @@ class HiveClient:
     def get_table(self, db: str, table: str) -> Any:
         return self._client().getTable(db, table)
 
-    def get_partition(self, db: str, table: str, spec: dict[str, str]) -> Any:
-        """A partition's ``CatalogTablePartition`` (column names lower-cased, as the Metastore keeps them)."""
-        return self._client().getPartition(db, table, self.conv.to_map({k.lower(): v for k, v in spec.items()}))
+    def raw_table(self, db: str, table: str) -> Any:
+        """The table as the Hive client holds it (``RawHiveTable``): one
+        Metastore call, to read many partitions with (``get_partition``)."""
+        return self._client().getRawHiveTable(db, table)
 
-    def alter_partition(self, db: str, table: str, raw: Any, storage: Any = None, params: Any = None) -> None:
-        """Write back a partition read by ``get_partition`` with a new storage
-        descriptor and/or parameters (one Metastore call)."""
-        new = raw.copy(raw.spec(), raw.storage() if storage is None else storage,
-                       raw.parameters() if params is None else params, raw.createTime(), raw.lastAccessTime(),
-                       raw.stats())
-        self._client().alterPartitions(db, table, self.conv.to_seq([new]))
+    def get_partition(self, db: str, table: str, spec: dict[str, str], raw_table: Any = None) -> Any:
+        """A partition's ``CatalogTablePartition`` (column names lower-cased, as the Metastore keeps them).
+        Without ``raw_table`` the client looks the table up first (two Metastore calls), with it one."""
+        values = self.conv.to_map({k.lower(): v for k, v in spec.items()})
+        if raw_table is not None:
+            found = self._client().getPartitionOption(raw_table, values)
+            if found.isDefined():
+                return found.get()
+        return self._client().getPartition(db, table, values)  # (again, to raise the client's own error)
+
+    @staticmethod
+    def changed(raw: Any, storage: Any = None, params: Any = None) -> Any:
+        """A partition read by ``get_partition`` with a new storage descriptor and/or parameters."""
+        return raw.copy(raw.spec(), raw.storage() if storage is None else storage,
+                        raw.parameters() if params is None else params, raw.createTime(), raw.lastAccessTime(),
+                        raw.stats())
+
+    def alter_partitions(self, db: str, table: str, parts: list[Any]) -> None:
+        """Write back many changed partitions of a table in one call (the client then looks the table up
+        once, and the Metastore alters them together)."""
+        self._client().alterPartitions(db, table, self.conv.to_seq(parts))
