@@ -8,6 +8,16 @@ record is written to ``<file>.new.<time-ordered suffix>``, the old one
 dropped, the new one renamed in place; a reader that finds no ``<file>``
 takes the newest pending ``.new.`` file.
 
+The run's plan (``units``: each unit's paths and the names, sizes and
+times of the files it planned, which for a large table is most of the
+journal) is written once, before ``table.json``, as ``plan-<n>.json``
+records of up to ``PLAN_RECORD_UNITS`` units each, and never rewritten:
+``table.json`` names how many there are, and each table step replaces a
+record of the table's own fields only (a whole-table blob rewritten at
+every step grows with the number of files). ``load`` puts the plan back
+into the document; journals of earlier versions, whose ``table.json``
+holds the units itself, load as they are.
+
 Steps: ``table:creating_backup``, ``table:compacting``, ``table:finished``,
 ``table:rolling_back``, ``table:rolled_back`` (table level); unit level
 ``writing_staging``, ``verifying``, ``moving_aside``, ``moving_in``,
@@ -24,6 +34,7 @@ import time
 import uuid
 from typing import Any
 
+from .errors import LakekeeperError
 from .faults import fault_point
 from .fs import HadoopFS
 from .layout import is_run_id
@@ -47,6 +58,7 @@ UNIT_ROLLED_BACK = "rolled_back"
 TABLE_STEPS = ("planned", "creating_backup", "compacting", "finished")
 
 _PENDING = ".new."
+PLAN_RECORD_UNITS = 1000
 
 
 class Journal:
@@ -55,7 +67,8 @@ class Journal:
         self.dir = journal_dir.rstrip("/")
         self.run_id = run_id
         self.run_dir = f"{self.dir}/{run_id}"
-        self._table: dict[str, Any] = {}
+        self._table: dict[str, Any] = {}  # table.json: the run's own fields (the plan's units apart)
+        self._plan: list[dict[str, Any]] | None = None  # the plan's units (the plan records)
         self._units: dict[int, dict[str, Any]] = {}
         # Records whose pending leftovers (of a crashed writer) are known to
         # be gone: every record of a run directory that was empty when this
@@ -69,16 +82,30 @@ class Journal:
 
     def resume(self, doc: dict[str, Any], units: dict[int, dict[str, Any]]) -> "Journal":
         """Continue a loaded run (recovery): later records build on these."""
-        self._table = dict(doc)
+        if "plan_records" in doc:
+            self._table = {k: v for k, v in doc.items() if k != "units"}
+            self._plan = doc.get("units")
+        else:  # an earlier version's journal: its plan stays inside table.json
+            self._table, self._plan = dict(doc), None
         self._units = {i: dict(u) for i, u in units.items()}
         self._all_clean = False  # a crashed process may have left pending records
         return self
 
     # ------------------------------------------------------------ writing
     def start(self, doc: dict[str, Any]) -> None:
+        """The run's first records: its plan (``doc["units"]``), then
+        ``table.json`` (step ``planned``). A run directory without
+        ``table.json`` is a run that crashed in here (``is_empty``)."""
         self.fs.mkdirs(self.run_dir)
         self._all_clean = not self.fs.list_names(self.run_dir)  # a new run: nothing to sweep, ever
-        self._table = dict(doc, run_id=self.run_id, step="planned", updated=time.time())
+        self._table = {k: v for k, v in doc.items() if k != "units"}
+        self._plan = doc.get("units")
+        if self._plan is not None:
+            chunks = [self._plan[i:i + PLAN_RECORD_UNITS] for i in range(0, len(self._plan), PLAN_RECORD_UNITS)]
+            for n, chunk in enumerate(chunks):
+                self.fs.write_text(f"{self.run_dir}/{plan_record_name(n)}", json.dumps(chunk, sort_keys=True))
+            self._table["plan_records"] = len(chunks)
+        self._table.update(run_id=self.run_id, step="planned", updated=time.time())
         self.fs.write_text(f"{self.run_dir}/table.json", json.dumps(self._table, indent=1, sort_keys=True))
 
     def table_step(self, step: str, **extra: Any) -> None:
@@ -107,8 +134,12 @@ class Journal:
         return dict(self._units.get(idx, {}))
 
     def table_record(self) -> dict[str, Any]:
-        """The run's table record as last written by this process (or resumed)."""
-        return dict(self._table)
+        """The run's document as last written by this process (or resumed):
+        the table record with the plan's units, as ``load`` returns it."""
+        doc = dict(self._table)
+        if self._plan is not None:
+            doc["units"] = self._plan
+        return doc
 
     def fault(self, step: str, idx: int | None = None) -> None:
         """The ``:after`` hook of a step (called right after its rename)."""
@@ -125,6 +156,16 @@ class Journal:
         names = [n for n, is_dir in fs.list_names(run_dir) if not is_dir]
         raw = read_record(fs, run_dir, "table.json", names)
         table = json.loads(raw) if raw else {}
+        if table and "plan_records" in table:  # the plan, written once before table.json
+            plan: list[dict[str, Any]] = []
+            for n in range(int(table["plan_records"])):
+                name = plan_record_name(n)
+                if name not in names:
+                    raise LakekeeperError("journal_incomplete", f"{run_dir}/{name} is missing: the run's plan "
+                                                                f"({table['plan_records']} records, written before "
+                                                                f"table.json) cannot be read; not touching the run")
+                plan += json.loads(fs.read_text(f"{run_dir}/{name}"))
+            table["units"] = plan
         units: dict[int, dict[str, Any]] = {}
         bases = {n.split(_PENDING)[0] for n in names if n.startswith("unit-")}
         for base in sorted(bases):
@@ -138,8 +179,9 @@ class Journal:
 
     @staticmethod
     def is_empty(fs: HadoopFS, journal_dir: str, run_id: str) -> bool:
-        """A run directory without any record: a crash inside ``start``."""
-        return not fs.list_names(f"{journal_dir.rstrip('/')}/{run_id}")
+        """A run directory with no record but (some of) its plan: a crash
+        inside ``start``, before anything was done."""
+        return all(plan_record_index(n) is not None for n, _is_dir in fs.list_names(f"{journal_dir.rstrip('/')}/{run_id}"))
 
     def remove(self) -> None:
         """Drop this run's records, and the journal directory once empty."""
@@ -148,6 +190,18 @@ class Journal:
 
 
 _UNIT_RECORD = re.compile(r"^unit-(\d{6,})\.json$")
+_PLAN_RECORD = re.compile(r"^plan-(\d{6,})\.json(\.crc)?$")
+
+
+def plan_record_name(n: int) -> str:
+    """``plan-000000.json``: the n-th record of a run's plan."""
+    return f"plan-{n:06d}.json"
+
+
+def plan_record_index(name: str) -> int | None:
+    """The index of a plan record's name (its checksum file's too), else None."""
+    m = _PLAN_RECORD.match(name.lstrip("."))
+    return int(m.group(1)) if m else None
 
 
 def unit_record_name(idx: int) -> str:

@@ -121,6 +121,58 @@ def test_journal_load_after_a_crash_inside_a_replacement():
     assert not fs.exists(j.dir)
 
 
+def test_the_plan_is_written_once_and_table_steps_do_not_carry_it():
+    """A run's units (each with every planned file's name, size and time)
+    go into plan records written once, before table.json; each table step
+    rewrites a record whose size does not grow with the plan; load and
+    table_record give the whole document back."""
+    fs = FakeFS()
+    units = [{"index": i, "spec": f"dt={i:05d}", "files": [[f"part-{k}.parquet", 100, 1] for k in range(20)]}
+             for i in range(J.PLAN_RECORD_UNITS * 2 + 500)]
+    j = J.Journal(fs, "t/.lakekeeper", "20260101T000000-abcdef")
+    j.start({"table": "db.t", "backup_table": "db.b", "units": units})
+    names = sorted(n.rsplit("/", 1)[1] for n in fs.files)
+    assert names == ["plan-000000.json", "plan-000001.json", "plan-000002.json", "table.json"]
+    plan_bytes = sum(len(fs.files[f"{j.run_dir}/plan-{n:06d}.json"]) for n in range(3))
+    for step in ("creating_backup", "compacting", "finished"):
+        j.table_step(step)
+        table_bytes = len(fs.files[f"{j.run_dir}/table.json"])
+        assert table_bytes < 400 < plan_bytes // 1000, (table_bytes, plan_bytes)
+    doc, _units = J.Journal.load(fs, j.dir, j.run_id)
+    assert doc["units"] == units and doc["step"] == "finished" and doc["plan_records"] == 3
+    assert j.table_record()["units"] == units
+    r = J.Journal(fs, j.dir, j.run_id).resume(doc, {})
+    r.table_step("finished", backup_table=None)  # a resumed run: the plan stays as it was written
+    assert "units" not in json.loads(fs.files[f"{j.run_dir}/table.json"])
+    assert J.Journal.load(fs, j.dir, j.run_id)[0]["units"] == units and r.table_record()["units"] == units
+
+    # a plan record gone (by hand): the run is not guessed at
+    del fs.files[f"{j.run_dir}/plan-000001.json"]
+    with pytest.raises(J.LakekeeperError) as missing:
+        J.Journal.load(fs, j.dir, j.run_id)
+    assert missing.value.code == "journal_incomplete" and "plan-000001.json is missing" in missing.value.message
+
+
+def test_a_crash_while_the_plan_is_written_leaves_an_empty_run_and_old_journals_load():
+    fs = FakeFS()
+    j = J.Journal(fs, "t/.lakekeeper", "20260101T000000-abcdef")
+    fs.mkdirs(j.run_dir)
+    fs.write_text(f"{j.run_dir}/plan-000000.json", "[]")  # killed before table.json
+    assert J.Journal.load(fs, j.dir, j.run_id) == ({}, {}) and J.Journal.is_empty(fs, j.dir, j.run_id)
+    fs.write_text(f"{j.run_dir}/unit-000000.json", json.dumps({"index": 0, "step": "writing_staging"}))
+    assert not J.Journal.is_empty(fs, j.dir, j.run_id)
+    # a journal written by an earlier version: the units inside table.json
+    old = J.Journal(fs, "t/.lakekeeper", "20250101T000000-abcdef")
+    fs.mkdirs(old.run_dir)
+    fs.write_text(f"{old.run_dir}/table.json", json.dumps({"table": "db.t", "step": "compacting",
+                                                           "units": [{"index": 0, "spec": "dt=a"}]}))
+    doc, _units = J.Journal.load(fs, old.dir, old.run_id)
+    assert doc["units"] == [{"index": 0, "spec": "dt=a"}]
+    r = J.Journal(fs, old.dir, old.run_id).resume(doc, {})
+    r.table_step("finished")
+    assert J.Journal.load(fs, old.dir, old.run_id)[0]["units"] == [{"index": 0, "spec": "dt=a"}]
+
+
 class CountingFS(FakeFS):
     def __init__(self):
         super().__init__()
