@@ -292,6 +292,22 @@ def test_rename_and_delete_refuse_what_they_must_and_say_why(files, warehouse):
     assert fs.delete(f"{base}/moved") is True and not fs.exists(f"{base}/moved")
     fs.delete(base)
 
+    # The adapter's HDFS clients retry a close in short steps (fs.HDFS_CLOSE_RETRY), unless the cluster's
+    # configuration sets its own.
+    from lakekeeper_spark.fs import HDFS_CLOSE_RETRY, HadoopFS
+
+    (name, ours), (retries, ours_retries) = HDFS_CLOSE_RETRY.items()
+    session_conf = files.fs._conf
+    assert session_conf.getPropertySources(name) is None or "hdfs-default.xml" in list(session_conf.getPropertySources(name))
+    assert (fs.hdfs_conf().get(name), fs.hdfs_conf().get(retries)) == (ours, ours_retries)
+    if base.startswith("hdfs://"):
+        assert fs.fs(base).getConf().get(name) == ours  # the client the journal writes with
+    session_conf.set(name, "400")
+    try:
+        assert HadoopFS(fs._spark).hdfs_conf().get(name) == "400"
+    finally:
+        session_conf.unset(name)
+
 
 def test_local_permission_copy_matches_hadoops(files, warehouse, monkeypatch):
     """On ``file://`` the adapter copies modes and owners itself (Hadoop's
