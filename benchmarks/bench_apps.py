@@ -99,12 +99,26 @@ def tables(args) -> dict:
 
 
 def floor(args) -> dict:
-    """The physical floor: read the same files once and write them once,
-    Spark defaults, same format and codec."""
+    """The physical floor: read the same files once and write them once, same
+    format and codec, packed as ours packs its reads (whole files into splits
+    of ``--split-bytes``, an open costing 1 byte, no minimum number of
+    splits: one output file per split and partition) and, for a partitioned
+    table (``--partition-column``), one output directory per partition, as
+    ours writes."""
     spark = _session(args.master, args.state_dir, args.conf)
+    if args.split_bytes:
+        spark.conf.set("spark.sql.files.maxPartitionBytes", str(args.split_bytes))
+        spark.conf.set("spark.sql.files.openCostInBytes", "1")
+        spark.conf.set("spark.sql.files.minPartitionNum", "1")
     t0 = time.time()
-    df = spark.read.format(args.fmt).load(["file://" + p for p in args.input])
-    df.write.format(args.fmt).option("compression", args.codec).save("file://" + args.out)
+    reader = spark.read.format(args.fmt)
+    if args.base_path:  # the partition column from the directories' names
+        reader = reader.option("basePath", "file://" + args.base_path)
+    df = reader.load(["file://" + p for p in args.input])
+    writer = df.write.format(args.fmt).option("compression", args.codec)
+    if args.partition_column:
+        writer = writer.partitionBy(args.partition_column)
+    writer.save("file://" + args.out)
     res = {"copy_seconds": round(time.time() - t0, 2)}
     spark.stop()
     return res
@@ -189,6 +203,9 @@ def main() -> None:
     p.add_argument("--fmt")
     p.add_argument("--codec")
     p.add_argument("--input", action="append", default=[])
+    p.add_argument("--split-bytes", type=int, default=0, help="floor: maxPartitionBytes (0: Spark's default)")
+    p.add_argument("--partition-column", help="floor: write one directory per value of this column")
+    p.add_argument("--base-path", help="floor: the table directory the inputs' partition directories are in")
     p.add_argument("--flat-rows", type=int, default=4_000_000)
     p.add_argument("--flat-files", type=int, default=2000)
     p.add_argument("--orc-rows", type=int, default=2_000_000)

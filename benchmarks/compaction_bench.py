@@ -11,17 +11,22 @@ One run of this script:
 2. installs lakekeeper 0.0.6 from PyPI into its own virtualenv
    (``~/.cache/lakekeeper-bench/venv``, with the same pyspark as ours);
 3. for each run and table, restores the table's files (hard links to the
-   pristine copy) and times, each as its own process from start to exit:
+   pristine copy) and times, each as its own process from start to exit,
+   in an order that alternates between runs:
    ``floor`` (a bare Spark copy of the data to compact: read once, write
-   once, Spark defaults), ``ours`` (``run_lakekeeper.py compact --table``)
+   once, its reads packed as ours are, one output directory per partition,
+   so it writes the file count ours writes), ``ours`` (``run_lakekeeper.py compact --table``)
    and ``lakekeeper`` (``lakekeeper compact --table``, its README's
    scenario 1: a local SparkSession; the Spark settings come from a
    ``spark-defaults.conf`` in ``SPARK_CONF_DIR`` naming the same embedded
    Derby Metastore and warehouse as ours); plus ``all``: every table in one
    application (``--tables``) for both tools;
 4. counts each contender's data scans from its Spark event log (records
-   read by all tasks / rows of the data to compact) and its output files;
-5. prints the medians, the ratios ours / floor and lakekeeper / ours, and
+   read by all tasks / rows of the data to compact), the rows it wrote
+   (a floor or ours that did not write every row once is not a result) and
+   its output files;
+5. prints the medians, the ratios ours / floor and lakekeeper / ours, the
+   standard error of ours / floor (whether the runs resolve 5 %) and
    the load average; ``--scale N`` also times ``analyze`` of a table with N
    partitions (created once, 500 partitions per ALTER TABLE).
 
@@ -40,6 +45,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -192,6 +198,59 @@ def records_read(events: str) -> tuple[int, int]:
     return records, nbytes
 
 
+def floor_split_bytes(inputs: list[str], files: int | None, block_mb: int, master: str) -> int:
+    """The floor's read splits, packed as ours packs a unit's: whole files
+    (an open costing 1 byte) into ``files`` even splits (the smallest split
+    size that gives that count), at least one per core (ours writes a small
+    unit in pieces on every core it can use). ``files``: the file count ours
+    wrote (None before ours ran: ours' planner's count for the input).
+    Each split writes one file (per partition), so the floor writes what
+    ours writes, as fast as a bare copy can."""
+    sys.path.insert(0, os.path.join(ROOT, "spark_app"))
+    from lakekeeper_spark.planner import output_split, pack_splits  # pylint: disable=import-outside-toplevel
+
+    sizes = []
+    for d in inputs:
+        for dirpath, _dirs, names in os.walk(d):
+            sizes += [os.path.getsize(os.path.join(dirpath, n)) for n in names if not n.startswith((".", "_"))]
+    m = re.match(r"local\[(\d+)\]", master)
+    cores = int(m.group(1)) if m else os.cpu_count() or 1
+    total = sum(sizes)
+    count = max(cores, files if files else output_split(sizes, block_mb * 1024 * 1024)[0])
+    lo, hi = max(1, -(-total // count)), total + len(sizes) + 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if len(pack_splits(sizes, mid)) <= count:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def ours_files(results: list[dict], table: str) -> int | None:
+    """The files ours wrote for a table in its last good run, if any."""
+    for r in reversed(results):
+        if r["table"] == table and r["contender"] == "ours" and r["ok"] and r.get("files_after"):
+            return int(r["files_after"])
+    return None
+
+
+def records_written(events: str) -> int:
+    """Records written by all tasks of the application(s) whose event logs
+    are in ``events``: each contender must write every row it read once."""
+    records = 0
+    for path in glob.glob(os.path.join(events, "**", "*"), recursive=True):
+        if os.path.isdir(path):
+            continue
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if '"SparkListenerTaskEnd"' not in line[:60]:
+                    continue
+                om = (json.loads(line).get("Task Metrics") or {}).get("Output Metrics") or {}
+                records += int(om.get("Records Written", 0))
+    return records
+
+
 def visible_files(path: str) -> int:
     n = 0
     for dirpath, dirnames, filenames in os.walk(path):
@@ -213,7 +272,7 @@ def lane_python(name: str) -> str:
 
 
 def run_contender(args, work: str, state: str, meta: dict, contender: str, table: str, run: int,
-                  lk_exe: str, lane: str = "main") -> dict:
+                  lk_exe: str, lane: str = "main", ours_files: int | None = None) -> dict:
     py = lane_python(lane)
     state = lane_state(state, lane)
     tabs = list(TABLES) if table == "all" else [table]
@@ -243,6 +302,11 @@ def run_contender(args, work: str, state: str, meta: dict, contender: str, table
         fmt, codec = TABLES[tabs[0]]["format"], TABLES[tabs[0]]["codec"]
         cmd = [py, os.path.join(HERE, "bench_apps.py"), "floor", "--state-dir", state, "--master", args.master,
                "--fmt", fmt, "--codec", codec, "--out", out] + [x for s in src for x in ("--input", s)]
+        if tabs == ["parted"]:  # each split writes a file per partition it holds: one split per core
+            cmd += ["--split-bytes", str(floor_split_bytes(src, 1, args.block_size, args.master))]
+            cmd += ["--partition-column", "part", "--base-path", data_dir(work, db, "parted")]
+        else:
+            cmd += ["--split-bytes", str(floor_split_bytes(src, ours_files, args.block_size, args.master))]
         cmd += [x for k, v in confs.items() for x in ("--conf", f"{k}={v}")]
         secs, rc, stdout = sh(cmd, env=env, log=log)
         ok = rc == 0
@@ -286,8 +350,12 @@ def run_contender(args, work: str, state: str, meta: dict, contender: str, table
         files_after = sum(visible_files(data_dir(work, db, t)) for t in tabs)
     records, nbytes = records_read(events)
     rows = sum(meta[t].get("rows_to_compact", meta[t]["rows"]) for t in tabs)
+    written = records_written(events)
+    if ok and contender != "lakekeeper" and written != rows:  # lost or doubled rows: not a result
+        print(f"  {contender} {table}: wrote {written} rows, {rows} to compact", flush=True)
+        ok = False
     return {"contender": contender, "table": table if lane == "main" else f"{table}@{lane}", "lane": lane,
-            "run": run, "seconds": round(secs, 2), "ok": ok,
+            "run": run, "seconds": round(secs, 2), "ok": ok, "rows_written": written,
             "scans": round(records / rows, 2) if rows else None, "bytes_read": nbytes,
             "files_after": files_after, "load": round(os.getloadavg()[0], 2), "log": log}
 
@@ -396,6 +464,14 @@ def paired_ratio(results: list[dict], table: str, num: str, den: str) -> tuple[f
     return (round(statistics.median(ratios), 2) if ratios else None), [round(x, 2) for x in ratios]
 
 
+def resolution(ratios: list[float]) -> float | None:
+    """The standard error of the median ratio, relative (about 1.25 times
+    that of the mean): below 0.05 the runs resolve a 5 % difference."""
+    if len(ratios) < 2:
+        return None
+    return 1.25 * statistics.stdev(ratios) / (len(ratios) ** 0.5) / statistics.median(ratios)
+
+
 def report(results: list[dict], contenders: list[str], tables: list[str]) -> str:
     lines = []
     head = (f"{'table':16} {'floor s':>8} {'ours s':>8} {'lk s':>8} {'ours/floor':>10} {'lk/ours':>8} "
@@ -424,6 +500,14 @@ def report(results: list[dict], contenders: list[str], tables: list[str]) -> str
         lines.append(f"{t:16} {fmt(med.get('floor')):>8} {fmt(med.get('ours')):>8} {fmt(med.get('lakekeeper')):>8} "
                      f"{'-' if ratio_f is None else f'{ratio_f:.2f}':>10} {'-' if ratio_l is None else f'{ratio_l:.2f}':>8} "
                      f"{sc:>15} {fl:>11} {'yes' if ok else 'NO':>3}   {per_run}")
+    notes = []
+    for t in rows:
+        _ratio, runs_f = paired_ratio(results, t, "ours", "floor")
+        res = resolution(runs_f)
+        if res is not None:
+            notes.append(f"{t}: +-{res * 100:.1f} %" + ("" if res < 0.05 else " (more runs needed to resolve 5 %)"))
+    if notes:
+        lines += ["", "ours/floor, standard error of the median: " + "; ".join(notes)]
     if "ours_rows" in contenders:
         lines += ["", "verify content / verify rows (ours / ours --verify rows, paired per run): what reading the copy "
                       "back costs"]
@@ -469,17 +553,20 @@ def main() -> int:
     load_start = os.getloadavg()
     for run in range(1, args.runs + 1):
         for t in tables:
-            for c in contenders:
+            # the contenders' order alternates between runs (the machine's drift within a run favours neither);
+            # the first run starts with the last contender, so the floor knows the file count ours writes
+            for c in (contenders[::-1] if run % 2 else contenders):
                 if c == "floor" and t == "all":
                     continue
-                r = run_contender(args, work, state, meta, c, t, run, lk_exe)
+                r = run_contender(args, work, state, meta, c, t, run, lk_exe, ours_files=ours_files(results, t))
                 results.append(r)
                 print(f"run {run} {r['table']:7} {c:10} {r['seconds']:7.1f}s scans {r['scans']} "
                       f"files {r['files_after']} {'ok' if r['ok'] else 'FAILED (' + r['log'] + ')'} "
                       f"load {r['load']}", flush=True)
             for lane in [x for x in args.spark_lanes.split(",") if x]:
                 for c in [c for c in contenders if c in ("floor", "ours", "ours_rows") and not (c == "floor" and t == "all")]:
-                    r = run_contender(args, work, state, meta, c, t, run, lk_exe, lane=lane)
+                    r = run_contender(args, work, state, meta, c, t, run, lk_exe, lane=lane,
+                                      ours_files=ours_files(results, f"{t}@{lane}"))
                     results.append(r)
                     print(f"run {run} {r['table']:7} {c:10} {r['seconds']:7.1f}s scans {r['scans']} "
                           f"files {r['files_after']} {'ok' if r['ok'] else 'FAILED (' + r['log'] + ')'} "
