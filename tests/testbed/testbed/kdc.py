@@ -285,7 +285,9 @@ class KDC:
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
                 s.settimeout(0.2)
                 if self.pidfile.exists() and s.connect_ex((self.host, self.port)) == 0:
-                    return int(self.pidfile.read_text().strip())
+                    text = self.pidfile.read_text().strip()
+                    if text.isdigit():  # krb5kdc creates the file, then writes its pid: read it once written
+                        return int(text)
             time.sleep(0.05)
         self.stop_daemon()
         raise RuntimeError("krb5kdc did not start listening: " + self._tail())
