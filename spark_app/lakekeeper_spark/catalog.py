@@ -236,8 +236,7 @@ class Catalog:
         src = self._raw_partition(db, source, spec)
         dst = self._raw_partition(db, target, spec)
         storage = self._internals.storage_with_location(src.storage(), location)
-        self.writer(db, target).alter(dst, storage=storage, params=src.parameters())
-        self._internals.refresh_table(db, target)
+        self.writer(db, target).alter(dst, storage=storage, params=src.parameters(), refresh=True)
 
     def partition_clause(self, spec: dict[str, str]) -> str:
         return "PARTITION (" + ", ".join(f"{quote_ident(k)}={sql_string_literal(v)}" for k, v in spec.items()) + ")"
@@ -403,10 +402,6 @@ class PartitionWriter:
         self._raw_table: Any = None
         self._lock = threading.Lock()
         self._commit: GroupCommit[tuple[Any, bool]] = GroupCommit(self._write)
-
-    @property
-    def batches(self) -> int:
-        return self._commit.batches
 
     def read(self, spec: dict[str, str]) -> Any:
         with self._lock:

@@ -37,7 +37,7 @@ class GroupCommit(Generic[T]):
         self._queue: list[tuple[object, T]] = []
         self._outcomes: dict[object, Any] = {}
         self._writing = False
-        self.batches = 0  # how many writes were made (the benchmark and the tests read it)
+        self.batches = 0  # how many writes were made (the tests read it)
 
     def submit(self, item: T) -> Any:
         token = object()
