@@ -19,7 +19,9 @@ created with ``O_CREAT|O_EXCL`` instead).
 from __future__ import annotations
 
 import logging
+import os
 import re
+import stat
 import threading
 from typing import Any, Iterable
 
@@ -252,8 +254,6 @@ class HadoopFS:
         """file:// directories listed by the operating system (what Hadoop's
         local filesystem does underneath, without a gateway call per file
         entry); None when a directory is not a plain local one."""
-        import os
-
         out = {}
         for q in qualified:
             if not q.startswith("file:/") or _plain_uri(q) is None or not os.path.isdir(q[5:]):
@@ -406,9 +406,6 @@ class HadoopFS:
         warnings. Hadoop's local filesystem starts an ``ls``, ``chmod`` or
         ``chown`` process for each status, mode and owner when its native
         library is missing (pip's pyspark has none); the same calls, made here."""
-        import os
-        import stat
-
         warnings: list[str] = []
         ref_dir = os.stat(src)
         targets = [(dst, ref_dir)]
@@ -487,14 +484,7 @@ class HadoopFS:
             # file://: Hadoop's local filesystem starts a chmod process for every file it creates when its
             # native library is missing (pip's pyspark has none); the same file, made here: parents as
             # FileSystem.create makes them, the mode the umask gives, no checksum file (readers need none).
-            import os
-
-            os.makedirs(os.path.dirname(local), exist_ok=True)
-            fd = os.open(local, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(text.encode("utf-8"))
-                fh.flush()
-                os.fsync(fh.fileno())
+            _create_local(local, text, 0o666)
             return
         out = self.fs(uri).create(self.path(uri), False)
         try:
@@ -509,23 +499,15 @@ class HadoopFS:
         created by another client)."""
         local = self._local_path(uri)
         if local is not None:
-            import os
-
             for attempt in range(3):  # the directory may be removed (empty) by a run releasing its lease
-                os.makedirs(os.path.dirname(local), exist_ok=True)
                 try:
-                    fd = os.open(local, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-                    break
+                    _create_local(local, text, 0o644)
+                    return True
                 except FileExistsError:
                     return False
                 except FileNotFoundError:
                     if attempt == 2:
                         raise
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-                fh.flush()
-                os.fsync(fh.fileno())
-            return True
         try:
             self.write_text(uri, text)
         except Exception as exc:  # noqa: BLE001 - Py4JJavaError carries the Java exception
@@ -808,6 +790,17 @@ class HadoopFS:
 def _access_denied(exc: Exception) -> bool:
     """The NameNode refused this user (``AccessControlException``)."""
     return "AccessControlException" in java_message(exc) + " " + str(exc)[:2000]
+
+
+def _create_local(path: str, text: str, mode: int) -> None:
+    """A new local file (``FileExistsError`` if there is one) with ``text``,
+    synced to disk; its parent directories made as needed."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, mode)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(text.encode("utf-8"))
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
 def threaded(fn: Any, items: list[Any], limit: int = 8) -> list[Any]:
