@@ -180,10 +180,12 @@ def event_conf(events: str) -> dict[str, str]:
     }
 
 
-def records_read(events: str) -> tuple[int, int]:
-    """Records and bytes read by all tasks of the application(s) whose event
-    logs are in ``events``: every scan of data shows up here."""
-    records = nbytes = 0
+def task_records(events: str) -> tuple[int, int, int]:
+    """Records read, bytes read and records written by all tasks of the
+    application(s) whose event logs are in ``events``: every scan of data
+    shows up in the first two, and each contender must write every row it
+    read once."""
+    read = nbytes = written = 0
     for path in glob.glob(os.path.join(events, "**", "*"), recursive=True):
         if os.path.isdir(path):
             continue
@@ -191,11 +193,12 @@ def records_read(events: str) -> tuple[int, int]:
             for line in fh:
                 if '"SparkListenerTaskEnd"' not in line[:60]:
                     continue
-                ev = json.loads(line)
-                im = (ev.get("Task Metrics") or {}).get("Input Metrics") or {}
-                records += int(im.get("Records Read", 0))
+                metrics = json.loads(line).get("Task Metrics") or {}
+                im, om = metrics.get("Input Metrics") or {}, metrics.get("Output Metrics") or {}
+                read += int(im.get("Records Read", 0))
                 nbytes += int(im.get("Bytes Read", 0))
-    return records, nbytes
+                written += int(om.get("Records Written", 0))
+    return read, nbytes, written
 
 
 def floor_split_bytes(inputs: list[str], files: int | None, block_mb: int, master: str) -> int:
@@ -207,7 +210,7 @@ def floor_split_bytes(inputs: list[str], files: int | None, block_mb: int, maste
     Each split writes one file (per partition), so the floor writes what
     ours writes, as fast as a bare copy can."""
     sys.path.insert(0, os.path.join(ROOT, "spark_app"))
-    from lakekeeper_spark.planner import output_split, pack_splits  # pylint: disable=import-outside-toplevel
+    from lakekeeper_spark.planner import output_split, smallest_split  # pylint: disable=import-outside-toplevel
 
     sizes = []
     for d in inputs:
@@ -215,16 +218,8 @@ def floor_split_bytes(inputs: list[str], files: int | None, block_mb: int, maste
             sizes += [os.path.getsize(os.path.join(dirpath, n)) for n in names if not n.startswith((".", "_"))]
     m = re.match(r"local\[(\d+)\]", master)
     cores = int(m.group(1)) if m else os.cpu_count() or 1
-    total = sum(sizes)
     count = max(cores, files if files else output_split(sizes, block_mb * 1024 * 1024)[0])
-    lo, hi = max(1, -(-total // count)), total + len(sizes) + 1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if len(pack_splits(sizes, mid)) <= count:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
+    return smallest_split(sizes, count)
 
 
 def ours_files(results: list[dict], table: str) -> int | None:
@@ -233,22 +228,6 @@ def ours_files(results: list[dict], table: str) -> int | None:
         if r["table"] == table and r["contender"] == "ours" and r["ok"] and r.get("files_after"):
             return int(r["files_after"])
     return None
-
-
-def records_written(events: str) -> int:
-    """Records written by all tasks of the application(s) whose event logs
-    are in ``events``: each contender must write every row it read once."""
-    records = 0
-    for path in glob.glob(os.path.join(events, "**", "*"), recursive=True):
-        if os.path.isdir(path):
-            continue
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if '"SparkListenerTaskEnd"' not in line[:60]:
-                    continue
-                om = (json.loads(line).get("Task Metrics") or {}).get("Output Metrics") or {}
-                records += int(om.get("Records Written", 0))
-    return records
 
 
 def visible_files(path: str) -> int:
@@ -348,9 +327,8 @@ def run_contender(args, work: str, state: str, meta: dict, contender: str, table
             fh.write("\n--- stdout ---\n" + stdout)
         ok = rc == 0 and "FAILED" not in stdout.upper()
         files_after = sum(visible_files(data_dir(work, db, t)) for t in tabs)
-    records, nbytes = records_read(events)
+    records, nbytes, written = task_records(events)
     rows = sum(meta[t].get("rows_to_compact", meta[t]["rows"]) for t in tabs)
-    written = records_written(events)
     if ok and contender != "lakekeeper" and written != rows:  # lost or doubled rows: not a result
         print(f"  {contender} {table}: wrote {written} rows, {rows} to compact", flush=True)
         ok = False

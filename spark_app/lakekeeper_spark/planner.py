@@ -62,7 +62,7 @@ def pack_splits(sizes: list[int], split_bytes: int, open_cost: int = 1) -> list[
     return splits
 
 
-def _smallest_split(sizes: list[int], count: int) -> int:
+def smallest_split(sizes: list[int], count: int) -> int:
     """The smallest split size with which Spark's packing makes no more than
     ``count`` splits of these files (so the splits are even: no small
     remainder)."""
@@ -97,7 +97,7 @@ def output_split(sizes: list[int], target_bytes: int, shrink: float = 1.0) -> tu
     if not sizes or target_bytes <= 0:
         return 0, max(1, target_bytes)
     n = max(1, min(len(sizes), int(sum(sizes) * _output_share(shrink) / target_bytes + 0.5)))
-    return n, _smallest_split(sizes, n)
+    return n, smallest_split(sizes, n)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,7 +143,7 @@ def write_layout(sizes: list[int], target_bytes: int, shrink: float = 1.0, slots
         if rounds < best_rounds - 1e-9:
             best, best_rounds = k, rounds
     while best > 1:  # exactly files * k splits, else the pieces cannot be grouped evenly
-        piece_split = _smallest_split(sizes, files * best)
+        piece_split = smallest_split(sizes, files * best)
         if len(pack_splits(sizes, piece_split)) == files * best:
             return WriteLayout(files, best, piece_split)
         best -= 1
