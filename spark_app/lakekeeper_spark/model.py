@@ -45,6 +45,11 @@ class Listing:
         return [list(f.key()) for f in sorted(self.files, key=lambda f: f.name)]
 
 
+def spec_string(spec: dict[str, str]) -> str:
+    """``a=1/b=x``: a partition spec as units and results name it."""
+    return "/".join(f"{k}={v}" for k, v in spec.items())
+
+
 @dataclasses.dataclass
 class PartitionInfo:
     spec: dict[str, str]  # ordered as the table's partition columns
@@ -52,7 +57,7 @@ class PartitionInfo:
 
     @property
     def spec_str(self) -> str:
-        return "/".join(f"{k}={v}" for k, v in self.spec.items())
+        return spec_string(self.spec)
 
 
 @dataclasses.dataclass

@@ -62,11 +62,12 @@ def resolve_storage(ctx: Context, info: TableInfo, p: TablePlan) -> None:
     if the table's changed later without CASCADE. A partition whose format
     is not the table's, or whose properties a rewrite cannot honour, is
     refused (decision ``refuse`` with a code), nothing of it touched. One
-    Metastore call per partition to compact."""
+    Metastore call per partition to compact, or one for all of them from
+    ``catalog.BULK_STORAGE`` partitions on (``Catalog.partition_storages``)."""
     if not info.is_partitioned or (info.provider or "").lower() in ("parquet", "orc"):
         return  # the table's own descriptor (checked by check_rewritable), or a Spark data source table
-    for u in p.to_compact:
-        storage = ctx.catalog.partition_storage(info.db, info.name, u.partition or {})
+    todo = list(p.to_compact)
+    for u, storage in zip(todo, ctx.catalog.partition_storages(info, [u.partition or {} for u in todo])):
         fmt = detect_format(storage)
         why = None
         if fmt != info.format:

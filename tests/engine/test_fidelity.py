@@ -228,17 +228,23 @@ def _two_descriptor_table(spark, files, warehouse, name: str) -> tuple[str, dict
     return loc, lines
 
 
-def test_each_partition_is_written_with_its_own_storage_descriptor(spark, engine, files, warehouse):
+def test_each_partition_is_written_with_its_own_storage_descriptor(spark, engine, files, warehouse, monkeypatch):
     """A partition keeps the SerDe properties it was created with when the
     table's change without CASCADE; readers read it with its own. Before,
     dt=old was written with the table's '|', read back the same way by the
-    verification, and compacted: every reader then saw NULLs."""
+    verification, and compacted: every reader then saw NULLs. The
+    descriptors come from the table's partition list here (the bulk read of
+    ``Catalog.partition_storages``, from one partition on); the next test
+    reads them one call each, and both reads give the same descriptors."""
+    from lakekeeper_spark import catalog as catalog_module
+
     loc, lines = _two_descriptor_table(spark, files, warehouse, "own_descriptor")
     t = "lk.own_descriptor"
     rows = frozen(spark, t)
     assert rows.where("dt = 'old' AND v LIKE 'v-%'").count() == 60 and rows.where("v IS NULL").count() == 20
     assert rows.where("dt = 'new' AND v LIKE 'w-%, with a comma'").count() == 80
 
+    monkeypatch.setattr(catalog_module, "BULK_STORAGE", 1)
     res = engine.one("compact", t)
     assert res["status"] == "compacted", res
     assert [p["status"] for p in res["partitions"]] == ["compacted", "compacted"], res
@@ -247,6 +253,16 @@ def test_each_partition_is_written_with_its_own_storage_descriptor(spark, engine
     for dt in ("old", "new"):  # byte for byte: each partition with its own delimiter
         assert len(files.data_files(f"{loc}/dt={dt}")) == 1
         assert _lines_of(files, f"{loc}/dt={dt}") == sorted(lines[dt]), dt
+    # one Metastore call per partition and the bulk read agree, parameters (statistics) included
+    cat = catalog_module.Catalog(spark)
+    info = cat.get_table("lk", "own_descriptor")
+    specs = [{"dt": "new"}, {"dt": "gone"}, {"dt": "old"}]
+    one_by_one = [cat.partition_storage("lk", "own_descriptor", s) for s in (specs[0], specs[2])]
+    assert [s.serde_properties["field.delim"] for s in one_by_one] == ["|", ","], one_by_one
+    assert one_by_one[0].parameters.get("numFiles") == "1", one_by_one
+    with pytest.raises(Exception, match="gone"):  # not in the list: read alone, and fails as it would alone
+        cat.partition_storages(info, specs)
+    assert cat.partition_storages(info, [specs[0], specs[2]]) == one_by_one
     assert engine.one("rollback", t)["status"] == "rolled_back"
     spark.sql(f"DROP TABLE {t}")
 
