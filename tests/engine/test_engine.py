@@ -309,6 +309,32 @@ def test_rename_and_delete_refuse_what_they_must_and_say_why(files, warehouse):
         session_conf.unset(name)
 
 
+@pytest.mark.hdfs
+def test_directory_names_match_hadoops_listing(files, warehouse):
+    """``list_names`` reads a directory in one gateway round trip (the
+    statuses as text) or, on ``file://``, from the operating system: the
+    same names and kinds as Hadoop's own ``listStatus``, awkward names,
+    hidden entries and subdirectories included; a file lists itself; a
+    missing path lists nothing."""
+    fs, base = files.fs, f"{warehouse}/names_listing"
+    odd = ["part-0", ".hidden", "_SUCCESS", "a b, c}{d", "pct%3A20", "dt=2024-01-01", "ünï"]
+    for name in odd:
+        files.write_bytes(f"{base}/d/{name}", b"x")
+    for sub in ("sub", ".lk_staging_x", "k=v w"):
+        files.write_bytes(f"{base}/d/{sub}/f", b"y")
+
+    def hadoops(uri):
+        jfs = fs.fs(uri)
+        if not jfs.exists(fs.path(uri)):
+            return []
+        return sorted((str(st.getPath().getName()), bool(st.isDirectory())) for st in jfs.listStatus(fs.path(uri)))
+
+    for uri in (f"{base}/d", f"{base}/d/part-0", f"{base}/missing", f"{base}/d/k=v w"):
+        assert sorted(fs.list_names(uri)) == hadoops(uri), uri
+    assert len(fs.list_names(f"{base}/d")) == len(odd) + 3
+    fs.delete(base)
+
+
 def test_local_permission_copy_matches_hadoops(files, warehouse, monkeypatch):
     """On ``file://`` the adapter copies modes and owners itself (Hadoop's
     local filesystem starts a process per call without its native library):

@@ -87,17 +87,18 @@ def analyze_table(ctx: Context, full_name: str) -> dict[str, Any]:
     p = plan(ctx, info)
     apply_delete_ratio(ctx, info, p)  # dedupe trigger_ratio: the measured share per unit the size rule skips
     todo = p.to_compact
+    chosen = {id(u) for u in todo}  # by identity: a Unit's == compares every field (and its listing)
     out = excluded(policy)
     parts, before_all, after_all = [], [], []
     for u in p.units:
-        before, after = unit_histograms(u, u in todo)
+        before, after = unit_histograms(u, id(u) in chosen)
         before_all.append(before)
         after_all.append(after)
         parts.append(partition_result(u, "analyzed", u.decision.reason, decision=u.decision.action,
                                       histogram_before=before, histogram_after=after))
     backups = backup_facts(ctx, info)
     files = sum(u.stats.files for u in p.units)
-    files_after = sum(u.decision.target_files if u in todo else u.stats.files for u in p.units)
+    files_after = sum(u.decision.target_files if id(u) in chosen else u.stats.files for u in p.units)
     reason = f"{len(todo)} of {len(p.units)} unit(s) need compaction" if p.units else (
         "no partition matches the where filter" if ctx.settings.where else "no partitions")
     if out:
