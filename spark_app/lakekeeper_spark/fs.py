@@ -114,6 +114,7 @@ class HadoopFS:
     """Thin wrapper: URIs in, plain Python values out."""
 
     BATCH = 256  # directories per listStatus(Path[]) call
+    LIST_THREADS = 8  # listStatus(Path[]) calls at once: one NameNode call per directory, latency-bound
 
     def __init__(self, spark: Any):
         self._spark = spark
@@ -125,6 +126,14 @@ class HadoopFS:
     # ------------------------------------------------------------ basics
     def path(self, uri: str) -> Any:
         return java_class(self._jvm, "org.apache.hadoop.fs.Path")(uri)
+
+    def _path_array(self, uris: list[str]) -> Any:
+        """A Java ``Path[]`` of ``uris`` in three gateway calls, not two per
+        path: the URIs go over joined by NUL (which no path holds), split
+        and made paths in the JVM (``new Path(uri)`` each, as ``path``)."""
+        literal = java_class(self._jvm, "java.util.regex.Pattern").compile("\u0000", 16)  # 16: Pattern.LITERAL
+        strings = literal.split("\u0000".join(uris), -1)
+        return java_class(self._jvm, "org.apache.hadoop.util.StringUtils").stringToPath(strings)
 
     def fs(self, uri: str) -> Any:
         plain = _plain_uri(uri)
@@ -190,16 +199,22 @@ class HadoopFS:
                 uri = self.path(u).toUri()
                 key = f"{uri.getScheme()}://{uri.getAuthority() or ''}"
             by_fs.setdefault(key, []).append(u)
-        for group in by_fs.values():
-            for i in range(0, len(group), self.BATCH):
-                batch = group[i : i + self.BATCH]
-                try:
-                    out.update(self._list_batch(batch))
-                except Exception as exc:  # a missing directory fails the whole batch
-                    if "FileNotFoundException" not in str(exc) and "does not exist" not in str(exc):
-                        raise
-                    for u in batch:
-                        out.update(self._list_batch([u], missing_ok=True))
+        batches = [group[i : i + self.BATCH] for group in by_fs.values() for i in range(0, len(group), self.BATCH)]
+
+        def one(batch: list[str]) -> dict[str, Listing]:
+            try:
+                return self._list_batch(batch)
+            except Exception as exc:  # a missing directory fails the whole batch
+                if "FileNotFoundException" not in str(exc) and "does not exist" not in str(exc):
+                    raise
+                alone: dict[str, Listing] = {}
+                for u in batch:
+                    alone.update(self._list_batch([u], missing_ok=True))
+                return alone
+
+        # one NameNode call per directory: a few batches at once overlap their round trips
+        for found in threaded(one, batches, self.LIST_THREADS):
+            out.update(found)
         return out
 
     def _list_batch(self, uris: list[str], missing_ok: bool = False) -> dict[str, Listing]:
@@ -216,11 +231,7 @@ class HadoopFS:
         local = self._list_local(qualified)
         if local is not None:
             return {u: local[q] for q, u in qualified.items()}
-        gw = self._spark.sparkContext._gateway
-        arr = gw.new_array(java_class(self._jvm, "org.apache.hadoop.fs.Path"), len(uris))
-        for i, u in enumerate(uris):
-            arr[i] = self.path(u)
-        statuses = fs.listStatus(arr)
+        statuses = fs.listStatus(self._path_array(uris))
         entries = None
         remote = str(fs.getScheme()) != "file"
         if remote:
