@@ -40,16 +40,18 @@ pytestmark = pytest.mark.testbed
 
 def test_engine_suite_on_hdfs_metastore_service_and_standalone(testbed):
     env = dict(os.environ, LAKEKEEPER_ENGINE_BACKEND="testbed", LAKEKEEPER_TESTBED_JSON=str(testbed.json_path))
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "hdfs",
-         str(ROOT / "tests" / "engine" / "test_engine.py"), str(ROOT / "tests" / "engine" / "test_hdfs_attributes.py")],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800, check=False
-    )
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "hdfs",
+            str(ROOT / "tests" / "engine" / "test_engine.py"), str(ROOT / "tests" / "engine" / "test_hdfs_attributes.py")]
+    collected = subprocess.run(argv + ["--collect-only"], cwd=ROOT, env=env, capture_output=True, text=True,
+                               timeout=300, check=False)
+    marked = [line for line in collected.stdout.splitlines() if "::test_" in line]
+    assert len(marked) >= 13, collected.stdout[-3000:]  # the 11 marked hdfs in test_engine.py and the 2 HDFS-only ones
+    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800, check=False)
     tail = "\n".join(proc.stdout.splitlines()[-25:])
     print(tail)
     assert proc.returncode == 0, f"engine suite on the test bed failed:\n{tail}\n{proc.stderr[-3000:]}"
-    assert " passed" in proc.stdout and " failed" not in proc.stdout
-    assert "12 passed" in proc.stdout, tail  # every test marked hdfs ran (10 + the 2 HDFS-only ones)
+    assert " failed" not in proc.stdout and " skipped" not in proc.stdout, tail
+    assert f"{len(marked)} passed" in proc.stdout, tail  # every test marked hdfs ran, none skipped
 
 
 SETUP = textwrap.dedent(
