@@ -296,15 +296,15 @@ class HadoopFS:
         when it does not exist. A table root can hold 100,000 partition
         directories: one gateway round trip for them all (the statuses
         rendered as text), the operating system's listing on ``file://``."""
-        q = self.qualify(uri).rstrip("/")
-        if q.startswith("file:/") and _plain_uri(q) is not None:
+        local = self._local_path(self.qualify(uri).rstrip("/"))
+        if local is not None:
             try:
-                with os.scandir(q[5:]) as it:
+                with os.scandir(local) as it:
                     return [(e.name, e.is_dir(follow_symlinks=True)) for e in it if not is_checksum_name(e.name)]
             except FileNotFoundError:
                 return []
             except NotADirectoryError:  # a file: itself, as Hadoop's listStatus answers
-                return [(os.path.basename(q[5:]), False)]
+                return [(os.path.basename(local), False)]
         fs = self.fs(uri)
         p = self.path(uri)
         if not fs.exists(p):
