@@ -42,6 +42,48 @@ _PART_SEP = "\u0000\u0001lk\u0001\u0000"
 # From this many partitions of one table on, their storage descriptors come from one listing of the
 # table's partitions instead of one Metastore call each (``Catalog.partition_storages``).
 BULK_STORAGE = 8
+# A ``where`` that selects fewer than 1/BY_NAME_RATIO of a table's partitions reads them one Metastore
+# call each (found by their names); more, and one listing of every partition is cheaper. On the test
+# bed a listing costs about 0.26 ms per partition (100,000 in 26 s) and a call about 5-10 ms.
+BY_NAME_RATIO = 32
+
+
+def unescape_path_name(text: str) -> str:
+    """A Hive-escaped directory name decoded (``%3A`` is ``:``), as Hive's
+    and Spark's ``unescapePathName`` do it: a ``%`` not followed by two hex
+    digits stays."""
+    if "%" not in text:
+        return text
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "%" and i + 2 < n:
+            digits = text[i + 1 : i + 3]
+            try:  # Java's parseInt: a sign is taken, spaces are not
+                code = int(digits, 16) if digits.strip() == digits else -1
+            except ValueError:
+                code = -1
+            if code >= 0:
+                out.append(chr(code))
+                i += 3
+                continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def parse_partition_name(name: str, cols: list[str]) -> dict[str, str] | None:
+    """A partition's spec from its Metastore name (``k=v/k2=v2``, escaped),
+    keyed and ordered as ``cols``; None if it does not name exactly them."""
+    found: dict[str, str] = {}
+    for piece in name.split("/"):
+        key, eq, value = piece.partition("=")
+        if not eq:
+            return None
+        found[unescape_path_name(key).lower()] = unescape_path_name(value)
+    if len(found) != len(cols) or any(c.lower() not in found for c in cols):
+        return None
+    return {c: found[c.lower()] for c in cols}
 
 
 def parse_partition_text(text: str, cols: list[str]) -> tuple[dict[str, str], str] | None:
@@ -115,6 +157,7 @@ class Catalog:
         self._hive = HiveClient(spark, conv)
         self._writers: dict[tuple[str, str], PartitionWriter] = {}
         self._writers_lock = threading.Lock()
+        self._counts: dict[tuple[str, str], int] = {}  # partitions per table, as last listed
 
     # ------------------------------------------------------------ helpers
     def _session_catalog(self) -> Any:
@@ -197,12 +240,51 @@ class Catalog:
         is read field by field instead."""
         return sorted(self._listing(info)[1], key=lambda p: p.spec_str)
 
+    def partition_specs(self, info: TableInfo) -> list[dict[str, str]]:
+        """Every partition's spec, from the Metastore's partition names: one
+        call, no storage descriptors (100,000 names in 0.6 s on the test bed,
+        where the partitions themselves take 26 s)."""
+        names = self._internals.partition_names(info.db, info.name)
+        cols = [c for c, _type in info.partition_columns]
+        text = str(names.mkString("\n")) if int(names.size()) else ""
+        specs = []
+        for name in text.split("\n") if text else []:
+            spec = parse_partition_name(name, cols)
+            if spec is None:
+                raise LakekeeperError("catalog", f"{info.full_name}: partition name {name!r} does not name the "
+                                                 f"partition columns {', '.join(cols)}")
+            specs.append(spec)
+        self._counts[(info.db, info.name)] = len(specs)
+        return specs
+
+    def partitions_named(self, info: TableInfo, specs: list[dict[str, str]], total: int) -> list[PartitionInfo]:
+        """The partitions ``specs`` (some of the table's ``total``), sorted as
+        ``list_partitions``: one Metastore call each while they are fewer
+        than ``total / BY_NAME_RATIO``, else from the listing of every
+        partition. A partition dropped meanwhile is left out."""
+        if len(specs) * BY_NAME_RATIO >= total:
+            wanted = {spec_string(s) for s in specs}
+            return [p for p in self.list_partitions(info) if p.spec_str in wanted]
+        cols = [c for c, _type in info.partition_columns]
+        raw_table = self._hive.raw_table(info.db, info.name) if specs else None
+        out = []
+        for spec in specs:
+            found = self._hive.find_partition(raw_table, spec)
+            if found is None:
+                log.warning("%s: partition %s is gone from the Metastore since its name was listed; left out",
+                            info.full_name, spec_string(spec))
+                continue
+            parsed = self._partition_fields(found, cols)
+            out.append(PartitionInfo(spec=parsed[0], location=parsed[1]))
+        return sorted(out, key=lambda p: p.spec_str)
+
     def _listing(self, info: TableInfo) -> tuple[Any, list[PartitionInfo]]:
         """The Metastore's partition list (a Scala ``Seq`` of
         ``CatalogTablePartition``) and each one's spec and location, in its order."""
         seq = self._internals.partitions(info.db, info.name)
         cols = [c for c, _type in info.partition_columns]
         chunks = str(seq.mkString(_PART_SEP)).split(_PART_SEP) if int(seq.size()) else []
+        self._counts[(info.db, info.name)] = len(chunks)
         parts: Any = None
         out = []
         for i, chunk in enumerate(chunks):
@@ -232,8 +314,11 @@ class Catalog:
         table's partition list, each wanted partition's descriptor read from
         it (about ten gateway calls each, no Metastore call); fewer, one call
         each. A partition gone from the list meanwhile is read alone (and
-        fails as it would alone)."""
-        if len(specs) < BULK_STORAGE:
+        fails as it would alone). Not when they are fewer than 1/``BY_NAME_RATIO``
+        of the table's partitions as last listed (a ``where`` that picked a few of
+        many): then one call each."""
+        total = self._counts.get((info.db, info.name))
+        if len(specs) < BULK_STORAGE or (total is not None and len(specs) * BY_NAME_RATIO < total):
             return [self.partition_storage(info.db, info.name, s) for s in specs]
         seq, listed = self._listing(info)
         at = {p.spec_str: i for i, p in enumerate(listed)}

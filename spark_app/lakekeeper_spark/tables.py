@@ -4,6 +4,7 @@ we may touch it, and list and plan its units."""
 from __future__ import annotations
 
 import dataclasses
+from types import SimpleNamespace
 from typing import Any
 
 from .context import Context
@@ -116,12 +117,26 @@ def where_selection(ctx: Context, info: TableInfo, parts: list[Any]) -> list[Any
     return [p for p, k in zip(parts, keep) if k]
 
 
+def selected_partitions(ctx: Context, info: TableInfo) -> list[Any]:
+    """The partitions to look at: every one, or with ``where`` the ones it
+    selects, chosen on the Metastore's partition names (one call) so that a
+    filter picking a few partitions of many reads only those
+    (``Catalog.partitions_named``). The filter is evaluated again on what
+    the Metastore returns, which is what decides."""
+    if not ctx.settings.where:
+        return ctx.catalog.list_partitions(info)
+    specs = ctx.catalog.partition_specs(info)
+    marks = [SimpleNamespace(spec=s) for s in specs]
+    chosen = [m.spec for m in where_selection(ctx, info, marks)]
+    return where_selection(ctx, info, ctx.catalog.partitions_named(info, chosen, total=len(specs)))
+
+
 def list_units(ctx: Context, info: TableInfo) -> list[tuple[str, dict[str, str] | None, str, Listing]]:
     if not info.is_partitioned:
         where_selection(ctx, info, [])  # refuses a filter on a non-partitioned table
         listing = ctx.fs.list_dir(info.location or "")
         return [("", None, info.location or "", listing)]
-    parts = where_selection(ctx, info, ctx.catalog.list_partitions(info))
+    parts = selected_partitions(ctx, info)
     locations = [ctx.fs.qualify(p.location) if p.location else "" for p in parts]
     listings = ctx.fs.list_dirs([loc for loc in locations if loc])
     units = []

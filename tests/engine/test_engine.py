@@ -863,6 +863,7 @@ def test_output_file_sizes_and_bulk_partition_listing(spark, engine, files, ware
     partition listing returns exactly what the per-partition calls return,
     also for values the bulk text cannot carry unambiguously."""
     from lakekeeper_spark.catalog import Catalog
+    from lakekeeper_spark.model import spec_string
 
     loc = make_table(spark, warehouse, "sized", rows=600_000, files=150)
     before = sum(f.size for f in files.fs.list_dir(loc).files)
@@ -878,7 +879,7 @@ def test_output_file_sizes_and_bulk_partition_listing(spark, engine, files, ware
     spark.sql("DROP TABLE IF EXISTS lk.many_parts")
     spark.sql(f"CREATE EXTERNAL TABLE lk.many_parts (id BIGINT) PARTITIONED BY (a STRING, b STRING) "
               f"STORED AS PARQUET LOCATION '{warehouse}/many_parts'")
-    odd = ["x, b=y", "with space", "ü/ß", "b=1", "]"]
+    odd = ["x, b=y", "with space", "ü/ß", "b=1", "]", "50%", "k:v#%41"]
     specs = [{"a": f"{i:03d}", "b": odd[i % len(odd)] if i % 37 == 0 else str(i % 7)} for i in range(300)]
     cat.add_partitions("lk", "many_parts", [(s, f"{warehouse}/elsewhere/p{i}") for i, s in enumerate(specs)])
     info = cat.get_table("lk", "many_parts")
@@ -890,6 +891,25 @@ def test_output_file_sizes_and_bulk_partition_listing(spark, engine, files, ware
     assert sorted(((p.spec, p.location) for p in bulk), key=lambda t: (t[0]["a"], t[0]["b"])) == slow
     assert {p.spec["b"] for p in bulk} >= {"x, b=y", "with space", "ü/ß"}
     assert all(p.location.endswith(f"/elsewhere/p{int(p.spec['a'])}") for p in bulk)
+
+    # the specs from the Metastore's partition names (Hive-escaped: '%3A', '%2F', '%25' decoded) are the
+    # listing's, in the same column order
+    named = cat.partition_specs(info)
+    assert sorted(named, key=spec_string) == sorted((p.spec for p in bulk), key=spec_string)
+    assert {s["b"] for s in named} >= {"50%", "k:v#%41", "ü/ß"} and all(list(s) == ["a", "b"] for s in named)
+    # a few of many are read by name, one call each, without the listing (which would fail here); a
+    # partition gone meanwhile is left out; more than 1/BY_NAME_RATIO of them come from the listing
+    few = [s for s in specs if s["a"] in ("000", "111", "222")] + [{"a": "999", "b": "gone"}]
+    real_listing, cat.list_partitions = cat.list_partitions, None
+    by_name = cat.partitions_named(info, few, total=300)
+    cat.list_partitions = real_listing
+    assert [(p.spec, p.location) for p in by_name] == [(p.spec, p.location) for p in bulk if p.spec in few]
+    assert len(by_name) == 3 and by_name[2].spec == {"a": "222", "b": "50%"}
+    many = specs[:20]
+    assert cat.partitions_named(info, many, total=300) == [p for p in bulk if p.spec in many]
+    # and a run with a where that picks two of the 300 (their directories are missing: nothing to do)
+    res = engine.one("analyze", "lk.many_parts", where="a = '000' OR b = 'k:v#%41'")
+    assert sorted(p["spec"] for p in res["partitions"]) == ["a=000/b=x, b=y", "a=111/b=k:v#%41"], res
 
 
 def documented_analyze_fields() -> set[str]:

@@ -860,3 +860,23 @@ def test_sort_by_takes_a_direction_per_column():
                        (["ts desc", "TS"], "given twice"), (["a;b desc"], "sort_by column")):
         with pytest.raises(UsageError, match=match):
             build_settings({"sort_by": bad}, {})
+
+
+@pytest.mark.parametrize("name,decoded", [
+    ("dt=2024-01-01", "dt=2024-01-01"), ("k=a%3Ab", "k=a:b"), ("k=50%25", "k=50%"), ("k=%2F%3D", "k=/="),
+    ("k=%", "k=%"), ("k=a%4", "k=a%4"), ("k=%zz", "k=%zz"), ("k=%-1", "k=%-1"), ("k=% 1", "k=% 1"),
+    ("k=%C3%BC", "k=\u00c3\u00bc"),  # one char per escape, as Hive decodes (names escape only ASCII)
+])
+def test_partition_names_are_decoded_as_hive_decodes_them(name, decoded):
+    from lakekeeper_spark.catalog import unescape_path_name
+
+    assert unescape_path_name(name) == decoded
+
+
+def test_partition_names_give_specs_in_the_tables_column_order():
+    from lakekeeper_spark.catalog import parse_partition_name
+
+    assert parse_partition_name("B=x%2Fy/a=1", ["a", "b"]) == {"a": "1", "b": "x/y"}
+    assert parse_partition_name("a=1", ["a", "b"]) is None
+    assert parse_partition_name("a=1/b=2/c=3", ["a", "b"]) is None
+    assert parse_partition_name("a", ["a"]) is None

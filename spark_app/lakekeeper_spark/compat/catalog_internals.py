@@ -40,6 +40,12 @@ class CatalogInternals:
         """Every partition of a table: a Scala ``Seq[CatalogTablePartition]`` (one Metastore call)."""
         return self.session_catalog().listPartitions(self.ident(db, table), java_class(self._jvm, "scala.Option").empty())
 
+    def partition_names(self, db: str, table: str) -> Any:
+        """Every partition's name (``k=v/k2=w``: Hive-escaped, the table's
+        column case) as a Scala ``Seq[String]``: one Metastore call, no
+        storage descriptors."""
+        return self.session_catalog().listPartitionNames(self.ident(db, table), java_class(self._jvm, "scala.Option").empty())
+
     def location_string(self, uri: Any) -> str:
         """A location ``java.net.URI`` as the path string Hadoop's ``Path`` and
         SQL's ``LOCATION`` take: decoded (``k=a%253A`` in the URI is the

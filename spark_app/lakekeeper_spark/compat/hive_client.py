@@ -38,6 +38,11 @@ class HiveClient:
                 return found.get()
         return self._client().getPartition(db, table, values)  # (again, to raise the client's own error)
 
+    def find_partition(self, raw_table: Any, spec: dict[str, str]) -> Any:
+        """A partition's ``CatalogTablePartition`` (one Metastore call with ``raw_table``), or None."""
+        found = self._client().getPartitionOption(raw_table, self.conv.to_map({k.lower(): v for k, v in spec.items()}))
+        return found.get() if found.isDefined() else None
+
     @staticmethod
     def changed(raw: Any, storage: Any = None, params: Any = None) -> Any:
         """A partition read by ``get_partition`` with a new storage descriptor and/or parameters."""
