@@ -862,6 +862,23 @@ def test_sort_by_takes_a_direction_per_column():
             build_settings({"sort_by": bad}, {})
 
 
+def test_the_result_document_is_indented_while_small_and_compact_when_large():
+    import json
+
+    from lakekeeper_spark.cli import READABLE_DOCUMENT_BYTES, document_text
+
+    small = {"tables": [{"table": "db.t", "partitions": [{"spec": "dt=1", "files_before": 3}]}], "changed": False}
+    text = document_text(small)
+    assert "\n  " in text and json.loads(text) == small
+    # a table of many partitions (each entry about 200 bytes) passes the threshold: one line, the same data
+    parts = [{"spec": f"dt={i:06d}", "location": f"hdfs://nn/w/t/dt={i:06d}", "files_before": 2, "status": "analyzed",
+              "reason": "2 files averaging 5.9 KB (< 12.8 MB); rewrite into 1"} for i in range(8000)]
+    big = {"tables": [{"table": "db.t", "partitions": parts}], "changed": False}
+    text = document_text(big)
+    assert "\n" not in text and json.loads(text) == big
+    assert len(json.dumps(big, indent=2)) >= READABLE_DOCUMENT_BYTES > len(text) / 2
+
+
 @pytest.mark.parametrize("name,decoded", [
     ("dt=2024-01-01", "dt=2024-01-01"), ("k=a%3Ab", "k=a:b"), ("k=50%25", "k=50%"), ("k=%2F%3D", "k=/="),
     ("k=%", "k=%"), ("k=a%4", "k=a%4"), ("k=%zz", "k=%zz"), ("k=%-1", "k=%-1"), ("k=% 1", "k=% 1"),
