@@ -253,6 +253,17 @@ options:
       - Must be absolute or start with C(~).
     type: path
     default: ~/.cache/lakekeeper
+  max_partitions_listed:
+    description:
+      - At most this many entries of each table's RV(tables[].partitions) are returned; V(0) returns every one.
+      - Only partitions nothing was done to are left out (C(analyzed), C(skipped)); those compacted, rolled back,
+        planned, failed or refused are always listed, and then refused units, then the partitions to compact
+        with the most files to save. A table whose list was cut says so in RV(tables[].partitions_not_listed).
+      - An analyze of a table of 100,000 partitions otherwise returns about 50 MB, which ansible-playbook keeps in
+        memory and AWX stores with the job's events.
+      - O(refresh_command) and the diff see every partition, whatever this option says.
+    type: int
+    default: 10000
   _lakekeeper_app:
     description:
       - Internal, set by the action plugin (the location of the transferred application). Do not set it.

@@ -44,6 +44,11 @@ def _sum_parts(table, key, planned_key=None):
             n += _int(p.get(planned_key, p.get(key, 0)))
         else:
             n += _int(p.get(key, 0))
+    # the partitions the module left out of a long list (max_partitions_listed): nothing was done to
+    # them, so their files and bytes count the same before and after
+    left = table.get("partitions_not_listed")
+    if isinstance(left, Mapping):
+        n += _int(left.get("bytes" if key.startswith("bytes") else "files", 0))
     return n
 
 

@@ -86,6 +86,7 @@ def lakekeeper_argspec():
             python=dict(type="str"),
             state_dir=dict(type="path"),
             app_cache_dir=dict(type="path", default=DEFAULT_APP_CACHE_DIR),
+            max_partitions_listed=dict(type="int", default=10000),
             **{INTERNAL_OPTION: dict(type="dict")}
         ),
         mutually_exclusive=[SELECTORS],

@@ -71,6 +71,7 @@ from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_result
     failure_message,
     find_application_id,
     is_failed,
+    limit_partitions,
     parse_result,
     refresh_targets,
     tail_lines,
@@ -382,7 +383,7 @@ def parse(module, engine, command, result, rc, stdout, stderr, result_text):
                          stderr_lines=tail_lines(stderr, TAIL), **result)
 
     tables = [t for t in (doc.get("tables") or []) if isinstance(t, dict)]
-    result.update(tables=tables, run_id=doc.get("run_id"))
+    result.update(tables=limit_partitions(tables, module.params.get("max_partitions_listed")), run_id=doc.get("run_id"))
     if isinstance(doc.get("catalog"), dict):  # what the driver really loaded
         result["catalog"] = dict(result.get("catalog") or {}, **dict(
             (k, v) for k, v in doc["catalog"].items() if k in CATALOG_KEYS and k not in ("reason", "state_dir")))

@@ -103,6 +103,50 @@ def is_failed(doc, rc):
     return any(t.get("status") in FAILED_STATUSES for t in (doc.get("tables") or []) if isinstance(t, dict))
 
 
+# Partition statuses of units nothing was done to: the only entries left out
+# of a long ``partitions`` list (limit_partitions).
+UNCHANGED_PARTITION_STATUSES = ("analyzed", "skipped")
+
+
+def _listing_rank(part):
+    """Which entries of a long list are listed first: a unit refused with a
+    code, then the units to compact (most files saved first), then the rest."""
+    if part.get("code"):
+        return (0, 0)
+    if part.get("decision") == "compact":
+        saved = (_count(part, "files_before") or 0) - (_count(part, "target_files") or 0)
+        return (1, -saved)
+    return (2, 0)
+
+
+def limit_partitions(tables, limit):
+    """The tables with at most ``limit`` entries in each ``partitions`` list
+    (0 or None: every entry). Only units nothing was done to are left out:
+    one that changed, failed, was refused or was planned is always listed.
+    A table whose list was cut gets ``partitions_not_listed``: how many were
+    left out, how many of them were to compact, and their files and bytes
+    (the same before and after: nothing was done to them), so that totals
+    over the list stay right."""
+    if not limit or limit < 0:
+        return tables
+    out = []
+    for table in tables:
+        parts = _partitions(table)
+        if len(parts) <= limit:
+            out.append(table)
+            continue
+        fixed = [i for i, p in enumerate(parts) if p.get("status") not in UNCHANGED_PARTITION_STATUSES]
+        optional = sorted((i for i, p in enumerate(parts) if p.get("status") in UNCHANGED_PARTITION_STATUSES),
+                          key=lambda i: (_listing_rank(parts[i]), i))
+        keep = set(fixed) | set(optional[:max(0, limit - len(fixed))])
+        left = [p for i, p in enumerate(parts) if i not in keep]
+        out.append(dict(table, partitions=[p for i, p in enumerate(parts) if i in keep], partitions_not_listed=dict(
+            partitions=len(left), to_compact=sum(1 for p in left if p.get("decision") == "compact"),
+            files=sum(_count(p, "files_before") or 0 for p in left),
+            bytes=sum(_count(p, "bytes_before") or 0 for p in left))))
+    return out
+
+
 def _partitions(table):
     parts = table.get("partitions") or []
     return [p for p in parts if isinstance(p, dict)]

@@ -197,6 +197,14 @@ tables:
       type: list
       elements: dict
       returned: when the engine inspected the table
+    partitions_not_listed:
+      description:
+        - Present when O(max_partitions_listed) cut RV(tables[].partitions) - how many partitions were left out
+          (C(partitions)), how many of them were to compact (C(to_compact)), and their C(files) and C(bytes)
+          (nothing was done to them, so the same before and after).
+      type: dict
+      returned: when the table had more partitions than O(max_partitions_listed)
+      sample: {"partitions": 90000, "to_compact": 1200, "files": 180000, "bytes": 1089000000}
     backups_removed:
       description:
         - Each backup removed (in check mode, that would be removed) - C(backup_table), C(run_id), C(bytes), C(units),

@@ -134,3 +134,17 @@ def test_nothing_known():
     assert s["ok"] and s["action"] == "compact" and s["tables"] == [] and s["run_id"] == ""
     assert s["lines"] == ["compact on : 0 compacted, 0 skipped, 0 failed"]
     assert s["ingestion"]["paused_at"] is None and s["ingestion"]["paused_seconds"] == 0
+
+
+def test_a_list_of_partitions_cut_by_the_module_keeps_the_totals():
+    from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_result import limit_partitions
+
+    parts = [{"status": "compacted", "files_before": 30, "files_after": 1, "bytes_before": 3000, "bytes_after": 2000}]
+    parts += [{"status": "skipped", "files_before": 2, "files_after": 2, "bytes_before": 50 + i, "bytes_after": 50 + i}
+              for i in range(40)]
+    whole = {"tables": [{"table": "e2e.events", "status": "compacted", "partitions": parts}]}
+    cut = {"tables": limit_partitions(whole["tables"], 5)}
+    assert len(cut["tables"][0]["partitions"]) == 5 and cut["tables"][0]["partitions_not_listed"]["partitions"] == 36
+    a, b = run(result=whole), run(result=cut)
+    assert a["tables"] == b["tables"] and a["totals"] == b["totals"] and a["lines"] == b["lines"]
+    assert a["tables"][0]["files_before"] == 30 + 80 and a["tables"][0]["files_after"] == 1 + 80

@@ -158,6 +158,36 @@ def test_engine_args_retention_and_pins():
     assert lk.engine_args("cleanup", ["--table", "db.t"], dict(unpin="r")) == ["cleanup", "--table", "db.t", "--unpin", "r"]
 
 
+
+def test_a_long_partition_list_is_cut_to_what_matters():
+    """limit_partitions: units something happened to are always listed; then
+    refused units, then the units to compact with the most files to save;
+    what is left out is counted, with its files and bytes."""
+    def part(i, status="analyzed", **kw):
+        return dict(dict(spec="dt=%03d" % i, status=status, files_before=2, target_files=1, bytes_before=100), **kw)
+
+    parts = [part(i, decision="skip", target_files=2) for i in range(20)]
+    parts[3] = part(3, decision="compact", files_before=50)
+    parts[7] = part(7, decision="compact", files_before=9)
+    parts[11] = part(11, decision="skip", code="schema_drift")
+    parts[15] = part(15, decision="compact", files_before=80)
+    parts[17] = part(17, decision="compact", files_before=4)
+    table = {"table": "db.t", "status": "analyzed", "partitions": parts}
+    cut = rs.limit_partitions([table], 4)[0]
+    # the refused unit, then the three with the most files to save, in the list's own order
+    assert [p["spec"] for p in cut["partitions"]] == ["dt=003", "dt=007", "dt=011", "dt=015"]
+    assert cut["partitions_not_listed"] == {"partitions": 16, "to_compact": 1, "files": 2 * 15 + 4, "bytes": 1600}
+    assert table["partitions"] is parts and len(parts) == 20  # the engine's document is left whole
+    # nothing is cut at or under the limit, or without one
+    assert rs.limit_partitions([table], 20) == [table] and rs.limit_partitions([table], 0) == [table]
+    assert rs.limit_partitions([table], None) == [table]
+    # compacted, failed, refused and planned units are listed even past the limit
+    done = [part(i, "compacted") for i in range(5)] + [part(5, "failed"), part(6, "refused"), part(7, "planned")]
+    done += [part(i, "skipped", decision="skip") for i in range(8, 30)]
+    cut = rs.limit_partitions([{"table": "db.u", "partitions": done}], 3)[0]
+    assert [p["status"] for p in cut["partitions"]] == ["compacted"] * 5 + ["failed", "refused", "planned"]
+    assert cut["partitions_not_listed"]["partitions"] == 22
+
 def test_refresh_command_per_changed_table():
     doc = {"tables": [
         {"table": "db.events", "status": "compacted", "changed": True,

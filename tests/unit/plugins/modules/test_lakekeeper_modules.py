@@ -65,6 +65,9 @@ t = {'table': table, 'status': status, 'reason': 'stub', 'changed': changed,
      'partitions': [{'spec': '', 'files_before': 60, 'files_after': 60 if dry else 1, 'target_files': 1,
                      'status': 'planned' if dry else 'compacted'}]}
 failed = behaviour == 'fail'
+if behaviour == 'many':  # a run that compacted 12 partitions of 52
+    t['partitions'] = [{'spec': 'dt=%02d' % i, 'files_before': 9 if i < 12 else 1, 'files_after': 1, 'target_files': 1,
+                        'bytes_before': 900, 'status': 'compacted' if i < 12 else 'skipped'} for i in range(52)]
 if behaviour == 'locked':
     changed = False
     t.update(status='locked', code='locked', changed=False, reason='the table is being worked on by run R0; '
@@ -222,6 +225,24 @@ def test_analyze_never_changes(engine, tmp_path):
     res = run(lakekeeper_analyze, dict(database="db", spark_submit=dict(script_path=engine)), tmp_path,
               check_mode=True)
     assert res["changed"] is False and res["tables"][0]["would_change"] is False
+
+
+def test_a_long_partition_list_is_cut_in_the_result_but_not_for_refresh_or_diff(engine, tmp_path, monkeypatch):
+    monkeypatch.setenv("STUB_BEHAVIOUR", "many")
+    seen = tmp_path / "refresh.json"
+    refresh = [sys.executable, "-c", "import json, sys; json.dump(sys.argv[1:], open(%r, 'w'))" % str(seen),
+               "{partitions}"]
+    args = dict(table="db.events", spark_submit=dict(script_path=engine), refresh_command=refresh)
+    res = run(lakekeeper_compact, dict(args, max_partitions_listed=5), tmp_path, diff=True)
+    table = res["tables"][0]
+    # the 12 compacted partitions are listed past the limit of 5; the 40 skipped ones are counted
+    assert [p["status"] for p in table["partitions"]] == ["compacted"] * 12
+    assert table["partitions_not_listed"] == {"partitions": 40, "to_compact": 0, "files": 40, "bytes": 36000}
+    assert json.loads(seen.read_text()) == [",".join("dt=%02d" % i for i in range(12))]
+    assert len(res["diff"]["before"]["db.events"]["partitions"]) == 52
+    # by default (10,000) every entry is returned
+    whole = run(lakekeeper_compact, args, tmp_path)["tables"][0]
+    assert len(whole["partitions"]) == 52 and "partitions_not_listed" not in whole
 
 
 def test_engine_failure(engine, tmp_path, monkeypatch):
