@@ -105,9 +105,16 @@ def test_the_report_draws_each_tables_history(playbook, tmp_path):
 
 
 def test_a_report_without_history_says_so(playbook, tmp_path):
+    # (and of a table whose partitions list the module cut: 24 of its 30 partitions to compact are listed,
+    # the report shows those 24 (its top is 25) and says that the other 6 are not shown)
+    parts = [{"spec": "dt=%02d" % i, "decision": "compact", "files_before": 40 - i, "bytes_before": 4096,
+              "target_files": 1, "avg_file_bytes": 100.0, "status": "analyzed"} for i in range(24)]
+    cut = dict(TABLES[1], needs_compaction=True, partitions=parts,
+               partitions_not_listed={"partitions": 900, "to_compact": 6, "files": 900, "bytes": 90000})
     tables = tmp_path / "tables.json"
-    tables.write_text(json.dumps([dict(TABLES[1])]))
+    tables.write_text(json.dumps([cut]))
     run = playbook(PLAY.format(tables=tables, reports=tmp_path / "reports"))
     assert run.rc == 0, run
     html = (tmp_path / "reports" / "lakekeeper-c1.html").read_text()
     assert "<p>No history: no table analyzed has been compacted" in html and 'class="timeline"' not in html
+    assert "6 more partition(s) to compact not shown." in html and "<td>dt=23</td>" in html
