@@ -30,6 +30,18 @@ One run of this script:
    the load average; ``--scale N`` also times ``analyze`` of a table with N
    partitions (created once, 500 partitions per ALTER TABLE).
 
+``--via-ansible`` adds the contender ``ours_ansible``: the figure a user
+sees. The collection is built and installed (``ansible-galaxy collection
+build`` and ``install``, as a user installs it), and ``ansible-playbook``
+runs ``lakekeeper.hive.lakekeeper_compact``, which submits the engine with
+``spark-submit`` (``--master local[2]`` like the others) to a Hive Metastore
+*service* (the test bed's, ``tests/testbed``, started without HDFS or Spark
+unless ``LAKEKEEPER_TESTBED_JSON`` names a running one), over its own copy
+of each table's files (``lkb_svc``). Everything from ``ansible-playbook``'s
+start to its exit counts: Ansible, the module, the application's transfer
+and unpacking, the driver's start, the Metastore's round trips. Its rows
+are checked from its Spark event log like the others'.
+
 ``--spark-lanes spark-3.3,spark-3.5`` adds a row per table for each older
 Spark line (the virtualenvs of ``scripts/spark-lanes``, ``.lanes/<name>``):
 the floor and ours run again with that lane's Python and pyspark, one right
@@ -132,10 +144,10 @@ def reset(work: str, db: str, table: str) -> None:
     shutil.copytree(os.path.join(work, "pristine", table), os.path.join(parent, table), copy_function=os.link)
 
 
-def table_spec(work: str, meta: dict) -> dict:
+def table_spec(work: str, meta: dict, dbs: tuple[str, ...] = ("lkb_ours", "lkb_ref")) -> dict:
     spec = {}
     parts = [f"{p:02d}" for p in range(meta["parted"]["partitions"])]
-    for db in ("lkb_ours", "lkb_ref"):
+    for db in dbs:
         spec[db] = {}
         for t, d in TABLES.items():
             spec[db][t] = {"format": d["format"], "location": data_dir(work, db, t)}
@@ -166,6 +178,99 @@ def create_tables(work: str, state: str, meta: dict, lane: str = "main") -> None
                        "--spec", spec_file, "--conf", "spark.ui.showConsoleProgress=false"], env=env, log=log)
     if rc:
         sys.exit(f"creating the tables failed, see {log}")
+
+
+class AnsiblePath:
+    """What ``ours_ansible`` needs: the collection built and installed under
+    ``<work>/collection``, a Hive Metastore service (a test bed without HDFS
+    and Spark, or the one ``LAKEKEEPER_TESTBED_JSON`` names) and the
+    benchmark's tables registered in it (database ``lkb_svc``, its own copy
+    of the files)."""
+
+    DB = "lkb_svc"
+
+    def __init__(self, work: str, meta: dict):
+        sys.path.insert(0, os.path.join(ROOT, "tests", "testbed"))
+        from testbed import Testbed  # pylint: disable=import-error,import-outside-toplevel
+
+        bindir = os.path.dirname(PY)
+        self.playbook_exe = os.path.join(bindir, "ansible-playbook")
+        col = os.path.join(work, "collection")
+        shutil.rmtree(col, ignore_errors=True)
+        dist, self.collections = os.path.join(col, "dist"), os.path.join(col, "installed")
+        for cmd in ([os.path.join(bindir, "ansible-galaxy"), "collection", "build", ROOT, "--output-path", dist],):
+            _s, rc, out = sh(cmd, log=os.path.join(work, "collection.log"))
+            if rc:
+                sys.exit(f"ansible-galaxy collection build failed, see {work}/collection.log\n{out}")
+        tarball = glob.glob(os.path.join(dist, "lakekeeper-hive-*.tar.gz"))[0]
+        _s, rc, out = sh([os.path.join(bindir, "ansible-galaxy"), "collection", "install", "--offline", "--no-deps",
+                          "--force", "-p", self.collections, tarball],
+                         env=dict(base_env(), ANSIBLE_COLLECTIONS_PATH=self.collections),
+                         log=os.path.join(work, "collection.log"))
+        if rc:
+            sys.exit(f"ansible-galaxy collection install failed, see {work}/collection.log\n{out}")
+        given = os.environ.get("LAKEKEEPER_TESTBED_JSON")
+        if given:
+            self.bed, self.owned = Testbed.load(given), False
+        else:
+            print("starting a Hive Metastore service (the test bed without HDFS and Spark) ...", flush=True)
+            self.bed = Testbed.start(os.path.join(work, "metastore-service"), hdfs=False, spark=False)
+            self.owned = True
+        if not self.bed.metastore_uri:
+            sys.exit("--via-ansible needs a test bed with a Metastore service")
+        spec_file = os.path.join(work, "tables-svc.json")
+        for t in TABLES:
+            reset(work, self.DB, t)
+        with open(spec_file, "w", encoding="utf-8") as fh:
+            json.dump(table_spec(work, meta, (self.DB,)), fh)
+        log = os.path.join(work, "tables-svc.log")
+        _s, rc, _out = sh([PY, os.path.join(HERE, "bench_apps.py"), "tables", "--spec", spec_file, "--conf",
+                           f"spark.hadoop.hive.metastore.uris={self.bed.metastore_uri}", "--conf",
+                           "spark.ui.showConsoleProgress=false"], env=base_env(), log=log)
+        if rc:
+            sys.exit(f"creating the tables in the Metastore service failed, see {log}")
+
+    def compact(self, args, names: list[str], confs: dict[str, str], work: str, tag: str,
+                log: str) -> tuple[float, int, dict | None]:
+        """``ansible-playbook`` running ``lakekeeper_compact`` on ``names``;
+        (wall seconds, exit code, the module's result)."""
+        import pyspark  # pylint: disable=import-outside-toplevel
+
+        out = os.path.join(work, "ansible", tag)
+        shutil.rmtree(out, ignore_errors=True)
+        os.makedirs(out)
+        conf_dir = str(self.bed.conf_dir)
+        task = {"tables" if len(names) > 1 else "table": names if len(names) > 1 else names[0],
+                "block_size_mb": args.block_size, "parallelism": args.parallelism,
+                "python": PY, "spark_home": os.path.dirname(pyspark.__file__), "hadoop_conf_dir": conf_dir,
+                "environment": {"SPARK_CONF_DIR": conf_dir, "SPARK_LOCAL_IP": "127.0.0.1"},
+                "app_cache_dir": os.path.join(work, "ansible", "app-cache"),
+                "spark_submit": {"enabled": True, "master": args.master, "python_env": PY,
+                                 "extra_conf": dict(confs, **{"spark.ui.enabled": "false"})}}
+        play = [{"name": "Compact through the collection", "hosts": "localhost", "gather_facts": False,
+                 "tasks": [{"name": "Compact", "lakekeeper.hive.lakekeeper_compact": task, "register": "res"},
+                           {"name": "Keep the result", "ansible.builtin.copy": {
+                               "content": "{{ res | to_json }}", "dest": os.path.join(out, "result.json"),
+                               "mode": "0600"}}]}]
+        path = os.path.join(out, "play.yml")
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump(play, fh)  # JSON is YAML
+        env = dict(base_env(), ANSIBLE_COLLECTIONS_PATH=self.collections, ANSIBLE_NOCOLOR="1",
+                   ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0",
+                   PATH=os.path.dirname(PY) + os.pathsep + os.environ.get("PATH", ""))
+        secs, rc, stdout = sh([self.playbook_exe, "-i", "localhost,", "-c", "local", "-e",
+                               f"ansible_python_interpreter={PY}", path], env=env, cwd=out, log=log)
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write("\n--- stdout ---\n" + stdout)
+        try:
+            with open(os.path.join(out, "result.json"), encoding="utf-8") as fh:
+                return secs, rc, json.load(fh)
+        except (OSError, ValueError):
+            return secs, rc, None
+
+    def stop(self) -> None:
+        if self.owned:
+            self.bed.stop()
 
 
 # ---------------------------------------------------------------- measuring
@@ -251,11 +356,12 @@ def lane_python(name: str) -> str:
 
 
 def run_contender(args, work: str, state: str, meta: dict, contender: str, table: str, run: int,
-                  lk_exe: str, lane: str = "main", ours_files: int | None = None) -> dict:
+                  lk_exe: str, lane: str = "main", ours_files: int | None = None,
+                  via: AnsiblePath | None = None) -> dict:
     py = lane_python(lane)
     state = lane_state(state, lane)
     tabs = list(TABLES) if table == "all" else [table]
-    db = "lkb_ref" if contender == "lakekeeper" else "lkb_ours"
+    db = {"lakekeeper": "lkb_ref", "ours_ansible": AnsiblePath.DB}.get(contender, "lkb_ours")
     for t in tabs:
         reset(work, db, t)
     tag = f"r{run}-{table}-{contender}" + ("" if lane == "main" else f"-{lane}")
@@ -303,6 +409,12 @@ def run_contender(args, work: str, state: str, meta: dict, contender: str, table
             ok = rc == 0 and all(r["status"] == "compacted" for r in doc["tables"])
         except ValueError:
             ok = False
+        files_after = sum(visible_files(data_dir(work, db, t)) for t in tabs)
+    elif contender == "ours_ansible":
+        if via is None:
+            raise SystemExit("ours_ansible needs --via-ansible")
+        secs, rc, res = via.compact(args, [f"{db}.{t}" for t in tabs], confs, work, tag, log)
+        ok = rc == 0 and res is not None and all(r.get("status") == "compacted" for r in res.get("tables") or [None])
         files_after = sum(visible_files(data_dir(work, db, t)) for t in tabs)
     else:
         conf_dir = os.path.join(work, "lakekeeper_conf", tag)
@@ -486,6 +598,18 @@ def report(results: list[dict], contenders: list[str], tables: list[str]) -> str
             notes.append(f"{t}: +-{res * 100:.1f} %" + ("" if res < 0.05 else " (more runs needed to resolve 5 %)"))
     if notes:
         lines += ["", "ours/floor, standard error of the median: " + "; ".join(notes)]
+    if "ours_ansible" in contenders:
+        lines += ["", "through Ansible (ours_ansible: ansible-playbook, the module, spark-submit, a Metastore service), "
+                      "paired per run"]
+        for t in rows:
+            to_floor, runs_f = paired_ratio(results, t, "ours_ansible", "floor")
+            to_ours, runs_o = paired_ratio(results, t, "ours_ansible", "ours")
+            secs = median([r["seconds"] for r in results if r["table"] == t and r["contender"] == "ours_ansible"])
+            if secs is None:
+                continue
+            lines.append(f"{t:16} {secs:.1f} s, / floor {'-' if to_floor is None else f'{to_floor:.2f}'} "
+                         f"({' '.join(map(str, runs_f)) or '-'}), / ours {'-' if to_ours is None else f'{to_ours:.2f}'} "
+                         f"({' '.join(map(str, runs_o)) or '-'})")
     if "ours_rows" in contenders:
         lines += ["", "verify content / verify rows (ours / ours --verify rows, paired per run): what reading the copy "
                       "back costs"]
@@ -512,6 +636,8 @@ def main() -> int:
     p.add_argument("--scale-runs", type=int, default=1)
     p.add_argument("--testbed", action="store_true",
                    help="--scale on the test bed (HDFS, Metastore service, Spark standalone) under spark-submit")
+    p.add_argument("--via-ansible", action="store_true",
+                   help="add ours_ansible: ansible-playbook, the installed collection, spark-submit, a Metastore service")
     p.add_argument("--regenerate", action="store_true")
     p.add_argument("--spark-lanes", default="",
                    help="comma-separated older-Spark lanes (scripts/spark-lanes): floor and ours again on each")
@@ -523,6 +649,9 @@ def main() -> int:
     tables = [t for t in args.tables.split(",") if t]
     meta = ensure_data(work, args.regenerate)
     lk_exe = ensure_lakekeeper(args.lakekeeper_venv) if "lakekeeper" in contenders else ""
+    if args.via_ansible and "ours_ansible" not in contenders:
+        contenders.append("ours_ansible")
+    via = AnsiblePath(work, meta) if "ours_ansible" in contenders and tables else None
     if tables:
         create_tables(work, state, meta)
         for lane in [x for x in args.spark_lanes.split(",") if x]:
@@ -536,7 +665,8 @@ def main() -> int:
             for c in (contenders[::-1] if run % 2 else contenders):
                 if c == "floor" and t == "all":
                     continue
-                r = run_contender(args, work, state, meta, c, t, run, lk_exe, ours_files=ours_files(results, t))
+                r = run_contender(args, work, state, meta, c, t, run, lk_exe, ours_files=ours_files(results, t),
+                                  via=via)
                 results.append(r)
                 print(f"run {run} {r['table']:7} {c:10} {r['seconds']:7.1f}s scans {r['scans']} "
                       f"files {r['files_after']} {'ok' if r['ok'] else 'FAILED (' + r['log'] + ')'} "
@@ -550,6 +680,8 @@ def main() -> int:
                           f"files {r['files_after']} {'ok' if r['ok'] else 'FAILED (' + r['log'] + ')'} "
                           f"load {r['load']}", flush=True)
     load_end = os.getloadavg()
+    if via is not None:
+        via.stop()
     out = {"results": results, "block_size_mb": args.block_size, "master": args.master,
            "load_start": load_start, "load_end": load_end}
     if args.scale:
