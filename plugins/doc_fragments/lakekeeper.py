@@ -261,7 +261,8 @@ options:
         with the most files to save. A table whose list was cut says so in RV(tables[].partitions_not_listed).
       - An analyze of a table of 100,000 partitions otherwise returns about 50 MB, which ansible-playbook keeps in
         memory and AWX stores with the job's events.
-      - O(refresh_command) and the diff see every partition, whatever this option says.
+      - The diff and the O(lakekeeper.hive.lakekeeper_compact#module:refresh_command) of a compaction see every partition,
+        whatever this option says.
     type: int
     default: 10000
   _lakekeeper_app:

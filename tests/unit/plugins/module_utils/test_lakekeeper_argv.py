@@ -158,7 +158,6 @@ def test_engine_args_retention_and_pins():
     assert lk.engine_args("cleanup", ["--table", "db.t"], dict(unpin="r")) == ["cleanup", "--table", "db.t", "--unpin", "r"]
 
 
-
 def test_a_long_partition_list_is_cut_to_what_matters():
     """limit_partitions: units something happened to are always listed; then
     refused units, then the units to compact with the most files to save;
@@ -187,6 +186,7 @@ def test_a_long_partition_list_is_cut_to_what_matters():
     cut = rs.limit_partitions([{"table": "db.u", "partitions": done}], 3)[0]
     assert [p["status"] for p in cut["partitions"]] == ["compacted"] * 5 + ["failed", "refused", "planned"]
     assert cut["partitions_not_listed"]["partitions"] == 22
+
 
 def test_refresh_command_per_changed_table():
     doc = {"tables": [
