@@ -31,17 +31,19 @@ class HiveClient:
     def get_partition(self, db: str, table: str, spec: dict[str, str], raw_table: Any = None) -> Any:
         """A partition's ``CatalogTablePartition`` (column names lower-cased, as the Metastore keeps them).
         Without ``raw_table`` the client looks the table up first (two Metastore calls), with it one."""
-        values = self.conv.to_map({k.lower(): v for k, v in spec.items()})
-        if raw_table is not None:
-            found = self._client().getPartitionOption(raw_table, values)
-            if found.isDefined():
-                return found.get()
-        return self._client().getPartition(db, table, values)  # (again, to raise the client's own error)
+        found = self.find_partition(raw_table, spec) if raw_table is not None else None
+        if found is not None:
+            return found
+        return self._client().getPartition(db, table, self._values(spec))  # (again, to raise the client's own error)
 
     def find_partition(self, raw_table: Any, spec: dict[str, str]) -> Any:
         """A partition's ``CatalogTablePartition`` (one Metastore call with ``raw_table``), or None."""
-        found = self._client().getPartitionOption(raw_table, self.conv.to_map({k.lower(): v for k, v in spec.items()}))
+        found = self._client().getPartitionOption(raw_table, self._values(spec))
         return found.get() if found.isDefined() else None
+
+    def _values(self, spec: dict[str, str]) -> Any:
+        """A spec as the Hive client takes it: a Scala map, column names lower-cased."""
+        return self.conv.to_map({k.lower(): v for k, v in spec.items()})
 
     @staticmethod
     def changed(raw: Any, storage: Any = None, params: Any = None) -> Any:
