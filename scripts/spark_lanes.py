@@ -43,6 +43,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 from pathlib import Path
 
@@ -190,10 +191,19 @@ def packed_env(lane: dict, base: Path, lane_python: Path) -> Path:
 
 
 def lane_tests(lane: dict) -> list[str]:
-    tests = [t for t in LANE_TESTS if lane.get("crash") or t not in CRASH_TESTS]
+    return [arg for _name, args in lane_parts(lane) for arg in args]
+
+
+def lane_parts(lane: dict) -> list[tuple[str, list[str]]]:
+    """The lane's tests as parts that can run as pytest processes of their
+    own: ``engine`` (the in-process engine suite: one long-lived session)
+    and ``processes`` (the crash worlds and the application under
+    spark-submit on the test bed: short-lived drivers and their waits)."""
+    engine = [t for t in LANE_TESTS if t.startswith("tests/engine")]
     if not lane.get("full"):
-        tests += [f"--ignore={t}" for t in PROTOCOL_ONLY]
-    return tests
+        engine += [f"--ignore={t}" for t in PROTOCOL_ONLY]
+    rest = [t for t in LANE_TESTS if not t.startswith("tests/engine") and (lane.get("crash") or t not in CRASH_TESTS)]
+    return [("engine", engine), ("processes", rest)]
 
 
 def lane_jvm_archive(env: dict[str, str]) -> None:
@@ -210,7 +220,9 @@ def lane_jvm_archive(env: dict[str, str]) -> None:
         env["SPARK_SUBMIT_OPTS"] = opts
 
 
-def run_lane(lane: dict, base: Path, extra: list[str]) -> tuple[int, str]:
+def prepare_lane(lane: dict, base: Path) -> tuple[dict[str, str], Path, list[str], str]:
+    """The lane's venv and packed Python; returns (environment, python,
+    [pyspark version, Python version], note)."""
     py, note = ensure_venv(lane, base)
     app_python = packed_env(lane, base, py)
     env = dict(os.environ)
@@ -221,21 +233,61 @@ def run_lane(lane: dict, base: Path, extra: list[str]) -> tuple[int, str]:
     lane_jvm_archive(env)
     versions = subprocess.run([str(py), "-c", "import sys, pyspark; print(pyspark.__version__, sys.version.split()[0])"],
                               capture_output=True, text=True, check=True, env=env).stdout.split()
+    return env, py, versions, note
+
+
+def pytest_cmd(py: Path, args: list[str]) -> list[str]:
+    return [str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--timeout=1800", "-o", "addopts=-ra", *args]
+
+
+def summary_line(lane: dict, versions: list[str], rc: int, seconds: float, note: str, part: str = "") -> str:
+    return (f"lane {lane['name']}{f' ({part})' if part else ''}: pyspark {versions[0]}, Python {versions[1]}: "
+            f"{'passed' if rc == 0 else f'FAILED (exit {rc})'} in {seconds:.0f} s" + (f" ({note})" if note else ""))
+
+
+def run_lane(lane: dict, base: Path, extra: list[str]) -> tuple[int, str]:
+    env, py, versions, note = prepare_lane(lane, base)
     print(f"== spark lane {lane['name']}: pyspark {versions[0]} on Python {versions[1]}", flush=True)
     t0 = time.monotonic()
-    cmd = [str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--timeout=1800", "-o", "addopts=-ra",
-           *(extra or lane_tests(lane))]
-    rc = subprocess.run(cmd, cwd=str(ROOT), env=env, check=False).returncode
-    summary = (f"lane {lane['name']}: pyspark {versions[0]}, Python {versions[1]}: "
-               f"{'passed' if rc == 0 else f'FAILED (exit {rc})'} in {time.monotonic() - t0:.0f} s"
-               + (f" ({note})" if note else ""))
-    return rc, summary
+    rc = subprocess.run(pytest_cmd(py, extra or lane_tests(lane)), cwd=str(ROOT), env=env, check=False).returncode
+    return rc, summary_line(lane, versions, rc, time.monotonic() - t0, note)
+
+
+def run_parallel(chosen: list[dict], base: Path) -> tuple[int, list[str]]:
+    """Every part (``lane_parts``) of every chosen lane as its own pytest
+    process, all at once: the suite is CPU-bound on two cores, and one
+    lane's engine session and another part's waits (JVM starts, SIGKILL
+    worlds, the test bed) fill each other's gaps. Each part's output is
+    printed whole when it has ended, in order."""
+    started = []
+    for lane in chosen:
+        env, py, versions, note = prepare_lane(lane, base)
+        for part, args in lane_parts(lane):
+            if not [a for a in args if not a.startswith("--")]:
+                continue
+            log = tempfile.TemporaryFile(mode="w+")  # pylint: disable=consider-using-with
+            proc = subprocess.Popen(pytest_cmd(py, args), cwd=str(ROOT), env=env, stdout=log,  # pylint: disable=consider-using-with
+                                    stderr=subprocess.STDOUT, text=True)
+            started.append((lane, part, versions, note, proc, log, time.monotonic()))
+    status, summaries = 0, []
+    for lane, part, versions, note, proc, log, t0 in started:
+        rc = proc.wait()
+        seconds = time.monotonic() - t0
+        log.seek(0)
+        print(f"== spark lane {lane['name']} ({part}): pyspark {versions[0]} on Python {versions[1]}", flush=True)
+        sys.stdout.write(log.read())
+        log.close()
+        status = status or rc
+        summaries.append(summary_line(lane, versions, rc, seconds, note, part))
+    return status, summaries
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="scripts/spark-lanes", description=__doc__.splitlines()[0])
     ap.add_argument("lanes", nargs="*", help="lane names (default: the lanes marked default)")
     ap.add_argument("--list", action="store_true", help="print the lanes and their tests")
+    ap.add_argument("--parallel", action="store_true",
+                    help="run every part of every lane as its own pytest process, all at once (scripts/test)")
     ap.add_argument("--pytest", nargs=argparse.REMAINDER, default=[],
                     help="run these pytest arguments instead of the lane's tests")
     args = ap.parse_args(argv)
@@ -253,6 +305,10 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [by_name[n] for n in args.lanes] if args.lanes else [lane for lane in known if lane["default"]]
     base = Path(os.environ.get("LAKEKEEPER_LANES_DIR", ROOT / ".lanes"))
     base.mkdir(parents=True, exist_ok=True)
+    if args.parallel and not args.pytest:
+        status, summaries = run_parallel(chosen, base)
+        print("\n".join(["== spark lanes"] + summaries), flush=True)
+        return status
     status, summaries = 0, []
     for lane in chosen:
         rc, summary = run_lane(lane, base, args.pytest)

@@ -27,6 +27,17 @@ if _E2E not in sys.path:
 from e2e_helpers import BIN, ROOT, run, tool_env  # noqa: E402  pylint: disable=import-error,wrong-import-position
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    """Every test that needs the test bed, directly or through another
+    fixture (the HDFS crash world), carries the ``testbed`` marker, before
+    ``-m`` is applied: scripts/test runs those tests (one test bed) and the
+    others as two pytest processes side by side."""
+    for item in items:
+        if "testbed" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("testbed"):
+            item.add_marker(pytest.mark.testbed)
+
+
 @pytest.fixture(scope="session")
 def built_collection(tmp_path_factory):
     """(tarball, ansible_collections parent dir) of the built and installed collection."""
