@@ -44,6 +44,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -268,11 +269,16 @@ def run_parallel(chosen: list[dict], base: Path) -> tuple[int, list[str]]:
             log = tempfile.TemporaryFile(mode="w+")  # pylint: disable=consider-using-with
             proc = subprocess.Popen(pytest_cmd(py, args), cwd=str(ROOT), env=env, stdout=log,  # pylint: disable=consider-using-with
                                     stderr=subprocess.STDOUT, text=True)
-            started.append((lane, part, versions, note, proc, log, time.monotonic()))
+            ended: dict[str, float] = {}
+            waiter = threading.Thread(target=lambda p=proc, e=ended: (p.wait(), e.setdefault("at", time.monotonic())),
+                                      daemon=True)
+            waiter.start()
+            started.append((lane, part, versions, note, proc, log, time.monotonic(), waiter, ended))
     status, summaries = 0, []
-    for lane, part, versions, note, proc, log, t0 in started:
-        rc = proc.wait()
-        seconds = time.monotonic() - t0
+    for lane, part, versions, note, proc, log, t0, waiter, ended in started:
+        waiter.join()
+        rc = proc.returncode
+        seconds = ended["at"] - t0
         log.seek(0)
         print(f"== spark lane {lane['name']} ({part}): pyspark {versions[0]} on Python {versions[1]}", flush=True)
         sys.stdout.write(log.read())
