@@ -118,3 +118,18 @@ def test_a_report_without_history_says_so(playbook, tmp_path):
     html = (tmp_path / "reports" / "lakekeeper-c1.html").read_text()
     assert "<p>No history: no table analyzed has been compacted" in html and 'class="timeline"' not in html
     assert "6 more partition(s) to compact not shown." in html and "<td>dt=23</td>" in html
+
+
+def test_partitions_to_compact_all_left_out_are_counted(playbook, tmp_path):
+    # a table whose module result listed none of its partitions to compact (max_partitions_listed): the report
+    # counts the 3 left out, however few, and does not say that no partition needs compaction
+    cut = dict(TABLES[1], needs_compaction=True, partitions=[],
+               partitions_not_listed={"partitions": 3, "to_compact": 3, "files": 30, "bytes": 3000})
+    tables = tmp_path / "tables.json"
+    tables.write_text(json.dumps([cut]))
+    run = playbook(PLAY.format(tables=tables, reports=tmp_path / "reports"))
+    assert run.rc == 0, run
+    html = (tmp_path / "reports" / "lakekeeper-c1.html").read_text()
+    parts = html[html.index('id="partitions"'):html.index('id="histogram"')]
+    assert "3 more partition(s) to compact not shown." in parts and "No partition needs compaction" not in parts, parts
+    assert "<table>" not in parts, parts
