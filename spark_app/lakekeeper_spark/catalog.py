@@ -282,6 +282,12 @@ class Catalog:
         """The Metastore's partition list (a Scala ``Seq`` of
         ``CatalogTablePartition``) and each one's spec and location, in its order."""
         seq = self._internals.partitions(info.db, info.name)
+        return seq, self._parse_listing(info, seq)
+
+    def _parse_listing(self, info: TableInfo, seq: Any) -> list[PartitionInfo]:
+        """Each partition's spec and location of a Scala ``Seq`` of
+        ``CatalogTablePartition`` of ``info``, in its order: one gateway round
+        trip for all of them (``Seq.mkString``)."""
         cols = [c for c, _type in info.partition_columns]
         chunks = str(seq.mkString(_PART_SEP)).split(_PART_SEP) if int(seq.size()) else []
         self._counts[(info.db, info.name)] = len(chunks)
@@ -296,7 +302,7 @@ class Catalog:
                     parts = self._conv.java_list(seq.toIndexedSeq())
                 parsed = self._partition_fields(parts.get(i), cols)
             out.append(PartitionInfo(spec=parsed[0], location=parsed[1]))
-        return seq, out
+        return out
 
     def _partition_fields(self, p: Any, cols: list[str]) -> tuple[dict[str, str], str]:
         spec = self._map(p.spec())
@@ -438,6 +444,9 @@ class Catalog:
             raw = self._hive.get_table(validate_ident(db), validate_ident(table))
             params = self._map(raw.ignoredProperties())
             params.update(self._map(raw.properties()))
+        return self._statistics_of(params)
+
+    def _statistics_of(self, params: dict[str, str]) -> dict[str, str]:
         keys = set(self.STAT_KEYS) | {self._SPARK_SIZE, self._SPARK_ROWS}
         return {k: v for k, v in params.items() if k in keys}
 
@@ -476,6 +485,80 @@ class Catalog:
             # Spark reads the fresh Hive figures instead of stale ones.
             self._internals.drop_spark_statistics(validate_ident(db), validate_ident(table))
         return self.statistics(db, table)
+
+    # Partitions written by one alterPartitions call of ``set_statistics_many``.
+    STATISTICS_CHUNK = 500
+
+    def set_statistics_many(self, info: TableInfo,
+                            items: list[tuple[dict[str, str], int, int, int | None]]) -> list[Any]:
+        """``set_statistics`` of many partitions of one table, each item
+        ``(spec, files, size, rows)``: the partitions read together
+        (``_raw_partitions``), written ``STATISTICS_CHUNK`` at a time with
+        one ``alterPartitions`` each (a chunk that fails is written one
+        partition at a time, so each gets its own error), and read back
+        together. For the same statistics as item by item, about three
+        Metastore calls a table instead of five a partition. Returns, per
+        item, what the Metastore holds afterwards, or the exception it failed
+        with."""
+        db, table = validate_ident(info.db), validate_ident(info.name)
+        raws = self._raw_partitions(info, [spec for spec, *_figures in items])
+        out: list[Any] = list(raws)  # a partition that could not be read keeps its error
+        changed = []
+        for n, ((_spec, files, size, rows), raw) in enumerate(zip(items, raws)):
+            if isinstance(raw, Exception):
+                continue
+            params = raw.parameters()
+            for k, v in self._stat_values(self._map(params), files, size, rows).items():
+                params = params.removed(k) if v is None else params.updated(k, v)
+            changed.append((n, self._hive.changed(raw, params=params)))
+        for start in range(0, len(changed), self.STATISTICS_CHUNK):
+            chunk = changed[start:start + self.STATISTICS_CHUNK]
+            try:
+                self._hive.alter_partitions(db, table, [p for _n, p in chunk])
+            except Exception as exc:  # noqa: BLE001 - one by one: the failing partition gets the error
+                if len(chunk) == 1:
+                    out[chunk[0][0]] = exc
+                    continue
+                for n, p in chunk:
+                    try:
+                        self._hive.alter_partitions(db, table, [p])
+                    except Exception as one:  # noqa: BLE001
+                        out[n] = one
+        written = [n for n, _p in changed if not isinstance(out[n], Exception)]
+        for n, raw in zip(written, self._raw_partitions(info, [items[n][0] for n in written])):
+            out[n] = raw if isinstance(raw, Exception) else self._statistics_of(self._map(raw.parameters()))
+        return out
+
+    def _raw_partitions(self, info: TableInfo, specs: list[dict[str, str]]) -> list[Any]:
+        """The partitions ``specs`` of a table as the Hive client holds them
+        (``HiveClient.get_partition``: parameters as written), in order. From
+        ``BULK_STORAGE`` partitions on, and unless they are fewer than
+        1/``BY_NAME_RATIO`` of the table's as last listed, from one listing of
+        the table's partitions; else one call each. A partition missing from
+        the listing is read alone; one that cannot be read has the exception
+        in its place."""
+        db, table = validate_ident(info.db), validate_ident(info.name)
+        out: list[Any] = [None] * len(specs)
+        alone = list(range(len(specs)))
+        total = self._counts.get((info.db, info.name))
+        if len(specs) >= BULK_STORAGE and (total is None or len(specs) * BY_NAME_RATIO >= total):
+            seq = self._hive.partitions(db, table)
+            at = {p.spec_str: i for i, p in enumerate(self._parse_listing(info, seq))}
+            parts = self._conv.java_list(seq.toIndexedSeq())
+            alone = []
+            for n, spec in enumerate(specs):
+                i = at.get(spec_string(spec))
+                if i is None:
+                    alone.append(n)
+                else:
+                    out[n] = parts.get(i)
+        writer = self.writer(db, table)
+        for n in alone:
+            try:
+                out[n] = writer.read(specs[n])
+            except Exception as exc:  # noqa: BLE001 - that partition's own error
+                out[n] = exc
+        return out
 
     def drop_table(self, db: str, table: str) -> None:
         """Drop a table we created. Refuses unless purge is disabled, so the

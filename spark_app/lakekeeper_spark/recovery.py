@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 from typing import Any
 
 from .backup import BackupRef
@@ -373,12 +374,69 @@ def update_statistics(ctx: Context, info: TableInfo, units: list[tuple[Any, dict
     (``statistics``) or why it could not be written (``statistics_error``).
     Never undoes the data change. The row count is the verified one, or -1
     (unknown) when files written by others were carried along."""
+    items = []
     for u, r in units:
         rows = r.get("rows_after") if not r.get("late_files") and not r.get("carried_over") else None
         spec = u["partition"] if isinstance(u, dict) else u.partition
+        items.append((spec if info.is_partitioned else None, r["files_after"], r["bytes_after"], rows))
+    outcomes: list[Any] | None = None
+    if info.is_partitioned and len(items) > 1:  # read, written and read back together
         try:
-            r["statistics"] = ctx.catalog.set_statistics(info.db, info.name, spec if info.is_partitioned else None,
-                                                         r["files_after"], r["bytes_after"], rows)
-        except Exception as exc:  # noqa: BLE001 - the data is in place; only the figures are stale
-            log.warning("%s %s: statistics not updated: %s", info.full_name, r.get("spec"), java_message(exc))
-            r["statistics_error"] = java_message(exc)
+            outcomes = ctx.catalog.set_statistics_many(info, items)
+        except Exception:  # noqa: BLE001 - the listing failed, say: each partition on its own, with its own error
+            log.warning("%s: statistics of %d partitions not written together; one at a time", info.full_name,
+                        len(items), exc_info=True)
+    if outcomes is None:
+        outcomes = []
+        for spec, files, size, rows in items:
+            try:
+                outcomes.append(ctx.catalog.set_statistics(info.db, info.name, spec, files, size, rows))
+            except Exception as exc:  # noqa: BLE001 - the data is in place; only the figures are stale
+                outcomes.append(exc)
+    for (_u, r), outcome in zip(units, outcomes):
+        if isinstance(outcome, Exception):
+            log.warning("%s %s: statistics not updated: %s", info.full_name, r.get("spec"), java_message(outcome))
+            r["statistics_error"] = java_message(outcome)
+        else:
+            r["statistics"] = outcome
+
+
+# Swapped units whose statistics wait to be written together (``PendingStatistics``).
+STATISTICS_FLUSH_UNITS = 256
+
+
+class PendingStatistics:
+    """The statistics of a table's swapped units, written in groups
+    (``update_statistics``: a few Metastore calls a group instead of five a
+    partition, all behind the Hive client lock the units share) whenever
+    ``flush_units`` are waiting, and at the end of the table's units
+    (``flush``). A run that stops in between leaves at most that many
+    swapped partitions with their old figures: the data is right, only
+    planners' estimates are stale until the next write of them."""
+
+    def __init__(self, ctx: Context, info: TableInfo, flush_units: int = STATISTICS_FLUSH_UNITS):
+        self.ctx, self.info, self.flush_units = ctx, info, max(1, flush_units)
+        self._lock = threading.Lock()
+        self._pending: list[tuple[Any, dict[str, Any]]] = []
+        self.groups = 0  # how many groups were written (the tests read it)
+
+    def add(self, unit: Any, result: dict[str, Any]) -> None:
+        """A unit swapped: its figures (``result``) are written with the group it joins."""
+        with self._lock:
+            self._pending.append((unit, result))
+            if len(self._pending) < self.flush_units:
+                return
+            group, self._pending = self._pending, []
+        self._write(group)
+
+    def flush(self) -> None:
+        """Write what is waiting; each result gets ``statistics`` or ``statistics_error``."""
+        with self._lock:
+            group, self._pending = self._pending, []
+        if group:
+            self._write(group)
+
+    def _write(self, group: list[tuple[Any, dict[str, Any]]]) -> None:
+        update_statistics(self.ctx, self.info, group)
+        with self._lock:
+            self.groups += 1

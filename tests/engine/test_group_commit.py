@@ -107,3 +107,61 @@ def test_partition_writer_writes_a_batch_and_isolates_a_dropped_partition(spark,
     stats = cat.set_statistics("lk", "gc_parts", {"dt": "c"}, 1, 1, 17)
     assert stats["numRows"] == "17" and stats["numFiles"] == "1" and stats == cat.statistics("lk", "gc_parts", {"dt": "c"})
     spark.sql("DROP TABLE lk.gc_parts")
+
+
+def _hive_calls(spark):
+    metrics = spark.sparkContext._jvm.org.apache.spark.metrics.source.HiveCatalogMetrics
+    return int(metrics.METRIC_HIVE_CLIENT_CALLS().getCount())
+
+
+def test_statistics_of_many_partitions_are_written_together(spark, warehouse):
+    """``Catalog.set_statistics_many`` against the real Metastore: ten
+    partitions read from one listing, written in one alterPartitions, read
+    back from one listing (a few client calls, where one at a time takes
+    five a partition); the figures are what one-at-a-time reads return,
+    Spark's own statistics are kept in step, and a partition that is not
+    there gets its own error without failing the others. ``PendingStatistics``
+    writes a group once enough units wait, the rest on ``flush``."""
+    import types
+
+    from lakekeeper_spark.catalog import BULK_STORAGE, Catalog
+    from lakekeeper_spark.recovery import PendingStatistics
+
+    spark.sql("DROP TABLE IF EXISTS lk.gc_many")
+    spark.sql(f"CREATE EXTERNAL TABLE lk.gc_many (id BIGINT) PARTITIONED BY (dt STRING) STORED AS PARQUET "
+              f"LOCATION '{warehouse}/gc_many'")
+    days = [f"d{i:02d}" for i in range(12)]
+    spark.sql("ALTER TABLE lk.gc_many ADD " + " ".join(f"PARTITION (dt='{d}')" for d in days))
+    cat = Catalog(spark)
+    w = cat.writer("lk", "gc_many")
+    raw = w.read({"dt": "d00"})  # d00 carries Spark's own statistics too: they must follow
+    w._write([(w._hive.changed(raw, params=raw.parameters().updated("spark.sql.statistics.totalSize", "5")), False)])
+    info = cat.get_table("lk", "gc_many")
+
+    items = [({"dt": d}, 1, 10, 100 + i) for i, d in enumerate(days[:10])] + [({"dt": "gone"}, 1, 10, 7)]
+    assert len(items) >= BULK_STORAGE
+    before = _hive_calls(spark)
+    out = cat.set_statistics_many(info, items)
+    calls = _hive_calls(spark) - before
+    assert calls <= 12, calls  # one at a time: 5 a partition, 50 for these ten
+    assert isinstance(out[-1], Exception)
+    for (spec, _f, _s, rows), got in zip(items[:10], out[:10]):
+        assert got["numRows"] == str(rows) and got == cat.statistics("lk", "gc_many", spec), (spec, got)
+    assert out[0]["spark.sql.statistics.numRows"] == "100" and "spark.sql.statistics.numRows" not in out[1]
+    assert cat.statistics("lk", "gc_many", {"dt": "d10"}).get("numRows") in (None, "-1", "0")  # not among the items
+
+    # Two partitions: below BULK_STORAGE, read one call each; the same figures.
+    out = cat.set_statistics_many(info, [({"dt": "d10"}, 1, 10, 3), ({"dt": "d11"}, 1, 10, 4)])
+    assert [o["numRows"] for o in out] == ["3", "4"] and out[1] == cat.statistics("lk", "gc_many", {"dt": "d11"})
+
+    pending = PendingStatistics(types.SimpleNamespace(catalog=cat), info, flush_units=3)
+    results = [{"spec": f"dt={d}", "files_after": 1, "bytes_after": 10, "rows_after": 50 + i}
+               for i, d in enumerate(days[:4])]
+    for d, r in zip(days, results):
+        pending.add({"partition": {"dt": d}}, r)
+    assert pending.groups == 1 and [r.get("statistics", {}).get("numRows") for r in results] == ["50", "51", "52", None]
+    pending.flush()
+    assert pending.groups == 2 and results[3]["statistics"]["numRows"] == "53"
+    pending.flush()
+    assert pending.groups == 2  # nothing waiting: nothing written
+    spark.sql("DROP TABLE lk.gc_many")

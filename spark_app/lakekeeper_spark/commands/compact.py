@@ -2,7 +2,8 @@
 
 write staging -> verify -> re-check the live listing -> swap -> repoint the
 backup, each step journaled first. A failing unit leaves its original
-untouched and its staging removed; other units go on.
+untouched and its staging removed; other units go on. The swapped units'
+Metastore statistics are written in groups (``PendingStatistics``).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from ..merge import MergePlan, prepare_merge, record_applied
 from ..merge_rules import ALREADY_APPLIED
 from ..model import Decision, TableInfo, TablePlan, Unit
 from ..names import sql_path_literal
-from ..recovery import recover_table, settle_unit, update_statistics
+from ..recovery import PendingStatistics, recover_table, settle_unit, update_statistics
 from ..results import partition_result, table_result
 from ..rewrite import write_staging
 from ..schema_drift import CODE as SCHEMA_DRIFT
@@ -156,10 +157,12 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     # The units start writing while the backup table is made; none swaps before it exists.
     backup = BackupInProgress(make_backup)
     slots = unit_slots(ctx, len(todo))
+    stats = PendingStatistics(ctx, info)  # the swapped units' Metastore figures, written in groups
     jobs = [(lambda i=i, u=u: _compact_unit(ctx, info, p, journal, i, u, dict(codecs[u.spec], payload_fraction=payload),
-                                            columns, backup, slots, merge))
+                                            columns, backup, slots, merge, stats))
             for i, u in enumerate(todo)]
     done = run_unit_jobs(ctx, jobs)
+    stats.flush()
     if merge is not None:  # the partitions merged: this batch never goes into them again
         try:
             record_applied(ctx.fs, merge.journal_doc(), [r["spec"] for r in done if r["status"] == "compacted"],
@@ -273,7 +276,7 @@ def unit_slots(ctx: Context, units: int) -> int:
 def _compact_unit(
     ctx: Context, info: TableInfo, p: TablePlan, journal: Journal, idx: int, u: Unit, codec: dict[str, Any],
     columns: RewriteColumns | None = None, backup: BackupInProgress | None = None, slots: int = 1,
-    merge: MergePlan | None = None,
+    merge: MergePlan | None = None, stats: PendingStatistics | None = None,
 ) -> dict[str, Any]:
     fs = ctx.fs
     rows_before = rows_after = None
@@ -331,8 +334,11 @@ def _compact_unit(
             warnings=warnings,
             **extra,
         )
-        # The Metastore figures of this unit now, while other units still write.
-        update_statistics(ctx, info, [(u, result)])
+        # The Metastore figures of this unit: with its group (while other units still write), else now.
+        if stats is not None:
+            stats.add(u, result)
+        else:
+            update_statistics(ctx, info, [(u, result)])
         if ctx.budget is not None:
             ctx.budget.record(u.stats.bytes, time.time() - started)
         return result

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from .collections import ScalaCollections
+from .jvm import java_class
 
 
 class HiveClient:
@@ -35,6 +36,12 @@ class HiveClient:
         if found is not None:
             return found
         return self._client().getPartition(db, table, self._values(spec))  # (again, to raise the client's own error)
+
+    def partitions(self, db: str, table: str) -> Any:
+        """Every partition of a table as the client holds it (parameters as written, Spark's statistics
+        among them, unlike the session catalog's listing): a Scala ``Seq[CatalogTablePartition]``, one
+        listing (the client looks the table up first)."""
+        return self._client().getPartitions(db, table, java_class(self._spark._jvm, "scala.Option").empty())  # pylint: disable=protected-access
 
     def find_partition(self, raw_table: Any, spec: dict[str, str]) -> Any:
         """A partition's ``CatalogTablePartition`` (one Metastore call with ``raw_table``), or None."""
