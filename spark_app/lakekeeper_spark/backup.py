@@ -59,6 +59,12 @@ def create_backup(catalog: Catalog, table: TableInfo, plan: TablePlan, units: li
     )
     if table.is_partitioned:
         catalog.add_partitions(db, name, [(u.partition or {}, u.location) for u in units])
+        # each unit repoints its backup partition after its swap: read now, all in one listing
+        try:
+            catalog.prefetch_partitions(table, db, name)
+        except Exception:  # noqa: BLE001 - only a saving: each partition is then read when it is repointed
+            log.warning("%s: the backup's partitions could not be listed ahead; read one at a time", plan.backup_table,
+                        exc_info=True)
 
 
 class BackupInProgress:

@@ -284,13 +284,14 @@ class Catalog:
         seq = self._internals.partitions(info.db, info.name)
         return seq, self._parse_listing(info, seq)
 
-    def _parse_listing(self, info: TableInfo, seq: Any) -> list[PartitionInfo]:
+    def _parse_listing(self, info: TableInfo, seq: Any, table: str | None = None) -> list[PartitionInfo]:
         """Each partition's spec and location of a Scala ``Seq`` of
-        ``CatalogTablePartition`` of ``info``, in its order: one gateway round
-        trip for all of them (``Seq.mkString``)."""
+        ``CatalogTablePartition`` of ``info`` (or of ``table``, with the same
+        partition columns: its backup), in its order: one gateway round trip
+        for all of them (``Seq.mkString``)."""
         cols = [c for c, _type in info.partition_columns]
         chunks = str(seq.mkString(_PART_SEP)).split(_PART_SEP) if int(seq.size()) else []
-        self._counts[(info.db, info.name)] = len(chunks)
+        self._counts[(info.db, table or info.name)] = len(chunks)
         parts: Any = None
         out = []
         for i, chunk in enumerate(chunks):
@@ -371,6 +372,16 @@ class Catalog:
             f"LOCATION {sql_path_literal(location)} TBLPROPERTIES ({prop_sql})"
         )
         self._forget(db, name)
+
+    def prefetch_partitions(self, info: TableInfo, db: str, table: str) -> None:
+        """Read every partition of ``db.table`` (``info``'s backup: the same
+        partition columns, only this run changes it) with one listing, kept
+        in the JVM for the writes that follow: ``set_location`` then reads
+        each partition from it, once, instead of one Metastore call."""
+        db, table = validate_ident(db), validate_ident(table)
+        seq = self._hive.partitions(db, table)
+        at = {p.spec_str: i for i, p in enumerate(self._parse_listing(info, seq, table))}
+        self.writer(db, table).remember(self._conv.java_list(seq.toIndexedSeq()), at)
 
     def add_partitions(self, db: str, table: str, parts: list[tuple[dict[str, str], str]]) -> None:
         """Partitions with exactly these raw values (``hour=09`` stays ``09``)."""
@@ -595,9 +606,21 @@ class PartitionWriter:
         self._raw_table: Any = None
         self._lock = threading.Lock()
         self._commit: GroupCommit[tuple[Any, bool]] = GroupCommit(self._write)
+        self._listed: Any = None  # partitions read together (``remember``): a Java list
+        self._listed_at: dict[str, int] = {}  # spec string -> index, for the ones not read yet
+
+    def remember(self, listed: Any, at: dict[str, int]) -> None:
+        """Partitions read together (a Java list, and each one's index by its
+        spec string): ``read`` takes each from there once, instead of a
+        Metastore call; a second read of it asks the Metastore again."""
+        with self._lock:
+            self._listed, self._listed_at = listed, dict(at)
 
     def read(self, spec: dict[str, str]) -> Any:
         with self._lock:
+            i = self._listed_at.pop(spec_string(spec), None)
+            if i is not None:
+                return self._listed.get(i)
             if self._raw_table is None:
                 self._raw_table = self._hive.raw_table(self.db, self.table)
             raw_table = self._raw_table

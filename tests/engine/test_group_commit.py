@@ -165,3 +165,40 @@ def test_statistics_of_many_partitions_are_written_together(spark, warehouse):
     pending.flush()
     assert pending.groups == 2  # nothing waiting: nothing written
     spark.sql("DROP TABLE lk.gc_many")
+
+
+def test_prefetched_partitions_are_repointed_without_reading_them_again(spark, warehouse):
+    """``Catalog.prefetch_partitions`` (a backup table's partitions, read
+    right after they are added): one listing, then each ``set_location``
+    takes its partition from it once, writing without a read of its own; a
+    second change of the same partition reads the Metastore again, so it
+    never writes back a stale copy."""
+    from lakekeeper_spark.catalog import Catalog
+
+    spark.sql("DROP TABLE IF EXISTS lk.gc_backup")
+    spark.sql(f"CREATE EXTERNAL TABLE lk.gc_backup (id BIGINT) PARTITIONED BY (dt STRING, hr STRING) "
+              f"STORED AS PARQUET LOCATION '{warehouse}/gc_backup'")
+    specs = [{"dt": "2024-01-0%d" % d, "hr": "09"} for d in range(1, 4)]
+    cat = Catalog(spark)
+    cat.add_partitions("lk", "gc_backup", [(s, f"{warehouse}/gc_backup/live{i}") for i, s in enumerate(specs)])
+    info = cat.get_table("lk", "gc_backup")
+    cat.prefetch_partitions(info, "lk", "gc_backup")
+
+    def repoint(spec, where):
+        before = _hive_calls(spark)
+        cat.set_location("lk", "gc_backup", where, spec)
+        return _hive_calls(spark) - before
+
+    first = repoint(specs[0], f"{warehouse}/gc_backup/old0")  # the write alone
+    repoint(specs[0], f"{warehouse}/gc_backup/old0a")  # taken once: now read from the Metastore (and its table)
+    again = repoint(specs[0], f"{warehouse}/gc_backup/old0b")  # the table known: the read and the write
+    assert again == first + 1, (first, again)
+    repoint(specs[1], f"{warehouse}/gc_backup/old1")
+    got = {spec_text(p): p.location for p in cat.list_partitions(info)}
+    assert got["dt=2024-01-01/hr=09"].endswith("/gc_backup/old0b") and got["dt=2024-01-02/hr=09"].endswith("/old1")
+    assert got["dt=2024-01-03/hr=09"].endswith("/gc_backup/live2")
+    spark.sql("DROP TABLE lk.gc_backup")
+
+
+def spec_text(p):
+    return "/".join(f"{k}={v}" for k, v in p.spec.items())

@@ -21,6 +21,7 @@ from ..errors import LakekeeperError, Refused, UsageError, java_message, root_ca
 from ..content import compare as compare_content
 from ..content import UnitTable, staged_checksum
 from ..faults import alter_staged_value, tamper_staging
+from ..group_commit import GroupCommit
 from ..formats import file_columns, file_facts, payload_fraction, spark_codec_name
 from ..hdfs_checks import carry_attributes
 from ..hdfs_checks import check_units as check_hdfs_units
@@ -158,8 +159,9 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     backup = BackupInProgress(make_backup)
     slots = unit_slots(ctx, len(todo))
     stats = PendingStatistics(ctx, info)  # the swapped units' Metastore figures, written in groups
+    exists = backup_check(ctx, p)
     jobs = [(lambda i=i, u=u: _compact_unit(ctx, info, p, journal, i, u, dict(codecs[u.spec], payload_fraction=payload),
-                                            columns, backup, slots, merge, stats))
+                                            columns, backup, slots, merge, stats, exists))
             for i, u in enumerate(todo)]
     done = run_unit_jobs(ctx, jobs)
     stats.flush()
@@ -203,14 +205,23 @@ def after_swaps(exc: Exception, p: TablePlan, done: list[dict[str, Any]], skippe
     return err
 
 
-def recheck_before_swap(ctx: Context, p: TablePlan) -> None:
+def backup_check(ctx: Context, p: TablePlan) -> GroupCommit[None]:
+    """The backup table's existence check of the units about to swap: the
+    units that ask while a check is being made share the next one (a
+    Metastore call made after each of them asked), instead of one each."""
+    db, name = p.backup_table.split(".")
+    return GroupCommit(lambda asks: [ctx.catalog.table_exists(db, name)] * len(asks))
+
+
+def recheck_before_swap(ctx: Context, p: TablePlan, exists: GroupCommit[None] | None = None) -> None:
     """Right before a unit's swap: this run still holds the table's lease,
     and its backup table still exists (a swap without it would leave the
-    originals unreachable for rollback and cleanup)."""
+    originals unreachable for rollback and cleanup). ``exists``: the
+    table's shared check (``backup_check``)."""
     if ctx.lease is not None:
         ctx.lease.check()
     db, name = p.backup_table.split(".")
-    if not ctx.catalog.table_exists(db, name):
+    if not (exists.submit(None) if exists is not None else ctx.catalog.table_exists(db, name)):
         raise LakekeeperError("backup_missing", f"the backup table {p.backup_table} of this run no longer exists "
                                                 f"(dropped by hand or by another command); not swapping")
 
@@ -276,7 +287,7 @@ def unit_slots(ctx: Context, units: int) -> int:
 def _compact_unit(
     ctx: Context, info: TableInfo, p: TablePlan, journal: Journal, idx: int, u: Unit, codec: dict[str, Any],
     columns: RewriteColumns | None = None, backup: BackupInProgress | None = None, slots: int = 1,
-    merge: MergePlan | None = None, stats: PendingStatistics | None = None,
+    merge: MergePlan | None = None, stats: PendingStatistics | None = None, exists: GroupCommit[None] | None = None,
 ) -> dict[str, Any]:
     fs = ctx.fs
     rows_before = rows_after = None
@@ -313,7 +324,7 @@ def _compact_unit(
             warnings.append(u.hdfs.owner_note)
         if backup is not None:
             backup.wait()
-        recheck_before_swap(ctx, p)
+        recheck_before_swap(ctx, p, exists)
         check_unchanged(fs, u)
         swap_in(fs, journal, idx, u)
         late = adopt_late_files(fs, u, u.listing)
