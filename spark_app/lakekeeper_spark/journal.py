@@ -22,7 +22,17 @@ Steps: ``table:creating_backup``, ``table:compacting``, ``table:finished``,
 ``table:rolling_back``, ``table:rolled_back`` (table level); unit level
 ``writing_staging``, ``verifying``, ``moving_aside``, ``moving_in``,
 ``repointing_backup``, ``done``, ``rolling_back``, ``rolled_back``. Every
-recorded step is also a fault point of the crash tests' hooks (``faults``).
+step is also a fault point of the crash tests' hooks (``faults``).
+A compaction unit records two steps: ``moving_aside`` (from there on its
+staged copy may be the only copy of its data, never deleted by recovery)
+and ``done``. ``writing_staging``, ``verifying``, ``moving_in`` and
+``repointing_backup`` are marked, not recorded (``unit_mark``): recovery
+decides them from the filesystem exactly as the step recorded before each
+(the plan names the staging directory: a staged copy and nothing moved is
+undone; after the move aside, which of the live, original and staging
+directories exist says how far the swap got, and a swapped unit is
+completed, its backup partition repointed), so their records, a synced
+file each, bought nothing. Journals of earlier versions hold them.
 """
 
 from __future__ import annotations
@@ -121,6 +131,12 @@ class Journal:
         doc.update(index=idx, step=step, updated=time.time())
         self._units[idx] = doc
         self._replace(unit_record_name(idx), json.dumps(doc, sort_keys=True))
+        fault_point(step, "before", self.table_name, idx)
+
+    def unit_mark(self, idx: int, step: str) -> None:
+        """A unit step that recovery needs no record of (see the module's
+        notes): its fault point only, at the moment its record would have
+        been written, so the crash tests stop there as before."""
         fault_point(step, "before", self.table_name, idx)
 
     def _replace(self, name: str, text: str) -> None:

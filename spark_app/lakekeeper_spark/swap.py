@@ -72,8 +72,7 @@ def swap_in(fs: HadoopFS, journal: Journal, idx: int, unit: Unit) -> list[str]:
                       compacted=compacted)
     fs.rename(unit.location, unit.old)
     journal.fault("moving_aside", idx)
-    journal.unit_step(idx, "moving_in", old=unit.old, staging=unit.staging, location=unit.location,
-                      compacted=compacted)
+    journal.unit_mark(idx, "moving_in")  # recovered from which directories exist, as moving_aside: no record needed
     try:
         move_in(fs, unit.staging, unit.location, unit.old)
     except LakekeeperError:

@@ -300,7 +300,7 @@ def _compact_unit(
             raise LakekeeperError(DEADLINE, late_for)
         if backup is not None and backup.failed():
             backup.wait()  # raises: no point writing a copy that cannot be swapped in
-        journal.unit_step(idx, "writing_staging", staging=u.staging)
+        journal.unit_mark(idx, "writing_staging")  # the plan names the staging: recovered as planned, no record
         columns = columns or RewriteColumns()
         rows = None if merge is None else merge.unit_rows(info, u.spec, u.partition)
         written = write_staging(ctx.spark, fs, info, u, ctx.settings, codec, columns, slots, scratch, rows)
@@ -313,7 +313,7 @@ def _compact_unit(
         scratch.close()
         copied = copy_kept_files(fs, u)
         tamper_staging(fs, u.staging)  # test hook: a bad copy
-        journal.unit_step(idx, "verifying")
+        journal.unit_mark(idx, "verifying")  # recovered as planned: no record needed
         staged, rows_after = verify_staging(ctx.spark, fs, info, u, written.rows_expected, codec, columns.keys,
                                             copied)
         carried = carry_attributes(fs, u, set(copied))  # HDFS: storage policy, xattrs, replication
@@ -328,7 +328,7 @@ def _compact_unit(
         check_unchanged(fs, u)
         swap_in(fs, journal, idx, u)
         late = adopt_late_files(fs, u, u.listing)
-        journal.unit_step(idx, "repointing_backup")
+        journal.unit_mark(idx, "repointing_backup")  # recovered from the directories, as moving_aside: no record
         repoint(ctx.catalog, info, p, u)
         journal.unit_step(idx, "done", files_after=len(staged.files), rows=rows_after)
         result = partition_result(
