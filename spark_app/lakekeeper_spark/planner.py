@@ -150,6 +150,34 @@ def write_layout(sizes: list[int], target_bytes: int, shrink: float = 1.0, slots
     return WriteLayout(files, 1, split)
 
 
+def spark_skips(name: str) -> bool:
+    """Whether Spark's file sources leave a file of this name out when they
+    read its directory (``HadoopFSUtils.shouldFilterOutPathName``): ``.x``,
+    ``_x`` without ``=``, ``x._COPYING_``. Parquet summary files
+    (``_metadata``, ``_common_metadata``) are not skipped there."""
+    if name.startswith(("_metadata", "_common_metadata")):
+        return False
+    return name.startswith(".") or (name.startswith("_") and "=" not in name) or name.endswith("._COPYING_")
+
+
+def read_paths(unit: Unit) -> list[str]:
+    """What a Parquet or ORC rewrite of ``unit`` reads: its directory itself
+    when that read takes exactly the files it rewrites (every file there is
+    rewritten, none is kept, no subdirectory, every hidden name one Spark
+    skips, no data file it would skip); else each file by name. Spark checks
+    that each named path exists and lists each one (2,000 files: about 1.9 s
+    on ``file://``, two NameNode calls a file on HDFS); a directory is one
+    listing. A file added or removed meanwhile changes what a directory read
+    takes, and it changes the listing that the check before the swap
+    compares (``swap.check_unchanged``), so that unit is not swapped."""
+    loc = unit.location.rstrip("/")
+    files = unit.rewrite_files
+    whole = (bool(files) and not unit.kept_files and not unit.listing.subdirs
+             and not any(spark_skips(f.name) for f in files)
+             and all(spark_skips(h) for h in unit.listing.hidden_files))
+    return [loc] if whole else [f"{loc}/{f.name}" for f in files]
+
+
 def group_pieces(sizes: list[int], files: int) -> list[list[int]]:
     """Indexes of the written pieces, grouped into ``files`` joined files of
     about equal bytes (largest piece first into the lightest group); each

@@ -42,7 +42,7 @@ from .faults import write_with_table_descriptor
 from .formats import reader_properties, spark_codec_name
 from .model import TableInfo, Unit
 from .names import qualified, quote_column, sql_path_literal, sql_string_literal
-from .planner import DedupeCounts, WriteLayout, group_pieces, target_file_count, write_layout
+from .planner import DedupeCounts, WriteLayout, group_pieces, read_paths, target_file_count, write_layout
 
 log = logging.getLogger(__name__)
 
@@ -268,7 +268,7 @@ def _write_native(spark: Any, fs: Any, table: TableInfo, unit: Unit, settings: S
     if fmt == "parquet":
         s.conf.set("spark.sql.parquet.writeLegacyFormat", "true" if codec.get("legacy") else "false")
     schema = StructType.fromJson(json.loads(table.data_schema_json))
-    paths = [f"{unit.location.rstrip('/')}/{f.name}" for f in unit.rewrite_files]  # minor: fragments only
+    paths = read_paths(unit)  # the directory when every file there is rewritten; minor: the fragments by name
     obs = Observation("lk_" + uuid.uuid4().hex[:12])
     df = s.read.schema(schema).format(fmt).load(paths) if paths else s.createDataFrame([], schema)
     if batch is not None:  # merge: the batch's rows of this unit next to its own

@@ -572,6 +572,28 @@ def test_unit_rewrite_and_kept_files():
     assert len(u.rewrite_files) == 3 and u.kept_files == []
 
 
+def test_read_paths_is_the_directory_only_when_its_read_takes_exactly_the_rewritten_files():
+    from lakekeeper_spark.model import Unit
+
+    def paths(names, hidden=(), subdirs=(), rewrite=None):
+        lst = Listing("file:/t/dt=a", files=[FileEntry(n, MB, 0) for n in names], subdirs=list(subdirs),
+                      hidden_files=list(hidden))
+        d = planner.Decision("compact", "x", 1, "minor" if rewrite else "ratio", rewrite)
+        return planner.read_paths(Unit("dt=a", {"dt": "a"}, "file:/t/dt=a/", lst, planner.file_stats(lst), d, "s", "o"))
+
+    assert paths(["a.parquet", "b.parquet"], hidden=["_SUCCESS", ".a.parquet.crc", ".part-9.tmp"]) == ["file:/t/dt=a"]
+    byname = ["file:/t/dt=a/a.parquet", "file:/t/dt=a/b.parquet"]
+    assert paths(["a.parquet", "b.parquet"], subdirs=["nested"]) == byname  # Spark would read below it too
+    assert paths(["a.parquet", "b.parquet"], hidden=["_metadata"]) == byname  # a summary file Spark lists
+    assert paths(["a.parquet", "b.parquet"], hidden=["_x=1"]) == byname  # a '_' name with '=' is read
+    assert paths(["a.parquet", "b.parquet._COPYING_"]) == ["file:/t/dt=a/a.parquet", "file:/t/dt=a/b.parquet._COPYING_"]
+    assert paths(["a.parquet", "b.parquet", "c.parquet"], rewrite=("a.parquet", "c.parquet")) == [
+        "file:/t/dt=a/a.parquet", "file:/t/dt=a/c.parquet"]  # minor: the kept file is not read
+    assert paths([]) == []
+    assert [planner.spark_skips(n) for n in ("_SUCCESS", ".x", "_a=1", "_metadata", "_common_metadata", "a._COPYING_",
+                                              "part-0.parquet")] == [True, True, False, False, False, True, False]
+
+
 @pytest.mark.parametrize("kw,words", [
     (dict(mode="mega"), "invalid mode"),
     (dict(min_input_files=1), "min_input_files"),
