@@ -16,7 +16,7 @@ renames.
     (``<tag>`` = ``<db.table>.<step>[_after]``), so a test can act (e.g.
     write files as a concurrent writer would) at an exact moment.
 
-Steps: every step the journal records (``journal``: ``table:compacting``,
+Steps: every step of the journal, recorded or marked (``journal``: ``table:compacting``,
 ``verifying``, ...) and, right after the swap's renames,
 ``moving_aside:after``, ``moving_in:after``,
 ``rollback_moved_compacted:after``, ``rollback_restored:after``; in merge

@@ -271,6 +271,8 @@ def _write_native(spark: Any, fs: Any, table: TableInfo, unit: Unit, settings: S
     paths = read_paths(unit)  # the directory when every file there is rewritten; minor: the fragments by name
     obs = Observation("lk_" + uuid.uuid4().hex[:12])
     df = s.read.schema(schema).format(fmt).load(paths) if paths else s.createDataFrame([], schema)
+    if paths and paths[0] == unit.location.rstrip("/"):
+        _check_read_files(df, unit)
     if batch is not None:  # merge: the batch's rows of this unit next to its own
         df = df.unionByName(batch(s))
     merged_input = df
@@ -332,6 +334,22 @@ def _write_native(spark: Any, fs: Any, table: TableInfo, unit: Unit, settings: S
     log.info("%s: dedupe read %d rows, %d keys, %d deleted", unit.spec or table.full_name, rows,
              result.keys_source, result.deletes)
     return result
+
+
+def _check_read_files(df: Any, unit: Unit) -> None:
+    """A directory read (``planner.read_paths``) takes the files its listing
+    found when the read was built (the scan uses that listing): they must be
+    the planned ones. A file that came and went again before the check
+    before the swap would otherwise be in the copy without being in either
+    listing that check compares."""
+    from urllib.parse import unquote
+
+    read = {unquote(uri.rstrip("/").rsplit("/", 1)[-1]) for uri in df.inputFiles()}
+    planned = {f.name for f in unit.rewrite_files}
+    if read != planned:
+        added, removed = sorted(read - planned), sorted(planned - read)
+        raise LakekeeperError("concurrent_write", f"{unit.location} changed before it was read (added {added[:3]}, "
+                                                  f"removed {removed[:3]}); nothing was swapped")
 
 
 def _expected_merge(df: Any, columns: RewriteColumns) -> dict[str, Any] | None:
