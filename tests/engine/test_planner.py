@@ -590,8 +590,8 @@ def test_read_paths_is_the_directory_only_when_its_read_takes_exactly_the_rewrit
     assert paths(["a.parquet", "b.parquet", "c.parquet"], rewrite=("a.parquet", "c.parquet")) == [
         "file:/t/dt=a/a.parquet", "file:/t/dt=a/c.parquet"]  # minor: the kept file is not read
     assert paths([]) == []
-    assert [planner.spark_skips(n) for n in ("_SUCCESS", ".x", "_a=1", "_metadata", "_common_metadata", "a._COPYING_",
-                                              "part-0.parquet")] == [True, True, False, False, False, True, False]
+    names = ("_SUCCESS", ".x", "_a=1", "_metadata", "_common_metadata", "a._COPYING_", "part-0.parquet")
+    assert [planner.spark_skips(n) for n in names] == [True, True, False, False, False, True, False]
 
 
 @pytest.mark.parametrize("kw,words", [
