@@ -544,15 +544,18 @@ class Catalog:
         """The partitions ``specs`` of a table as the Hive client holds them
         (``HiveClient.get_partition``: parameters as written), in order. From
         ``BULK_STORAGE`` partitions on, and unless they are fewer than
-        1/``BY_NAME_RATIO`` of the table's as last listed, from one listing of
-        the table's partitions; else one call each. A partition missing from
+        1/``BY_NAME_RATIO`` of the table's as last listed (or, not listed yet,
+        as its partition names count them), from one listing of the table's
+        partitions; else one call each. A partition missing from
         the listing is read alone; one that cannot be read has the exception
         in its place."""
         db, table = validate_ident(info.db), validate_ident(info.name)
         out: list[Any] = [None] * len(specs)
         alone = list(range(len(specs)))
         total = self._counts.get((info.db, info.name))
-        if len(specs) >= BULK_STORAGE and (total is None or len(specs) * BY_NAME_RATIO >= total):
+        if len(specs) >= BULK_STORAGE and total is None:  # e.g. a rollback: the names first (one call, no descriptors)
+            total = len(self.partition_specs(info))
+        if len(specs) >= BULK_STORAGE and len(specs) * BY_NAME_RATIO >= total:
             seq = self._hive.partitions(db, table)
             at = {p.spec_str: i for i, p in enumerate(self._parse_listing(info, seq))}
             parts = self._conv.java_list(seq.toIndexedSeq())

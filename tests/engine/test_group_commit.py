@@ -143,7 +143,9 @@ def test_statistics_of_many_partitions_are_written_together(spark, warehouse):
     before = _hive_calls(spark)
     out = cat.set_statistics_many(info, items)
     calls = _hive_calls(spark) - before
-    assert calls <= 12, calls  # one at a time: 5 a partition, 50 for these ten
+    # the table's partition names first (this catalog has not listed it yet), then two listings and one write;
+    # one at a time: 5 a partition, 50 for these ten
+    assert calls <= 16, calls
     assert isinstance(out[-1], Exception)
     for (spec, _f, _s, rows), got in zip(items[:10], out[:10]):
         assert got["numRows"] == str(rows) and got == cat.statistics("lk", "gc_many", spec), (spec, got)
