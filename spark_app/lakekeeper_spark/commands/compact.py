@@ -161,7 +161,7 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     stats = PendingStatistics(ctx, info)  # the swapped units' Metastore figures, written in groups
     exists = backup_check(ctx, p)
     jobs = [(lambda i=i, u=u: _compact_unit(ctx, info, p, journal, i, u, dict(codecs[u.spec], payload_fraction=payload),
-                                            columns, backup, slots, merge, stats, exists))
+                                            columns, backup, slots, merge, stats=stats, exists=exists))
             for i, u in enumerate(todo)]
     done = run_unit_jobs(ctx, jobs)
     stats.flush()
@@ -213,15 +213,14 @@ def backup_check(ctx: Context, p: TablePlan) -> GroupCommit[None]:
     return GroupCommit(lambda asks: [ctx.catalog.table_exists(db, name)] * len(asks))
 
 
-def recheck_before_swap(ctx: Context, p: TablePlan, exists: GroupCommit[None] | None = None) -> None:
+def recheck_before_swap(ctx: Context, p: TablePlan, exists: GroupCommit[None]) -> None:
     """Right before a unit's swap: this run still holds the table's lease,
     and its backup table still exists (a swap without it would leave the
     originals unreachable for rollback and cleanup). ``exists``: the
     table's shared check (``backup_check``)."""
     if ctx.lease is not None:
         ctx.lease.check()
-    db, name = p.backup_table.split(".")
-    if not (exists.submit(None) if exists is not None else ctx.catalog.table_exists(db, name)):
+    if not exists.submit(None):
         raise LakekeeperError("backup_missing", f"the backup table {p.backup_table} of this run no longer exists "
                                                 f"(dropped by hand or by another command); not swapping")
 
@@ -287,7 +286,7 @@ def unit_slots(ctx: Context, units: int) -> int:
 def _compact_unit(
     ctx: Context, info: TableInfo, p: TablePlan, journal: Journal, idx: int, u: Unit, codec: dict[str, Any],
     columns: RewriteColumns | None = None, backup: BackupInProgress | None = None, slots: int = 1,
-    merge: MergePlan | None = None, stats: PendingStatistics | None = None, exists: GroupCommit[None] | None = None,
+    merge: MergePlan | None = None, *, stats: PendingStatistics, exists: GroupCommit[None],
 ) -> dict[str, Any]:
     fs = ctx.fs
     rows_before = rows_after = None
@@ -345,11 +344,7 @@ def _compact_unit(
             warnings=warnings,
             **extra,
         )
-        # The Metastore figures of this unit: with its group (while other units still write), else now.
-        if stats is not None:
-            stats.add(u, result)
-        else:
-            update_statistics(ctx, info, [(u, result)])
+        stats.add(u, result)  # its Metastore figures, written with its group (while other units still write)
         if ctx.budget is not None:
             ctx.budget.record(u.stats.bytes, time.time() - started)
         return result
