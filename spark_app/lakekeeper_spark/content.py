@@ -2,9 +2,12 @@
 
 A row count cannot see a changed value. With ``verify: content`` (the
 default) each unit carries an order-independent checksum of its rows as the
-table's readers decode them: the row count and the sum (as ``decimal(38,0)``:
-exact, no overflow on any Spark line, ANSI mode or not) of a 64-bit hash of
-every row. A row's hash covers every data column and, for each, whether it
+table's readers decode them: the row count and the exact sum of a 64-bit
+hash of every row. Spark adds the hash in three slices of 22, 21 and 21 bits
+as ``bigint`` sums (``_SLICES``; no overflow below 2^42 rows a unit, on any
+Spark line, ANSI mode or not) and the driver puts them together: the same
+number a ``decimal(38,0)`` sum gives, without the decimal arithmetic per row
+that cost about as much again as the read itself. A row's hash covers every data column and, for each, whether it
 is NULL, so a NULL that became an empty string (or the string ``\\N``) changes
 it; arrays, maps and structs are hashed through their JSON text.
 
@@ -59,18 +62,31 @@ def row_hash(df: Any) -> Any:
     return F.xxhash64(*parts) if parts else F.lit(0)
 
 
+# A hash h is h_hi * 2^42 + h_mid * 2^21 + h_lo, with h_hi the signed top 22
+# bits and the others unsigned 21-bit slices: each slice's sum over n rows
+# stays under n * 2^21, inside a bigint for any n below 2^42.
+_SLICES = (("content_hi", 42), ("content_mid", 21), ("content_lo", 0))
+_SLICE_MASK = (1 << 21) - 1
+
+
 def metrics(df: Any) -> list[Any]:
-    """The checksum's aggregates over ``df`` (for ``agg`` or ``observe``)."""
+    """The checksum's aggregates over ``df`` (for ``agg`` or ``observe``):
+    the row count and the hash's sum in slices (``figures`` joins them)."""
     from pyspark.sql import functions as F
 
-    return [F.count(F.lit(1)).alias("rows"),
-            F.sum(row_hash(df).cast("decimal(38,0)")).alias("content")]
+    h = row_hash(df)
+    out = [F.count(F.lit(1)).alias("rows")]
+    for name, shift in _SLICES:
+        part = F.shiftright(h, shift) if shift else h
+        out.append(F.sum(part if name == "content_hi" else part.bitwiseAND(F.lit(_SLICE_MASK))).alias(name))
+    return out
 
 
 def figures(row: Any) -> dict[str, Any]:
-    """``{"rows": int, "content": str}`` from a row (or dict) of ``metrics``."""
-    content = row["content"]
-    return {"rows": int(row["rows"] or 0), "content": str(int(content)) if content is not None else "0"}
+    """``{"rows": int, "content": str}`` from a row (or dict) of ``metrics``:
+    the exact sum of the rows' hashes (``"0"`` for no rows)."""
+    total = sum(int(row[name] or 0) << shift for name, shift in _SLICES)
+    return {"rows": int(row["rows"] or 0), "content": str(total)}
 
 
 def checksum(df: Any) -> dict[str, Any]:

@@ -64,6 +64,12 @@ def test_content_is_verified_by_default_and_sees_null_apart_from_empty(spark, en
     # no rows, no partitions at all: the observed figures still arrive (the noop pass runs no task)
     empty = {"rows": 0, "content": "0"}
     assert content.checksum(df.limit(0)) == content.checksum(spark.range(0, 0, 1, 0)) == empty
+    # the sliced sums are the exact sum of the hashes: hashes of both signs, and a
+    # column whose values would carry from one slice into the next in any other split
+    many = spark.range(0, 5000, 1, 3).selectExpr("id", "CAST(id * 7919 AS STRING) AS s")
+    hashes = [r[0] for r in many.select(content.row_hash(many)).collect()]
+    assert min(hashes) < 0 < max(hashes)
+    assert content.checksum(many) == {"rows": 5000, "content": str(sum(hashes))}
 
     loc = make_table(spark, warehouse, "verified_orc", fmt="orc", rows=500, files=25)
     spark.sql("INSERT INTO lk.verified_orc VALUES (9001, NULL, NULL, NULL), (9002, '', 1.50, NULL)")
