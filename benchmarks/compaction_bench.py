@@ -526,10 +526,45 @@ def scale_analysis(args, work: str, state: str) -> dict:
                                 "partitions": len(t.get("partitions", [])),
                                 "files": t.get("files"),
                                 "load": round(os.getloadavg()[0], 2)})
+        if args.scale_compact:
+            res["compact"] = scale_compact(run, work, table, n, args.parallelism)
     finally:
         if bed:
             bed.stop()
     return res
+
+
+def scale_compact(run, work: str, table: str, n: int, parallelism: int) -> dict:
+    """``compact`` of every partition of the scale table (two files each),
+    end to end, then ``analyze`` again: every partition must now hold one
+    file. The per-partition figure is the application's time over the
+    partitions compacted (the run's fixed cost included)."""
+    print(f"compacting the {n} partitions of {table} ...", flush=True)
+    result = os.path.join(work, "scale-compact.json")
+    secs, rc, _out = run(os.path.join(ROOT, "spark_app", "run_lakekeeper.py"), "compact", "--table", table,
+                         "--parallelism", str(parallelism), "--result-file", result,
+                         log=os.path.join(work, "logs", "scale-compact.log"))
+    with open(result, encoding="utf-8") as fh:
+        t = json.load(fh)["tables"][0]
+    statuses: dict[str, int] = {}
+    for part in t.get("partitions", []):
+        statuses[part.get("status", "?")] = statuses.get(part.get("status", "?"), 0) + 1
+    after = os.path.join(work, "scale-analyze-after.json")
+    secs_after, rc_after, _out = run(os.path.join(ROOT, "spark_app", "run_lakekeeper.py"), "analyze", "--table", table,
+                                     "--result-file", after, log=os.path.join(work, "logs", "scale-analyze-after.log"))
+    with open(after, encoding="utf-8") as fh:
+        a = json.load(fh)["tables"][0]
+    done = statuses.get("compacted", 0)
+    out = {"wall": round(secs, 1), "in_app": t.get("seconds"), "ok": rc == 0 and t.get("status") == "compacted",
+           "status": t.get("status"), "partitions": statuses, "files_after": a.get("files"),
+           "analyze_after_wall": round(secs_after, 1), "analyze_after_ok": rc_after == 0,
+           "ms_per_partition": round(1000 * float(t.get("seconds") or secs) / done, 1) if done else None,
+           "load": round(os.getloadavg()[0], 2)}
+    if out["files_after"] != n:
+        print(f"  after the compaction {out['files_after']} files in {n} partitions (expected one each)", flush=True)
+        out["ok"] = False
+    print(f"  compact: {out}", flush=True)
+    return out
 
 
 # ---------------------------------------------------------------- report
@@ -634,6 +669,8 @@ def main() -> int:
     p.add_argument("--lakekeeper-venv", default=os.path.expanduser("~/.cache/lakekeeper-bench/venv"))
     p.add_argument("--scale", type=int, default=0, help="also time analyze of a table with this many partitions")
     p.add_argument("--scale-runs", type=int, default=1)
+    p.add_argument("--scale-compact", action="store_true",
+                   help="after the analysis, compact every partition of the --scale table and analyze it again")
     p.add_argument("--testbed", action="store_true",
                    help="--scale on the test bed (HDFS, Metastore service, Spark standalone) under spark-submit")
     p.add_argument("--via-ansible", action="store_true",
