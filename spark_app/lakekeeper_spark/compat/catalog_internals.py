@@ -4,7 +4,8 @@ descriptor with another location, dropping Spark's own table statistics.
 
 Checked on Spark 3.3, 3.4, 3.5 and 4.x: ``CatalogStorageFormat`` has 6
 fields on 3.x and 7 on 4.x (the location is the first on both), so a copy
-passes every field it read; ``CatalogTablePartition`` has 6 on every line.
+passes every field it read; ``CatalogTablePartition`` has 6 on every line;
+``CatalogTable`` has 20 to 22, its storage and properties at the same places.
 """
 
 from __future__ import annotations
@@ -59,6 +60,25 @@ class CatalogInternals:
         uri = java_class(self._jvm, "org.apache.spark.sql.catalyst.catalog.CatalogUtils").stringToURI(location)
         fields = [storage.productElement(i) for i in range(int(storage.productArity()))]
         return storage.copy(java_class(self._jvm, "scala.Some")(uri), *fields[1:])
+
+    # A CatalogTable's storage descriptor and properties, by position: the 3rd
+    # and 12th field on Spark 3.3 to 4.x (the fields added since come later).
+    _TABLE_STORAGE, _TABLE_PROPERTIES = 2, 11
+
+    def table_with(self, table: Any, storage: Any = None, properties: Any = None) -> Any:
+        """A copy of a ``CatalogTable`` with another storage descriptor and/or
+        properties, every other field as it is; None when this Spark's
+        ``CatalogTable`` does not hold them at the expected positions."""
+        fields = [table.productElement(i) for i in range(int(table.productArity()))]
+        if len(fields) <= self._TABLE_PROPERTIES or not (
+                fields[self._TABLE_STORAGE].equals(table.storage())
+                and fields[self._TABLE_PROPERTIES].equals(table.properties())):
+            return None
+        if storage is not None:
+            fields[self._TABLE_STORAGE] = storage
+        if properties is not None:
+            fields[self._TABLE_PROPERTIES] = properties
+        return table.copy(*fields)
 
     def refresh_table(self, db: str, table: str) -> None:
         """Invalidate Spark's cached relation of a table (as DDL statements do)."""

@@ -31,6 +31,9 @@ class ScalaCollections:
     def _scala_buffer(self, java_list: Any) -> Any:
         raise NotImplementedError
 
+    def _without(self, scala_map: Any, key: str) -> Any:
+        raise NotImplementedError
+
     # what callers use
     def to_list(self, seq: Any) -> list[Any]:
         """A Scala ``Seq`` as a Python list (elements stay JVM objects)."""
@@ -60,6 +63,13 @@ class ScalaCollections:
             jmap.put(k, v)
         return java_class(self._jvm, "org.apache.spark.api.python.PythonUtils").toScalaMap(jmap)
 
+    def updated(self, scala_map: Any, changes: dict[str, str | None]) -> Any:
+        """An immutable Scala ``Map[String, String]`` with ``changes`` applied:
+        a key set to a string is written, a key set to None removed."""
+        for k, v in changes.items():
+            scala_map = self._without(scala_map, k) if v is None else scala_map.updated(k, v)
+        return scala_map
+
 
 class Scala213(ScalaCollections):
     def _java_list(self, seq: Any) -> Any:
@@ -71,6 +81,9 @@ class Scala213(ScalaCollections):
     def _scala_buffer(self, java_list: Any) -> Any:
         return java_class(self._jvm, "scala.jdk.javaapi.CollectionConverters").asScala(java_list)
 
+    def _without(self, scala_map: Any, key: str) -> Any:
+        return scala_map.removed(key)
+
 
 class Scala212(ScalaCollections):
     def _java_list(self, seq: Any) -> Any:
@@ -81,6 +94,9 @@ class Scala212(ScalaCollections):
 
     def _scala_buffer(self, java_list: Any) -> Any:
         return java_class(self._jvm, "scala.collection.JavaConverters").asScalaBuffer(java_list)
+
+    def _without(self, scala_map: Any, key: str) -> Any:
+        return getattr(scala_map, "$minus")(key)  # Scala 2.12 has ``-``, 2.13 renamed it ``removed``
 
 
 def for_scala(jvm: Any, scala_line: tuple[int, int]) -> ScalaCollections:

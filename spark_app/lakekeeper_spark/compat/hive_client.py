@@ -24,6 +24,11 @@ class HiveClient:
     def get_table(self, db: str, table: str) -> Any:
         return self._client().getTable(db, table)
 
+    def alter_table(self, db: str, table: str, new_table: Any) -> None:
+        """Write back a table read by ``get_table`` (a changed copy of it): one
+        Metastore call; its Hive statistics parameters go back with it."""
+        self._client().alterTable(db, table, new_table)
+
     def raw_table(self, db: str, table: str) -> Any:
         """The table as the Hive client holds it (``RawHiveTable``): one
         Metastore call, to read many partitions with (``get_partition``)."""
