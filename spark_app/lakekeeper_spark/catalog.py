@@ -552,17 +552,9 @@ class Catalog:
             changed.append((n, self._hive.changed(raw, params=params)))
         for start in range(0, len(changed), self.STATISTICS_CHUNK):
             chunk = changed[start:start + self.STATISTICS_CHUNK]
-            try:
-                self._hive.alter_partitions(db, table, [p for _n, p in chunk])
-            except Exception as exc:  # noqa: BLE001 - one by one: the failing partition gets the error
-                if len(chunk) == 1:
-                    out[chunk[0][0]] = exc
-                    continue
-                for n, p in chunk:
-                    try:
-                        self._hive.alter_partitions(db, table, [p])
-                    except Exception as one:  # noqa: BLE001
-                        out[n] = one
+            for (n, _p), error in zip(chunk, self._hive.alter_partitions_each(db, table, [p for _n, p in chunk])):
+                if error is not None:
+                    out[n] = error
         written = [n for n, _p in changed if not isinstance(out[n], Exception)]
         for n, raw in zip(written, self._raw_partitions(info, [items[n][0] for n in written])):
             out[n] = raw if isinstance(raw, Exception) else self._statistics_of(self._map(raw.parameters()))
@@ -664,20 +656,8 @@ class PartitionWriter:
         self._commit.submit((self._hive.changed(raw, storage, params), refresh))
 
     def _write(self, items: list[tuple[Any, bool]]) -> list[Any]:
-        parts = [p for p, _refresh in items]
-        try:
-            self._hive.alter_partitions(self.db, self.table, parts)
-            outcomes: list[Any] = [None] * len(parts)
-        except Exception:  # noqa: BLE001 - each on its own: the failing one fails its unit, with its own error
-            if len(parts) == 1:
-                raise
-            outcomes = []
-            for part in parts:
-                try:
-                    self._hive.alter_partitions(self.db, self.table, [part])
-                    outcomes.append(None)
-                except Exception as exc:  # noqa: BLE001
-                    outcomes.append(exc)
+        # a failing partition fails its own unit, with its own error
+        outcomes: list[Any] = self._hive.alter_partitions_each(self.db, self.table, [p for p, _refresh in items])
         if any(r for _p, r in items):
             self._internals.refresh_table(self.db, self.table)
         return outcomes

@@ -68,3 +68,22 @@ class HiveClient:
         """Write back many changed partitions of a table in one call (the client then looks the table up
         once, and the Metastore alters them together)."""
         self._client().alterPartitions(db, table, self.conv.to_seq(parts))
+
+    def alter_partitions_each(self, db: str, table: str, parts: list[Any]) -> list[Exception | None]:
+        """``alter_partitions``, and when that call fails, each partition on its
+        own: a failing partition gets its own error, the others are written.
+        Per partition, None or the exception it failed with."""
+        try:
+            self.alter_partitions(db, table, parts)
+            return [None] * len(parts)
+        except Exception as exc:  # noqa: BLE001 - handed back per partition
+            if len(parts) == 1:
+                return [exc]
+        out: list[Exception | None] = []
+        for part in parts:
+            try:
+                self.alter_partitions(db, table, [part])
+                out.append(None)
+            except Exception as exc:  # noqa: BLE001
+                out.append(exc)
+        return out
