@@ -408,9 +408,9 @@ class Catalog:
         (``PartitionWriter``); then Spark's cached relation of the table is
         invalidated as the statement would."""
         if not spec:
-            sql_path_literal(location)  # the same paths as the statement accepts
+            literal = sql_path_literal(location)  # the same paths as the statement accepts
             if not self._alter_table(db, table, location=location):
-                self.sql(f"ALTER TABLE {qualified(db, table)} SET LOCATION {sql_path_literal(location)}")
+                self.sql(f"ALTER TABLE {qualified(db, table)} SET LOCATION {literal}")
             return
         sql_path_literal(location)  # the same paths as the statement accepts
         writer = self.writer(db, table)
@@ -421,7 +421,7 @@ class Catalog:
     _DATASOURCE_PROVIDER = "spark.sql.sources.provider"
 
     def _alter_table(self, db: str, table: str, location: str | None = None,
-                     props: dict[str, str | None] | None = None) -> bool:
+                     props: dict[str, str | None] | None = None, raw: Any = None) -> bool:
         """Change a Hive table's location and/or properties (a property set to
         None is removed) through the Hive client: the table read and written
         back, two Metastore calls, where ``ALTER TABLE ... SET LOCATION`` made
@@ -430,9 +430,10 @@ class Catalog:
         would. False, with nothing changed, for a table Spark keeps as a data
         source (its catalog also keeps the location among the storage
         properties) or a Spark whose ``CatalogTable`` is not laid out as
-        expected: the caller then runs the statement."""
+        expected: the caller then runs the statement. ``raw``: the table as
+        the caller just read it through the Hive client (else read here)."""
         db, table = validate_ident(db), validate_ident(table)
-        raw = self._hive.get_table(db, table)
+        raw = raw if raw is not None else self._hive.get_table(db, table)
         if raw.properties().contains(self._DATASOURCE_PROVIDER):
             return False
         storage = self._internals.storage_with_location(raw.storage(), location) if location is not None else None
@@ -478,12 +479,14 @@ class Catalog:
     def statistics(self, db: str, table: str, spec: dict[str, str] | None = None) -> dict[str, str]:
         """The statistics parameters of a table or partition as the Metastore
         holds them (Hive's and Spark's)."""
-        if spec:
-            params = self._map(self._raw_partition(db, table, spec).parameters())
-        else:
-            raw = self._hive.get_table(validate_ident(db), validate_ident(table))
-            params = self._map(raw.ignoredProperties())
-            params.update(self._map(raw.properties()))
+        if not spec:
+            return self._table_statistics(self._hive.get_table(validate_ident(db), validate_ident(table)))
+        return self._statistics_of(self._map(self._raw_partition(db, table, spec).parameters()))
+
+    def _table_statistics(self, raw: Any) -> dict[str, str]:
+        """``statistics`` of a table read by the Hive client (Hive's keep to its ``ignoredProperties``)."""
+        params = self._map(raw.ignoredProperties())
+        params.update(self._map(raw.properties()))
         return self._statistics_of(params)
 
     def _statistics_of(self, params: dict[str, str]) -> dict[str, str]:
@@ -516,9 +519,9 @@ class Catalog:
             current = self._map(raw.parameters())
             writer.alter(raw, params=self._conv.updated(raw.parameters(), self._stat_values(current, files, size, rows)))
             return self.statistics(db, table, spec)
-        current = self.statistics(db, table)
-        values = self._stat_values(current, files, size, rows)
-        if self._alter_table(db, table, props=values):  # Spark's figures written too, as a partition's are
+        raw = self._hive.get_table(validate_ident(db), validate_ident(table))
+        values = self._stat_values(self._table_statistics(raw), files, size, rows)
+        if self._alter_table(db, table, props=values, raw=raw):  # Spark's figures written too, as a partition's are
             return self.statistics(db, table)
         self.set_properties(db, table, {k: values[k] for k in self.STAT_KEYS})
         if any(k.startswith("spark.sql.") for k in values):

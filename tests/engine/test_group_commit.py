@@ -243,7 +243,9 @@ def test_a_hive_table_is_repointed_and_its_statistics_written_through_the_client
     # the figures of the files there (the Metastore counts them again itself on an alter)
     old = warehouse.replace("file://", "") + "/gc_flat/old"
     sizes = [os.path.getsize(os.path.join(old, n)) for n in os.listdir(old) if n.endswith(".parquet")]
+    calls = _hive_calls(spark)
     got = cat.set_statistics("lk", "gc_flat", None, len(sizes), sum(sizes), 77)
+    assert _hive_calls(spark) - calls <= 3  # read, write, read back (the Metastore counts again)
     assert got["numFiles"] == str(len(sizes)) and got["totalSize"] == str(sum(sizes)) and got["numRows"] == "77", got
     assert got["spark.sql.statistics.totalSize"] == str(sum(sizes)) and got["spark.sql.statistics.numRows"] == "77", got
     got = cat.set_statistics("lk", "gc_flat", None, len(sizes), sum(sizes), None)
