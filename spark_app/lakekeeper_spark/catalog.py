@@ -425,7 +425,7 @@ class Catalog:
         """Change a Hive table's location and/or properties (a property set to
         None is removed) through the Hive client: the table read and written
         back, two Metastore calls, where ``ALTER TABLE ... SET LOCATION`` made
-        about six (and took 0.7 s of a run on the embedded Metastore); then
+        13 (counted by the test; 0.7 s of a run on the embedded Metastore); then
         Spark's cached relation of the table is invalidated as the statement
         would. False, with nothing changed, for a table Spark keeps as a data
         source (its catalog also keeps the location among the storage
