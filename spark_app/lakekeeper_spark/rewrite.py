@@ -38,6 +38,7 @@ from . import content as content_check
 from .config import Settings, sort_key
 from .errors import LakekeeperError
 from .compat.file_joins import join_files, join_support
+from .compat.jvm import string_list
 from .faults import write_with_table_descriptor
 from .formats import reader_properties, spark_codec_name
 from .model import TableInfo, Unit
@@ -344,7 +345,8 @@ def _check_read_files(df: Any, unit: Unit) -> None:
     listing that check compares."""
     from urllib.parse import unquote
 
-    read = {unquote(uri.rstrip("/").rsplit("/", 1)[-1]) for uri in df.inputFiles()}
+    uris = string_list(df.sparkSession._jvm, df._jdf.inputFiles())  # one gateway call, not two per file
+    read = {unquote(uri.rstrip("/").rsplit("/", 1)[-1]) for uri in uris}
     planned = {f.name for f in unit.rewrite_files}
     if read != planned:
         added, removed = sorted(read - planned), sorted(planned - read)
