@@ -51,5 +51,7 @@ def test_runtime_of_the_running_spark(spark):
     seq = conv.to_seq(["a", "b"])
     assert [str(x) for x in conv.to_list(seq)] == ["a", "b"]
     assert conv.to_dict(conv.to_map({"k": "v", "x": "y"})) == {"k": "v", "x": "y"}
+    odd = {"serialization.null.format": "\\N", "field.delim": "\u0001", "quote": '"', "ü": "日本", "": ""}
+    assert conv.to_dict(conv.to_map(odd)) == odd and conv.to_dict(conv.to_map({})) == {}
     assert set(rt.to_dict()) == {"spark", "scala", "hadoop", "hive_client", "parquet", "python", "python_prefix"}
     assert rt.python_prefix == sys.prefix

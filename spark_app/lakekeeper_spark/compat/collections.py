@@ -9,6 +9,7 @@ differ: ``scala.jdk.javaapi.CollectionConverters`` exists only in 2.13,
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from . import runtime
@@ -20,6 +21,7 @@ class ScalaCollections:
 
     def __init__(self, jvm: Any):
         self._jvm = jvm
+        self._json: Any = None  # a Jackson ObjectMapper (thread-safe once made), for to_dict
 
     # Java views of Scala collections (the only methods that differ per line)
     def _java_list(self, seq: Any) -> Any:
@@ -46,8 +48,12 @@ class ScalaCollections:
 
     def to_dict(self, scala_map: Any) -> dict[str, str]:
         """A Scala ``Map[String, String]`` as a Python dict."""
-        jmap = self._java_map(scala_map)
-        return {str(k): str(jmap.get(k)) for k in jmap.keySet().toArray()}
+        if self._json is None:
+            self._json = java_class(self._jvm, "com.fasterxml.jackson.databind.ObjectMapper")()
+        # as JSON in one gateway call: an entry at a time was a call each (a partition's storage
+        # descriptor has two maps, read for every partition a run resolves)
+        text = self._json.writeValueAsString(self._java_map(scala_map))
+        return {str(k): str(v) for k, v in json.loads(text).items()}
 
     def to_seq(self, items: list[Any]) -> Any:
         """A Python list of JVM objects as an immutable Scala ``Seq``."""
