@@ -406,13 +406,23 @@ def payload_fraction(spark: Any, fmt: str, files: list[tuple[str, int]], sample:
 
 
 def _parquet_payload(reader: Any) -> int:
+    """The bytes of a Parquet file's column chunks (what merged rows keep):
+    a row group's ``getCompressedSize`` (their sum, one gateway call a row
+    group), else the chunks one by one (two calls a column)."""
+    from py4j.protocol import Py4JError
+
     blocks = reader.getFooter().getBlocks()
     payload = 0
     for i in range(blocks.size()):
-        cols = blocks.get(i).getColumns()
+        block = blocks.get(i)
+        try:
+            payload += int(block.getCompressedSize())
+            continue
+        except Py4JError:  # a Parquet without it
+            pass
+        cols = block.getColumns()
         for j in range(cols.size()):
-            col = cols.get(j)
-            payload += int(col.getTotalSize())
+            payload += int(cols.get(j).getTotalSize())
     return payload
 
 
