@@ -11,8 +11,11 @@ the CLI runs. Every step of ``commands/compact.py`` is timed, and every
 call through the engine's adapters is counted: ``HadoopFS`` (the Hadoop
 FileSystem API: NameNode calls), ``Catalog`` (the Metastore; beside it Spark's own count of
 its Hive client's Metastore calls, ``metastore.hive_client_calls``),
-``Journal`` records (each one a synced file replaced by rename) and Spark
-jobs. A
+``Journal`` records (each one a synced file replaced by rename), Spark
+jobs and the driver's py4j gateway calls (``gateway.calls``: each a round
+trip from Python to the driver's JVM, whatever it is for). ``--columns``
+widens the tables (warehouse tables have dozens): a cost per column shows
+there. A
 figure per partition is the slope between the two tables, (x2 - x1) /
 (P2 - P1); per table, what is left at P = 0. Step times are summed over the
 units, which run ``parallelism`` at a time: per partition they are the work
@@ -95,6 +98,29 @@ def instrument(meter: Meter) -> None:
     setattr(HadoopFS, "copy_permissions", meter.wrap("step", "copy_permissions", getattr(HadoopFS, "copy_permissions")))
     for name in STEPS:
         setattr(compact, name, meter.wrap("step", name, getattr(compact, name)))
+    count_gateway_calls(meter)
+
+
+def count_gateway_calls(meter: Meter) -> None:
+    """Every command the Python driver sends to its JVM (py4j's pinned-thread
+    client, as PySpark runs it, and its classic one), counted as
+    ``gateway.calls``."""
+    import py4j.clientserver
+    import py4j.java_gateway
+
+    for cls in (py4j.clientserver.ClientServerConnection, py4j.java_gateway.GatewayConnection):
+        send = cls.send_command
+
+        def counted(self: Any, command: str, _send: Callable[..., Any] = send) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return _send(self, command)
+            finally:
+                with meter._lock:  # pylint: disable=protected-access
+                    meter.calls["gateway.calls"] += 1
+                    meter.seconds["gateway.calls"] += time.perf_counter() - t0
+
+        cls.send_command = counted
 
 
 def session(args: argparse.Namespace, state: str) -> tuple[Any, str]:
@@ -115,15 +141,31 @@ def session(args: argparse.Namespace, state: str) -> tuple[Any, str]:
     return spark, base
 
 
-def make_table(spark: Any, fs: Any, base: str, name: str, partitions: int, files: int, rows: int) -> str:
+def extra_columns(columns: int) -> list[tuple[str, str, str]]:
+    """Columns 3..N of a ``--columns N`` table: (name, type, value from ``id``),
+    a mix of the types warehouse tables carry."""
+    kinds = [("BIGINT", "id * {i}"), ("STRING", "concat('s{i}_', id % 97)"), ("DOUBLE", "id / {i}.0"),
+             ("DATE", "date_add(DATE'2024-01-01', CAST(id % 365 AS INT))"), ("DECIMAL(18,2)", "CAST(id / 7 AS DECIMAL(18,2))")]
+    out = []
+    for i in range(3, columns + 1):
+        kind, expr = kinds[i % len(kinds)]
+        out.append((f"c{i}", kind, expr.format(i=i)))
+    return out
+
+
+def make_table(spark: Any, fs: Any, base: str, name: str, partitions: int, files: int, rows: int,
+               columns: int = 2) -> str:
     """``prof.<name>``: ``partitions`` partitions of ``files`` Parquet files
     of ``rows`` rows each (copies of one seed file, as a streaming writer
-    leaves them), registered through the engine's ``Catalog.add_partitions``."""
+    leaves them) and ``columns`` columns, registered through the engine's
+    ``Catalog.add_partitions``."""
     from lakekeeper_spark.catalog import Catalog
 
-    seed = f"{base}/_seed"
+    extra = extra_columns(columns)
+    seed = f"{base}/_seed{columns}"
     if not fs.exists(seed):
-        spark.range(rows).selectExpr("id", "concat('v', id) AS v").coalesce(1).write.parquet(seed)
+        spark.range(rows).selectExpr("id", "concat('v', id) AS v",
+                                     *[f"CAST({e} AS {t}) AS {n}" for n, t, e in extra]).coalesce(1).write.parquet(seed)
     (seed_file,) = [n for n, is_dir in fs.list_names(seed) if not is_dir and n.endswith(".parquet")]
     location = f"{base}/{name}"
     for p in range(partitions):
@@ -131,7 +173,8 @@ def make_table(spark: Any, fs: Any, base: str, name: str, partitions: int, files
             fs.copy_file(f"{seed}/{seed_file}", f"{location}/dt={p:05d}/part-{f:05d}.parquet")
     spark.sql("CREATE DATABASE IF NOT EXISTS prof")
     spark.sql(f"DROP TABLE IF EXISTS prof.{name}")
-    spark.sql(f"CREATE EXTERNAL TABLE prof.{name} (id BIGINT, v STRING) PARTITIONED BY (dt STRING) "
+    cols = "".join(f", {n} {t}" for n, t, _e in extra)
+    spark.sql(f"CREATE EXTERNAL TABLE prof.{name} (id BIGINT, v STRING{cols}) PARTITIONED BY (dt STRING) "
               f"STORED AS PARQUET LOCATION '{location}'")
     Catalog(spark).add_partitions("prof", name, [({"dt": f"{p:05d}"}, f"{location}/dt={p:05d}")
                                                  for p in range(partitions)])
@@ -210,6 +253,7 @@ def main() -> int:
     ap.add_argument("--partitions", default="10,40", help="P1,P2 (default %(default)s)")
     ap.add_argument("--files", type=int, default=4, help="small files per partition (default %(default)s)")
     ap.add_argument("--rows", type=int, default=200, help="rows per small file (default %(default)s)")
+    ap.add_argument("--columns", type=int, default=2, help="columns of the tables (default %(default)s: id, v)")
     ap.add_argument("--parallelism", type=int, default=4, help="units at once (default %(default)s)")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--testbed", help="a test bed's JSON (tests/testbed: scripts/testbed start)")
@@ -226,7 +270,7 @@ def main() -> int:
     from lakekeeper_spark.fs import HadoopFS
 
     fs = HadoopFS(spark)
-    tables = [make_table(spark, fs, base, f"t{p}", p, args.files, args.rows) for p in (p1, p2)]
+    tables = [make_table(spark, fs, base, f"t{p}", p, args.files, args.rows, args.columns) for p in (p1, p2)]
     meter = Meter()
     instrument(meter)
     runs = [profile_one(spark, meter, t, args.parallelism) for t in tables]
