@@ -415,23 +415,10 @@ def payload_fraction(spark: Any, fmt: str, files: list[tuple[str, int]], sample:
 
 def _parquet_payload(reader: Any) -> int:
     """The bytes of a Parquet file's column chunks (what merged rows keep):
-    a row group's ``getCompressedSize`` (their sum, one gateway call a row
-    group), else the chunks one by one (two calls a column)."""
-    from py4j.protocol import Py4JError
-
+    each row group's ``getCompressedSize`` (their sum; Parquet 1.12 on, every
+    supported Spark line), one gateway call a row group."""
     blocks = reader.getFooter().getBlocks()
-    payload = 0
-    for i in range(blocks.size()):
-        block = blocks.get(i)
-        try:
-            payload += int(block.getCompressedSize())
-            continue
-        except Py4JError:  # a Parquet without it
-            pass
-        cols = block.getColumns()
-        for j in range(cols.size()):
-            payload += int(cols.get(j).getTotalSize())
-    return payload
+    return sum(int(blocks.get(i).getCompressedSize()) for i in range(blocks.size()))
 
 
 def input_format_rows(spark: Any, input_format: str, uris: list[str]) -> int:

@@ -39,7 +39,7 @@ def string_list(jvm: Any, strings: Any) -> list[str]:
     """A Java ``String[]`` (or ``List<String>``) as a Python list in one
     gateway call: py4j would fetch an array an element at a time, two round
     trips each (its length, then the element), which for a unit's 2,000
-    file names was about 0.4 s. The strings come over joined by NUL, which
+    file names took 0.4-0.9 s. The strings come over joined by NUL, which
     no path or name holds."""
     if strings is None:
         return []
