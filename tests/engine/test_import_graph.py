@@ -18,7 +18,7 @@ from pathlib import Path
 PKG_DIR = Path(__file__).resolve().parents[2] / "spark_app" / "lakekeeper_spark"
 PKG = PKG_DIR.name
 # Private attributes of pyspark/py4j objects, not of this package.
-PYSPARK_PRIVATE = {"_jvm", "_jsc", "_jsparkSession", "_gateway", "_gateway_client", "_active_spark_context"}
+PYSPARK_PRIVATE = {"_jvm", "_jsc", "_jsparkSession", "_jdf", "_gateway", "_gateway_client", "_active_spark_context"}
 
 
 def _modules() -> dict[str, Path]:
