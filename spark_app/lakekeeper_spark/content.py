@@ -49,26 +49,21 @@ _READ_DIR = "verify"
 _COMPLEX = ("array", "map", "struct")
 
 
-def row_hash_sql(df: Any) -> str:
-    """A 64-bit hash of each row of ``df`` as a Spark SQL expression: every
-    column's value and whether it is NULL. Text, so that a pass's whole
-    checksum is a handful of gateway calls however wide the table (built
-    from ``Column`` objects it was four calls a column: about 100 for a
-    six-column unit, twice a unit, and the driver's largest gateway cost
-    on a table of many small partitions)."""
-    parts = []
-    for field in df.schema.fields:
-        col = quote_column(field.name)
-        value = f"to_json({col})" if field.dataType.typeName() in _COMPLEX else col
-        parts += [value, f"isnull({col})"]
-    return f"xxhash64({', '.join(parts)})" if parts else "0"
-
-
 def row_hash(df: Any) -> Any:
-    """``row_hash_sql`` as a column."""
+    """A 64-bit hash of each row of ``df``: every column's value and whether
+    it is NULL. Its arguments are SQL text (one gateway call however wide
+    the table; built from ``Column`` objects it was four calls a column, in
+    the write pass and again in the read-back, the driver's largest gateway
+    cost on a table of many small partitions)."""
     from pyspark.sql import functions as F
 
-    return F.expr(row_hash_sql(df))
+    fields = df.schema.fields
+    if not fields:
+        return F.lit(0)
+    args = ", ".join(f"to_json({quote_column(f.name)}), isnull({quote_column(f.name)})"
+                     if f.dataType.typeName() in _COMPLEX else f"{quote_column(f.name)}, isnull({quote_column(f.name)})"
+                     for f in fields)
+    return F.expr(f"xxhash64({args})")
 
 
 # A hash h is h_hi * 2^42 + h_mid * 2^21 + h_lo, with h_hi the signed top 22
@@ -80,15 +75,14 @@ _SLICE_MASK = (1 << 21) - 1
 
 def metrics(df: Any) -> list[Any]:
     """The checksum's aggregates over ``df`` (for ``agg`` or ``observe``):
-    the row count and the hash's sum in slices (``figures`` joins them);
-    one gateway call each."""
+    the row count and the hash's sum in slices (``figures`` joins them)."""
     from pyspark.sql import functions as F
 
-    h = row_hash_sql(df)
-    out = [F.expr("count(1) AS `rows`")]
+    h = row_hash(df)
+    out = [F.count(F.lit(1)).alias("rows")]
     for name, shift in _SLICES:
-        part = f"shiftright({h}, {shift})" if shift else h
-        out.append(F.expr(f"sum({part if name == 'content_hi' else f'{part} & {_SLICE_MASK}'}) AS `{name}`"))
+        part = F.shiftright(h, shift) if shift else h
+        out.append(F.sum(part if name == "content_hi" else part.bitwiseAND(F.lit(_SLICE_MASK))).alias(name))
     return out
 
 
