@@ -1,8 +1,9 @@
 """The backup table: a DDL clone of the source (``CREATE TABLE ... LIKE``)
 with ``external.table.purge=false``, in the same database.
 
-While a compaction runs it points at the live data; after each unit's swap
-it is repointed at the moved-aside original (``.lk_old``), so when the run
+While a compaction runs it points at the live data; after a unit's swap it
+is repointed at the moved-aside original (``.lk_old``): a table at once, a
+partitioned table's partitions in groups (``PendingRepoints``). When the run
 ends it is a readable table of exactly the original files of what was
 compacted. Its properties tie it to the run and its journal.
 """
@@ -16,7 +17,7 @@ import time
 from typing import Callable
 
 from .catalog import Catalog
-from .errors import LakekeeperError
+from .errors import LakekeeperError, java_message
 from .layout import BACKUP_OF_PROPERTY, backup_table_pattern, maybe_backup_of, run_id_time
 from .model import TableInfo, TablePlan, Unit
 
@@ -110,6 +111,68 @@ class BackupInProgress:
 def repoint(catalog: Catalog, table: TableInfo, plan: TablePlan, unit: Unit) -> None:
     db, name = plan.backup_table.split(".")
     catalog.set_location(db, name, unit.old, unit.partition if table.is_partitioned else None)
+
+
+# Swapped units whose backup partitions wait to be repointed together (``PendingRepoints``).
+REPOINT_FLUSH_UNITS = 256
+
+
+class PendingRepoints:
+    """The backup partitions of a partitioned table's swapped units,
+    repointed at their moved-aside originals in groups: one
+    ``alterPartitions`` for up to ``flush_units`` partitions (whenever that
+    many wait, and at the end of the table's units: ``flush``) instead of
+    one Metastore write a partition, each behind the Hive client lock the
+    units share.
+
+    Until its group is written, a swapped unit's backup partition points at
+    the live directory, whose rows are the original ones (the compacted copy
+    was verified before the swap). A run that stops in between is finished
+    by recovery, which repoints every swapped unit's backup partition that
+    does not point at its original (``recovery.repoint_swapped``), so the
+    unit's ``done`` record is written before its group."""
+
+    def __init__(self, catalog: Catalog, plan: TablePlan, flush_units: int = REPOINT_FLUSH_UNITS):
+        self.catalog, self.plan, self.flush_units = catalog, plan, max(1, flush_units)
+        self._lock = threading.Lock()
+        self._pending: list[Unit] = []
+        self._failed: list[tuple[Unit, str]] = []
+        self.groups = 0  # how many groups were written (the tests read it)
+
+    def add(self, unit: Unit) -> None:
+        """A unit swapped (and recorded done): repointed with the group it joins."""
+        with self._lock:
+            self._pending.append(unit)
+            if len(self._pending) < self.flush_units:
+                return
+            group, self._pending = self._pending, []
+        self._write(group)
+
+    def flush(self) -> list[tuple[Unit, str]]:
+        """Repoint what is waiting. Returns every unit of the table whose
+        backup partition could not be repointed, with the error: recovery
+        must finish them (the run's journal is then not closed)."""
+        with self._lock:
+            group, self._pending = self._pending, []
+        if group:
+            self._write(group)
+        with self._lock:
+            return list(self._failed)
+
+    def _write(self, group: list[Unit]) -> None:
+        db, name = self.plan.backup_table.split(".")
+        try:
+            outcomes: list[Exception | None] = self.catalog.set_locations(
+                db, name, [(u.partition or {}, u.old) for u in group])
+        except Exception as exc:  # noqa: BLE001 - every unit of the group waits for recovery
+            outcomes = [exc] * len(group)
+        failed = [(u, java_message(exc)) for u, exc in zip(group, outcomes) if exc is not None]
+        for u, message in failed:
+            log.error("%s: the backup partition of %s could not be repointed at %s: %s", self.plan.backup_table,
+                      u.spec, u.old, message)
+        with self._lock:
+            self.groups += 1
+            self._failed.extend(failed)
 
 
 def set_pinned(catalog: Catalog, b: BackupRef, pinned: bool) -> None:

@@ -417,6 +417,30 @@ class Catalog:
         raw = writer.read(spec)
         writer.alter(raw, storage=self._internals.storage_with_location(raw.storage(), location), refresh=True)
 
+    def set_locations(self, db: str, table: str, items: list[tuple[dict[str, str], str]]) -> list[Exception | None]:
+        """Point many partitions of a table at new locations (``(spec,
+        location)`` items) together: each partition read (from the listing
+        ``prefetch_partitions`` kept, else one call each), all written in one
+        ``alterPartitions`` (each alone if that call fails), then Spark's
+        cached relation of the table invalidated once. Per item None, or
+        the error it failed with (the others are written)."""
+        writer = self.writer(db, table)
+        outcomes: list[Exception | None] = [None] * len(items)
+        changed, at = [], []
+        for i, (spec, location) in enumerate(items):
+            try:
+                sql_path_literal(location)  # the same paths as the statement accepts
+                raw = writer.read(spec)
+                changed.append(self._hive.changed(raw, storage=self._internals.storage_with_location(raw.storage(),
+                                                                                                     location)))
+                at.append(i)
+            except Exception as exc:  # noqa: BLE001 - this item's own error
+                outcomes[i] = exc
+        if changed:
+            for i, outcome in zip(at, writer.alter_now(changed)):
+                outcomes[i] = outcome
+        return outcomes
+
     # The property Spark's catalog marks its data source tables with.
     _DATASOURCE_PROVIDER = "spark.sql.sources.provider"
 
@@ -657,6 +681,14 @@ class PartitionWriter:
         descriptor and/or parameters; ``refresh``: then invalidate Spark's
         cached relation of the table. Returns once it is written."""
         self._commit.submit((self._hive.changed(raw, storage, params), refresh))
+
+    def alter_now(self, changed: list[Any]) -> list[Exception | None]:
+        """Write back many changed partitions (``HiveClient.changed``) in one
+        call of their own (each alone if it fails), then invalidate Spark's
+        cached relation of the table. Per partition None or its error."""
+        outcomes = self._hive.alter_partitions_each(self.db, self.table, changed)
+        self._internals.refresh_table(self.db, self.table)
+        return outcomes
 
     def _write(self, items: list[tuple[Any, bool]]) -> list[Any]:
         # a failing partition fails its own unit, with its own error

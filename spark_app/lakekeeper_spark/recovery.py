@@ -189,13 +189,18 @@ def _recover_compact(ctx: Context, info: TableInfo, journal: Journal, doc: dict[
     actions = []
     swapped = 0
     merged = []
+    done = []  # swapped units the journal records as done: their backup partitions are checked below
     for u in doc.get("units", []):
         action, is_swapped = settle_unit(ctx, journal, u, units.get(u["index"], {}), backup)
         if action:
             actions.append(action)
+        elif is_swapped:
+            done.append(u)
         swapped += int(is_swapped)
         if is_swapped:
             merged.append(u["spec"])
+    if done and backup and backup[2] and info.is_partitioned:
+        actions += repoint_swapped(ctx, journal, backup, done)
     if doc.get("merge") and merged:
         # a merge run: the partitions that end swapped hold the batch; recorded (again) before the run is closed,
         # so that the batch never goes into them a second time
@@ -220,6 +225,31 @@ def _recover_compact(ctx: Context, info: TableInfo, journal: Journal, doc: dict[
         journal.table_step("finished")
         actions.append({"run_id": journal.run_id, "spec": None, "action": "finished_run", "was_at": doc.get("step")})
     return actions
+
+
+def repoint_swapped(ctx: Context, journal: Journal, backup: tuple[str, str, bool],
+                    done: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The backup partitions of swapped units (their journal entries,
+    recorded ``done``) that do not point at their originals, repointed
+    together: a partitioned table's backup partitions are repointed in
+    groups after their units' ``done`` records (``backup.PendingRepoints``),
+    so a run that stopped in between left some at the live directory. One
+    listing of the backup's partitions; a partition missing from the backup
+    is left as it is (dropped by hand; rollback then reports the unit)."""
+    cat, fs = ctx.catalog, ctx.fs
+    at = {p.spec_str: fs.qualify(p.location) for p in cat.list_partitions(cat.get_table(backup[0], backup[1]))}
+    wrong = [u for u in done if u.get("partition") and u["spec"] in at and at[u["spec"]] != fs.qualify(u["old"])]
+    if not wrong:
+        return []
+    outcomes = cat.set_locations(backup[0], backup[1], [(u["partition"], u["old"]) for u in wrong])
+    errors = [(u, exc) for u, exc in zip(wrong, outcomes) if exc is not None]
+    if errors:
+        u, exc = errors[0]
+        raise LakekeeperError("recovery_failed", f"the backup partitions of {len(errors)} swapped unit(s) could not "
+                                                 f"be repointed at their originals (first: {u['spec']} at {u['old']}: "
+                                                 f"{java_message(exc)}); try again")
+    return [{"run_id": journal.run_id, "spec": u["spec"], "action": "repointed_backup", "was_at": "done"}
+            for u in wrong]
 
 
 def _recover_rollback(ctx: Context, info: TableInfo, journal: Journal, doc: dict[str, Any],

@@ -496,6 +496,46 @@ def test_units_write_while_the_backup_is_made_and_none_swaps_without_it(
     assert same_rows(rows, spark.table("lk.bk_fail"))
 
 
+def test_backup_partitions_not_repointed_leave_the_run_for_recovery(spark, engine, files, warehouse, monkeypatch):
+    """A partitioned table's backup partitions are repointed in groups after
+    their units' swaps (``backup.PendingRepoints``). When that Metastore
+    write fails (here the group's call raises, as it would with the
+    Metastore down), the units stay compacted, the table fails with
+    ``backup_not_repointed`` and ``pending_recovery`` on each unit, and the
+    run stays open; the next command's recovery repoints them together
+    (``repointed_backup``), and a rollback then restores the original files."""
+    from lakekeeper_spark.catalog import Catalog
+
+    loc = make_table(spark, warehouse, "rp_fail", rows=400, partitions={"a": 12, "b": 9, "c": 7})
+    original, rows = files.snapshot(loc), frozen(spark, "lk.rp_fail")
+
+    def outage(self, db, table, items):
+        raise RuntimeError("MetaException(message:the Metastore is down)")
+
+    monkeypatch.setattr(Catalog, "set_locations", outage)
+    res = engine.one("compact", "lk.rp_fail")
+    monkeypatch.undo()
+    assert res["status"] == "failed" and res["code"] == "backup_not_repointed" and res["changed"], res
+    assert [(p["status"], p.get("pending_recovery")) for p in res["partitions"]] == [("compacted", True)] * 3, res
+    assert "the Metastore is down" in res["reason"] and same_rows(rows, spark.table("lk.rp_fail"))
+    cat = Catalog(spark)
+    bdb, bname = res["backup_table"].split(".")
+
+    def backup_locations():
+        return {p.spec_str: p.location.rstrip("/").rsplit("/", 1)[1]
+                for p in cat.list_partitions(cat.get_table(bdb, bname))}
+
+    assert backup_locations() == {"dt=a": "dt=a", "dt=b": "dt=b", "dt=c": "dt=c"}  # still the live directories
+    rec = engine.one("recover", "lk.rp_fail")
+    assert rec["status"] == "recovered", rec
+    assert sorted(a["spec"] for a in rec["actions"] if a["action"] == "repointed_backup") == ["dt=a", "dt=b", "dt=c"]
+    assert backup_locations() == {f"dt={d}": f".dt={d}.lk_old_{res['run_id']}" for d in "abc"}  # the originals
+    assert engine.one("recover", "lk.rp_fail")["status"] == "skipped"
+    back = engine.one("rollback", "lk.rp_fail")
+    assert back["status"] == "rolled_back", back
+    assert files.snapshot(loc) == original and same_rows(rows, spark.table("lk.rp_fail"))
+
+
 @pytest.mark.hdfs
 def test_rollback_of_an_earlier_run_that_no_later_run_touched(spark, engine, files, warehouse):
     """rollback --run-id (an "undo run X" from an earlier job): run X

@@ -12,7 +12,7 @@ import logging
 import time
 from typing import Any
 
-from ..backup import BackupInProgress, create_backup, repoint
+from ..backup import BackupInProgress, PendingRepoints, create_backup, repoint
 from ..budget import DEADLINE, benefit
 from ..columns import RewriteColumns, resolve_columns
 from ..context import Context, run_unit_jobs
@@ -160,10 +160,14 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     slots = unit_slots(ctx, len(todo))
     stats = PendingStatistics(ctx, info)  # the swapped units' Metastore figures, written in groups
     exists = backup_check(ctx, p)
+    # a partitioned table's backup partitions: repointed in groups after their units' swaps
+    repoints = PendingRepoints(ctx.catalog, p) if info.is_partitioned else None
     jobs = [(lambda i=i, u=u: _compact_unit(ctx, info, p, journal, i, u, dict(codecs[u.spec], payload_fraction=payload),
-                                            columns, backup, slots, merge, stats=stats, exists=exists))
+                                            columns, backup, slots, merge, stats=stats, exists=exists,
+                                            repoints=repoints))
             for i, u in enumerate(todo)]
     done = run_unit_jobs(ctx, jobs)
+    not_repointed = repoints.flush() if repoints is not None else []
     stats.flush()
     if merge is not None:  # the partitions merged: this batch never goes into them again
         try:
@@ -187,11 +191,15 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     pending = [r for r in done if r.get("pending_recovery")]
     try:
         return _finish_table(ctx, info, p, journal, full_name, todo, done, skipped, swapped, failed, pending,
-                             recovered, base)
+                             recovered, base, not_repointed)
     except Exception as exc:  # noqa: BLE001 - after the swaps: say what changed
         if not swapped:
             raise
         raise after_swaps(exc, p, done, skipped, swapped) from exc
+
+
+# A swapped unit's backup partition that could not be repointed at its original (``PendingRepoints``).
+BACKUP_NOT_REPOINTED = "backup_not_repointed"
 
 
 def after_swaps(exc: Exception, p: TablePlan, done: list[dict[str, Any]], skipped: list[dict[str, Any]],
@@ -228,8 +236,16 @@ def recheck_before_swap(ctx: Context, p: TablePlan, exists: GroupCommit[None]) -
 def _finish_table(ctx: Context, info: TableInfo, p: TablePlan, journal: Journal, full_name: str, todo: list[Unit],
                   done: list[dict[str, Any]], skipped: list[dict[str, Any]], swapped: list[dict[str, Any]],
                   failed: list[dict[str, Any]], pending: list[dict[str, Any]], recovered: list[dict[str, Any]],
-                  base: dict[str, Any]) -> dict[str, Any]:
-    if not swapped and not pending:  # nothing to keep: no backup, no journal
+                  base: dict[str, Any], not_repointed: list[tuple[Unit, str]] | None = None) -> dict[str, Any]:
+    if not_repointed:  # swapped, their backup partitions not at their originals: recovery finishes them
+        by_spec = {u.spec: message for u, message in not_repointed}
+        for r in done:
+            if r["spec"] in by_spec:
+                r["pending_recovery"] = True
+                r.setdefault("warnings", []).append(
+                    f"its backup partition could not be repointed at the original files ({by_spec[r['spec']]}); "
+                    f"the next command on the table (or recover) finishes it")
+    elif not swapped and not pending:  # nothing to keep: no backup, no journal
         db, name = p.backup_table.split(".")
         ctx.catalog.drop_table(db, name)
         journal.table_step("finished", backup_table=None)
@@ -247,6 +263,11 @@ def _finish_table(ctx: Context, info: TableInfo, p: TablePlan, journal: Journal,
         status = "failed"
         reason = f"{len(failed)} of {len(todo)} unit(s) failed: {failed[0]['reason']}"
         code = failed[0].get("code")
+    elif not_repointed:
+        status, code = "failed", BACKUP_NOT_REPOINTED
+        reason = (f"{len(not_repointed)} of {len(swapped)} swapped unit(s) are compacted, but their backup partitions "
+                  f"could not be repointed at the original files ({not_repointed[0][1]}); the run stays open and "
+                  f"the next command on the table (or recover) finishes it")
     elif deferred and not swapped and not pending:
         status, code = "skipped", DEADLINE
         reason = f"deadline: {deferred} unit(s) left for the next window"
@@ -287,6 +308,7 @@ def _compact_unit(
     ctx: Context, info: TableInfo, p: TablePlan, journal: Journal, idx: int, u: Unit, codec: dict[str, Any],
     columns: RewriteColumns | None = None, backup: BackupInProgress | None = None, slots: int = 1,
     merge: MergePlan | None = None, *, stats: PendingStatistics, exists: GroupCommit[None],
+    repoints: PendingRepoints | None = None,
 ) -> dict[str, Any]:
     fs = ctx.fs
     rows_before = rows_after = None
@@ -328,8 +350,11 @@ def _compact_unit(
         swap_in(fs, journal, idx, u)
         late = adopt_late_files(fs, u, u.listing)
         journal.unit_mark(idx, "repointing_backup")  # recovered from the directories, as moving_aside: no record
-        repoint(ctx.catalog, info, p, u)
+        if repoints is None:  # a table: its backup now (a partition: with its group, after its done record)
+            repoint(ctx.catalog, info, p, u)
         journal.unit_step(idx, "done", files_after=len(staged.files), rows=rows_after)
+        if repoints is not None:
+            repoints.add(u)
         result = partition_result(
             u,
             "compacted",
