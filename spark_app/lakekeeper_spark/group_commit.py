@@ -18,6 +18,7 @@ journaled before it.
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any, Callable, Generic, TypeVar
 
 T = TypeVar("T")
@@ -68,3 +69,39 @@ class GroupCommit(Generic[T]):
         if isinstance(outcome, BaseException):
             raise outcome
         return outcome
+
+
+class RecentCheck:
+    """A yes/no check (``check()``, e.g. "the backup table exists") that
+    many threads ask before acting: a passing check that began at most
+    ``max_age`` seconds before a thread asked answers for it; otherwise the
+    thread waits for a new check, shared with the threads that ask while it
+    is made (``GroupCommit``). A failing check is never reused: the next
+    thread checks again.
+
+    The moment a thread asked is a lower bound of when the check that
+    answered it began, so a reused answer is never older than ``max_age``."""
+
+    def __init__(self, check: Callable[[], bool], max_age: float):
+        self._commit: GroupCommit[None] = GroupCommit(lambda asks: [bool(check())] * len(asks))
+        self.max_age = max_age
+        self._lock = threading.Lock()
+        self._passed_at: float | None = None
+
+    @property
+    def checks(self) -> int:
+        """How many checks were made (the tests read it)."""
+        return self._commit.batches
+
+    def ask(self) -> bool:
+        asked = time.monotonic()
+        with self._lock:
+            if self._passed_at is not None and asked - self._passed_at <= self.max_age:
+                return True
+        ok = bool(self._commit.submit(None))
+        with self._lock:
+            if ok:
+                self._passed_at = asked if self._passed_at is None else max(self._passed_at, asked)
+            else:  # nothing older answers for anyone any more
+                self._passed_at = None
+        return ok

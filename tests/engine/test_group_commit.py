@@ -110,6 +110,31 @@ def test_partition_writer_writes_a_batch_and_isolates_a_dropped_partition(spark,
     spark.sql("DROP TABLE lk.gc_parts")
 
 
+def test_a_recent_passing_check_answers_for_later_askers_and_a_failing_one_for_nobody(monkeypatch):
+    """``RecentCheck`` (the backup table's existence before each swap): a
+    check that passed and began at most ``max_age`` before a thread asked
+    answers for it; an older one does not; a failing check is answered to
+    its askers and then forgotten, so the next asker checks again."""
+    from lakekeeper_spark import group_commit
+    from lakekeeper_spark.group_commit import RecentCheck
+
+    clock = [100.0]
+    monkeypatch.setattr(group_commit.time, "monotonic", lambda: clock[0])
+    answers = iter([True, True, False, True])
+    rc = RecentCheck(lambda: next(answers), max_age=1.0)
+
+    def ask_at(t):
+        clock[0] = t
+        return rc.ask(), rc.checks
+
+    assert ask_at(100.0) == (True, 1)
+    assert ask_at(100.9) == (True, 1)  # 0.9 s after the check began: its answer
+    assert ask_at(101.05) == (True, 2)  # 1.05 s: a new check
+    assert ask_at(101.9) == (True, 2)
+    assert ask_at(102.2) == (False, 3)  # the table went away
+    assert ask_at(102.3) == (True, 4)  # not answered by the failure, nor by the pass before it
+
+
 def _hive_calls(spark):
     metrics = spark.sparkContext._jvm.org.apache.spark.metrics.source.HiveCatalogMetrics
     return int(metrics.METRIC_HIVE_CLIENT_CALLS().getCount())

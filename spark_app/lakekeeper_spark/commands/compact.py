@@ -21,7 +21,7 @@ from ..errors import LakekeeperError, Refused, UsageError, java_message, root_ca
 from ..content import compare as compare_content
 from ..content import UnitTable, staged_checksum
 from ..faults import alter_staged_value, tamper_staging
-from ..group_commit import GroupCommit
+from ..group_commit import RecentCheck
 from ..formats import file_columns, file_facts, payload_fraction, spark_codec_name
 from ..hdfs_checks import carry_attributes
 from ..hdfs_checks import check_units as check_hdfs_units
@@ -213,22 +213,28 @@ def after_swaps(exc: Exception, p: TablePlan, done: list[dict[str, Any]], skippe
     return err
 
 
-def backup_check(ctx: Context, p: TablePlan) -> GroupCommit[None]:
-    """The backup table's existence check of the units about to swap: the
-    units that ask while a check is being made share the next one (a
-    Metastore call made after each of them asked), instead of one each."""
+# How old a passing check of the backup table's existence may be at a unit's swap (seconds).
+BACKUP_CHECK_MAX_AGE = 1.0
+
+
+def backup_check(ctx: Context, p: TablePlan) -> RecentCheck:
+    """The backup table's existence check of the units about to swap: a
+    check that passed and began at most ``BACKUP_CHECK_MAX_AGE`` before a
+    unit asked answers for it; else a new one, shared by the units that ask
+    while it is made. About one Metastore call a second however many units
+    swap, instead of one a unit."""
     db, name = p.backup_table.split(".")
-    return GroupCommit(lambda asks: [ctx.catalog.table_exists(db, name)] * len(asks))
+    return RecentCheck(lambda: ctx.catalog.table_exists(db, name), BACKUP_CHECK_MAX_AGE)
 
 
-def recheck_before_swap(ctx: Context, p: TablePlan, exists: GroupCommit[None]) -> None:
+def recheck_before_swap(ctx: Context, p: TablePlan, exists: RecentCheck) -> None:
     """Right before a unit's swap: this run still holds the table's lease,
     and its backup table still exists (a swap without it would leave the
     originals unreachable for rollback and cleanup). ``exists``: the
     table's shared check (``backup_check``)."""
     if ctx.lease is not None:
         ctx.lease.check()
-    if not exists.submit(None):
+    if not exists.ask():
         raise LakekeeperError("backup_missing", f"the backup table {p.backup_table} of this run no longer exists "
                                                 f"(dropped by hand or by another command); not swapping")
 
@@ -307,7 +313,7 @@ def unit_slots(ctx: Context, units: int) -> int:
 def _compact_unit(
     ctx: Context, info: TableInfo, p: TablePlan, journal: Journal, idx: int, u: Unit, codec: dict[str, Any],
     columns: RewriteColumns | None = None, backup: BackupInProgress | None = None, slots: int = 1,
-    merge: MergePlan | None = None, *, stats: PendingStatistics, exists: GroupCommit[None],
+    merge: MergePlan | None = None, *, stats: PendingStatistics, exists: RecentCheck,
     repoints: PendingRepoints | None = None,
 ) -> dict[str, Any]:
     fs = ctx.fs
