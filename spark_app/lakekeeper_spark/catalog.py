@@ -401,21 +401,19 @@ class Catalog:
 
     def set_location(self, db: str, table: str, location: str, spec: dict[str, str] | None = None) -> None:
         """Point a table, or one of its partitions, at ``location``. A
-        partition goes through the Hive client (read the partition, alter it;
-        the SQL statement makes five Metastore calls, under the same client
-        lock every unit of the run shares), written together with the other
-        units' partition changes of the table made meanwhile
-        (``PartitionWriter``); then Spark's cached relation of the table is
-        invalidated as the statement would."""
+        partition goes through the Hive client as ``set_locations`` writes
+        many (read the partition, alter it; the SQL statement makes five
+        Metastore calls, under the same client lock every unit of the run
+        shares); then Spark's cached relation of the table is invalidated as
+        the statement would."""
         if not spec:
             literal = sql_path_literal(location)  # the same paths as the statement accepts
             if not self._alter_table(db, table, location=location):
                 self.sql(f"ALTER TABLE {qualified(db, table)} SET LOCATION {literal}")
             return
-        sql_path_literal(location)  # the same paths as the statement accepts
-        writer = self.writer(db, table)
-        raw = writer.read(spec)
-        writer.alter(raw, storage=self._internals.storage_with_location(raw.storage(), location), refresh=True)
+        (error,) = self.set_locations(db, table, [(spec, location)])
+        if error is not None:
+            raise error
 
     def set_locations(self, db: str, table: str, items: list[tuple[dict[str, str], str]]) -> list[Exception | None]:
         """Point many partitions of a table at new locations (``(spec,
