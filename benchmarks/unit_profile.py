@@ -11,7 +11,7 @@ the CLI runs. Every step of ``commands/compact.py`` is timed, and every
 call through the engine's adapters is counted: ``HadoopFS`` (the Hadoop
 FileSystem API: NameNode calls), ``Catalog`` (the Metastore; beside it Spark's own count of
 its Hive client's Metastore calls, ``metastore.hive_client_calls``),
-``Journal`` records (each one a synced file replaced by rename), Spark
+``Journal`` records (a unit's: a line appended and synced, shared by units recording at once), Spark
 jobs and the driver's py4j gateway calls (``gateway.calls``: each a round
 trip from Python to the driver's JVM, whatever it is for). ``--columns``
 widens the tables (warehouse tables have dozens): a cost per column shows

@@ -23,6 +23,7 @@ import os
 import re
 import stat
 import threading
+import time
 from typing import Any, Iterable
 
 from .errors import LakekeeperError, java_message
@@ -122,6 +123,7 @@ class HadoopFS:
         self._conf = spark._jsc.hadoopConfiguration()
         self._fs_cache: dict[str, Any] = {}
         self._identity: set[str] = set()  # filesystems whose plain URIs qualify to themselves
+        self._no_acls: set[str] = set()  # filesystems whose NameNode said ACLs are disabled (it says so until restarted)
 
     # ------------------------------------------------------------ basics
     def path(self, uri: str) -> Any:
@@ -524,6 +526,43 @@ class HadoopFS:
             out.hsync()
         finally:
             out.close()
+
+    def open_log(self, uri: str) -> "AppendLog | None":
+        """A new file (fails if it exists) kept open for records appended one
+        after another, each synced before ``append`` returns (``hsync`` on
+        HDFS: on the DataNodes' disks and visible to any reader). None on a
+        filesystem whose streams cannot be synced (an object store): there
+        every durable write has to be a file of its own."""
+        local = self._local_path(uri)
+        if local is not None:
+            return LocalAppendLog(local)
+        fs, path = self.fs(uri), self.path(uri)
+        out = fs.create(path, False)
+        try:
+            syncs = bool(out.hasCapability("hsync"))
+        except Exception:  # noqa: BLE001 - a client without StreamCapabilities: HDFS syncs, others are unknown
+            syncs = str(fs.getScheme()) == "hdfs"
+        if syncs:
+            return HadoopAppendLog(out)
+        out.close()
+        fs.delete(path, False)
+        return None
+
+    def recover_lease(self, uri: str, timeout: float = 120.0) -> bool:
+        """HDFS: close a file a writer that stopped left open (lease
+        recovery: the NameNode settles its last block at the length the
+        DataNodes hold, what was synced at least). True once it is closed;
+        False on other filesystems or after ``timeout`` seconds."""
+        fs = self.fs(uri)
+        if str(fs.getScheme()) != "hdfs":
+            return False
+        path = self.path(uri)
+        deadline = time.time() + timeout
+        closed = bool(fs.recoverLease(path))
+        while not closed and time.time() < deadline:
+            time.sleep(0.5)
+            closed = bool(fs.isFileClosed(path))
+        return closed
 
     def create_new(self, uri: str, text: str) -> bool:
         """Create ``uri`` with ``text`` unless it exists, atomically: True

@@ -33,6 +33,24 @@ undone; after the move aside, which of the live, original and staging
 directories exist says how far the swap got, and a swapped unit is
 completed, its backup partition repointed), so their records, a synced
 file each, bought nothing. Journals of earlier versions hold them.
+
+Unit records are appended, never replaced, to one file a process keeps
+open for the run, ``units-<n>.jsonl`` (one JSON record a line; ``n``
+counts up within the run: a resumed run, recovery say, opens the next
+one). A record is whole (cumulative: it holds what the unit's earlier
+steps recorded); for a unit, the last line of the highest-numbered file
+wins. Units run several at a time: the first to record a step writes, the
+units that record meanwhile go into the next write together
+(``group_commit.GroupCommit``), and each returns once a sync (``hsync``
+on HDFS, ``fsync`` on ``file://``) holds its record. No file is created,
+renamed or deleted per record, and a run adds one file to the namespace
+however many units it compacts. A killed writer may leave a last line
+torn: nobody was told it was written, so no step it records began, and
+it is skipped; a file it left open on HDFS is read as far as it was
+synced (its lease recovered first if it cannot be read). On a filesystem
+whose streams cannot be synced every write is a file of its own. Journals
+of earlier versions, one ``unit-<index>.json`` per unit replaced in
+place, load as before, under any appended record.
 """
 
 from __future__ import annotations
@@ -46,7 +64,8 @@ from typing import Any
 
 from .errors import LakekeeperError
 from .faults import fault_point
-from .fs import HadoopFS
+from .fs import AppendLog, HadoopFS
+from .group_commit import GroupCommit
 from .layout import is_run_id
 
 log = logging.getLogger(__name__)
@@ -85,6 +104,10 @@ class Journal:
         # process started the run, else each one once swept.
         self._all_clean = False
         self._swept: set[str] = set()
+        # unit records: appended in files units-<n>.json, one per group of units that record together
+        self._unit_log: GroupCommit[dict[str, Any]] = GroupCommit(self._append_units)
+        self._log: AppendLog | None = None  # the open units-<n>.jsonl
+        self._next_log: int | None = None  # the next file's number; None: after the highest in the run directory
 
     @property
     def table_name(self) -> str | None:
@@ -108,6 +131,8 @@ class Journal:
         ``table.json`` is a run that crashed in here (``is_empty``)."""
         self.fs.mkdirs(self.run_dir)
         self._all_clean = not self.fs.list_names(self.run_dir)  # a new run: nothing to sweep, ever
+        if self._all_clean:
+            self._next_log = 0
         self._table = {k: v for k, v in doc.items() if k != "units"}
         self._plan = doc.get("units")
         if self._plan is not None:
@@ -130,7 +155,7 @@ class Journal:
         doc.update(extra)
         doc.update(index=idx, step=step, updated=time.time())
         self._units[idx] = doc
-        self._replace(unit_record_name(idx), json.dumps(doc, sort_keys=True))
+        self._unit_log.submit(doc)  # returns once a synced file holds it (with other units' records, maybe)
         fault_point(step, "before", self.table_name, idx)
 
     def unit_mark(self, idx: int, step: str) -> None:
@@ -138,6 +163,53 @@ class Journal:
         notes): its fault point only, at the moment its record would have
         been written, so the crash tests stop there as before."""
         fault_point(step, "before", self.table_name, idx)
+
+    def _append_units(self, docs: list[dict[str, Any]]) -> list[None]:
+        """Append ``docs`` to the run's open record file, synced
+        (``GroupCommit``: one writer at a time)."""
+        text = "".join(json.dumps(d, sort_keys=True) + "\n" for d in docs)
+        if self._log is None:
+            uri = f"{self.run_dir}/{unit_log_name(self._take_log_number())}"
+            self._log = self.fs.open_log(uri)
+            if self._log is None:  # streams cannot be synced here: a file a write
+                self.fs.write_text(uri, text)
+                return [None] * len(docs)
+        try:
+            self._log.append(text)
+        except BaseException:
+            self._drop_log()  # the next write opens a new file; this one may end with a torn line
+            raise
+        return [None] * len(docs)
+
+    def _take_log_number(self) -> int:
+        if self._next_log is None:
+            names = [n for n, is_dir in self.fs.list_names(self.run_dir) if not is_dir]
+            self._next_log = 1 + max((i for i in map(unit_log_index, names) if i is not None), default=-1)
+        n, self._next_log = self._next_log, self._next_log + 1
+        return n
+
+    def _drop_log(self) -> None:
+        log_file, self._log = self._log, None
+        if log_file is not None:
+            try:
+                log_file.close()
+            except Exception:  # noqa: BLE001 - its records were synced one by one; nothing waits on the close
+                log.warning("%s: closing the unit record file failed", self.run_dir, exc_info=True)
+
+    def close(self) -> None:
+        """Close the run's record file (a later record opens the next one)."""
+        self._drop_log()
+
+    def __enter__(self) -> "Journal":
+        return self
+
+    def __exit__(self, *_exc: Any) -> None:
+        self.close()
+
+    @property
+    def unit_log_writes(self) -> int:
+        """How many synced writes of unit records this process made (the tests read it)."""
+        return self._unit_log.batches
 
     def _replace(self, name: str, text: str) -> None:
         sweep = not self._all_clean and name not in self._swept
@@ -184,13 +256,17 @@ class Journal:
             table["units"] = plan
         units: dict[int, dict[str, Any]] = {}
         bases = {n.split(_PENDING)[0] for n in names if n.startswith("unit-")}
-        for base in sorted(bases):
+        for base in sorted(bases):  # an earlier version's records, one file per unit
             idx = unit_index(base)
             if idx is None:
                 continue
             text = read_record(fs, run_dir, base, names)
             if text:
                 units[idx] = json.loads(text)
+        logs = sorted((i, n) for i, n in ((unit_log_index(n), n) for n in names) if i is not None)
+        for _i, name in logs:  # appended records, in the order they were written
+            for doc in _read_unit_log(fs, f"{run_dir}/{name}"):
+                units[int(doc["index"])] = doc
         return table, units
 
     @staticmethod
@@ -201,11 +277,13 @@ class Journal:
 
     def remove(self) -> None:
         """Drop this run's records, and the journal directory once empty."""
+        self.close()
         self.fs.delete(self.run_dir)
         self.fs.delete_if_empty(self.dir)  # never recursively: the table's lease may be in it
 
 
 _UNIT_RECORD = re.compile(r"^unit-(\d{6,})\.json$")
+_UNIT_LOG = re.compile(r"^units-(\d{6,})\.jsonl$")
 _PLAN_RECORD = re.compile(r"^plan-(\d{6,})\.json(\.crc)?$")
 
 
@@ -220,17 +298,51 @@ def plan_record_index(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def unit_record_name(idx: int) -> str:
-    """``unit-000042.json``: six digits at least (names sort by index up to
-    999,999 units), more when a run has more units."""
-    return f"unit-{idx:06d}.json"
-
-
 def unit_index(name: str) -> int | None:
-    """The unit index of a record name written by ``unit_record_name``, else
-    None (pending copies, other files)."""
+    """The unit index of an earlier version's record name (``unit-000042.json``,
+    six digits at least), else None (pending copies, other files)."""
     m = _UNIT_RECORD.match(name)
     return int(m.group(1)) if m else None
+
+
+def unit_log_name(n: int) -> str:
+    """``units-000001.jsonl``: the n-th file of a run's appended unit records
+    (six digits at least, more as needed: read back by number, not by name)."""
+    return f"units-{n:06d}.jsonl"
+
+
+def unit_log_index(name: str) -> int | None:
+    """The number of a ``unit_log_name``, else None."""
+    m = _UNIT_LOG.match(name)
+    return int(m.group(1)) if m else None
+
+
+def _read_unit_log(fs: HadoopFS, uri: str) -> list[dict[str, Any]]:
+    """The records of one appended file, in order. A last line without its
+    newline is a write its writer did not finish (killed): no unit was
+    told it was written, so none went on to the step it records; skipped.
+    An HDFS file its writer left open that cannot be read (the length of
+    its last block unknown) is read again once its lease is recovered."""
+    try:
+        text = fs.read_text(uri)
+    except Exception:  # noqa: BLE001
+        if not fs.recover_lease(uri):
+            raise
+        log.warning("%s: left open by a writer that stopped; read after recovering its lease", uri)
+        text = fs.read_text(uri)
+    lines = text.split("\n")
+    if lines[-1]:
+        log.warning("%s: its last record is torn (its writer stopped while writing it); skipped", uri)
+    docs = []
+    for n, line in enumerate(lines[:-1], start=1):
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            doc = None
+        if not isinstance(doc, dict) or "index" not in doc:
+            raise LakekeeperError("journal_incomplete", f"{uri}: line {n} is not a unit record; not touching the run")
+        docs.append(doc)
+    return docs
 
 
 def replace_record(fs: HadoopFS, uri: str, text: str, sweep: bool = True) -> None:

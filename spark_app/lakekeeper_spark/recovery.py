@@ -87,10 +87,11 @@ def recover_table(ctx: Context, info: TableInfo) -> list[dict[str, Any]]:
                 journal.remove()
                 actions.append({"run_id": run_id, "spec": None, "action": "closed_run", "was_at": doc.get("step")})
             continue
-        if doc.get("command") == "rollback":
-            actions += _recover_rollback(ctx, info, journal, doc, units)
-        else:
-            actions += _recover_compact(ctx, info, journal, doc, units)
+        with journal:  # the records this recovery appends: one file, closed when the run is settled
+            if doc.get("command") == "rollback":
+                actions += _recover_rollback(ctx, info, journal, doc, units)
+            else:
+                actions += _recover_compact(ctx, info, journal, doc, units)
     if actions:
         ctx.catalog.refresh(info.db, info.name)
     return actions

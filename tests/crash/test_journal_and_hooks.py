@@ -62,6 +62,23 @@ class FakeFS:
         assert src in self.files and dst not in self.files
         self.files[dst] = self.files.pop(src)
 
+    def open_log(self, uri):
+        assert uri not in self.files
+        self.files[uri] = ""
+        fs = self
+
+        class Log:
+            def append(self, text):
+                fs.files[uri] += text
+
+            def close(self):
+                pass
+
+        return Log()
+
+    def recover_lease(self, uri):
+        return False
+
     def list_names(self, uri):
         uri = uri.rstrip("/")
         out = {(f[len(uri) + 1:].split("/")[0], "/" in f[len(uri) + 1:]) for f in self.files if f.startswith(uri + "/")}
@@ -97,28 +114,166 @@ def test_a_record_is_old_or_new_at_every_crash_point():
     assert json.loads(J.read_record(fs, "j/r", "unit-000000.json"))["step"] == "moving_in"
 
 
-def test_journal_load_after_a_crash_inside_a_replacement():
+def _log_files(fs, run_dir):
+    return sorted(f.rsplit("/", 1)[1] for f in fs.files if f.startswith(f"{run_dir}/units-"))
+
+
+def _records(fs, run_dir, name):
+    return [json.loads(line) for line in fs.files[f"{run_dir}/{name}"].splitlines()]
+
+
+def test_unit_records_are_appended_and_a_torn_last_line_is_skipped():
     fs = FakeFS()
     j = J.Journal(fs, "t/.lakekeeper", "20260101T000000-abcdef")
     j.start({"table": "db.t", "units": []})
     j.unit_step(0, "moving_aside", compacted=["part-0.parquet"])
     j.unit_step(0, "moving_in")
     j.unit_step(1, "writing_staging")
-    # unit 1's record is being replaced when the process dies
-    base = f"{j.run_dir}/unit-000001.json"
-    fs.write_text(f"{base}.new.{time.time_ns():020d}-abcdef", json.dumps({"index": 1, "step": "verifying"}))
-    fs.delete(base)
+    # one file for the run, a line a record (alone, a unit records by itself), nothing replaced or renamed
+    assert _log_files(fs, j.run_dir) == ["units-000000.jsonl"]
+    assert [(d["index"], d["step"]) for d in _records(fs, j.run_dir, "units-000000.jsonl")] == [
+        (0, "moving_aside"), (0, "moving_in"), (1, "writing_staging")]
+    # the process dies while writing unit 1's next record: its line is torn, unit 1 never went on
+    fs.files[f"{j.run_dir}/units-000000.jsonl"] += '{"index": 1, "step": "verif'
     doc, units = J.Journal.load(fs, j.dir, j.run_id)
     assert doc["table"] == "db.t" and doc["step"] == "planned"
     assert units[0]["step"] == "moving_in" and units[0]["compacted"] == ["part-0.parquet"]  # cumulative
-    assert units[1]["step"] == "verifying"
-    # recovery continues the run: later records keep what earlier ones said
+    assert units[1]["step"] == "writing_staging"
+    # recovery continues the run in a file of its own, after the highest, and builds on the last records
     r = J.Journal(fs, j.dir, j.run_id).resume(doc, units)
     r.unit_step(0, "done", recovered=True)
-    assert J.Journal.load(fs, j.dir, j.run_id)[1][0]["compacted"] == ["part-0.parquet"]
+    r.close()
+    assert _log_files(fs, j.run_dir) == ["units-000000.jsonl", "units-000001.jsonl"]
+    again = J.Journal.load(fs, j.dir, j.run_id)[1]
+    assert again[0]["step"] == "done" and again[0]["compacted"] == ["part-0.parquet"] and again[1] == units[1]
+    # a whole line that is not a record is not guessed at
+    fs.write_text(f"{j.run_dir}/units-000002.jsonl", json.dumps({"step": "done"}) + "\n")
+    with pytest.raises(J.LakekeeperError) as bad:
+        J.Journal.load(fs, j.dir, j.run_id)
+    assert bad.value.code == "journal_incomplete" and "line 1" in bad.value.message
+    del fs.files[f"{j.run_dir}/units-000002.jsonl"]
     assert not J.Journal.is_empty(fs, j.dir, j.run_id)
     r.remove()
     assert not fs.exists(j.dir)
+
+
+def test_without_synced_streams_each_write_is_a_file():
+    class ObjectStore(FakeFS):
+        def open_log(self, uri):
+            return None
+
+    fs = ObjectStore()
+    j = J.Journal(fs, "t/.lakekeeper", "20260101T000000-abcdef")
+    j.start({"table": "db.t", "units": []})
+    j.unit_step(0, "moving_aside")
+    j.unit_step(0, "done")
+    assert _log_files(fs, j.run_dir) == ["units-000000.jsonl", "units-000001.jsonl"]
+    assert J.Journal.load(fs, j.dir, j.run_id)[1][0]["step"] == "done"
+
+
+def test_an_earlier_versions_records_load_under_the_appended_ones():
+    """A journal of an earlier version (one record per unit, replaced in
+    place), left by a crash inside a replacement, then resumed by this
+    version: the appended records are newer than any such file."""
+    fs = FakeFS()
+    j = J.Journal(fs, "t/.lakekeeper", "20260101T000000-abcdef")
+    j.start({"table": "db.t", "units": []})
+    for idx, step in ((0, "moving_in"), (1, "writing_staging")):
+        fs.write_text(f"{j.run_dir}/unit-{idx:06d}.json", json.dumps({"index": idx, "step": step, "compacted": ["a"]}))
+    base = f"{j.run_dir}/unit-000001.json"  # unit 1's record was being replaced when the process died
+    fs.write_text(f"{base}.new.{time.time_ns():020d}-abcdef", json.dumps({"index": 1, "step": "verifying"}))
+    fs.delete(base)
+    doc, units = J.Journal.load(fs, j.dir, j.run_id)
+    assert units[0]["step"] == "moving_in" and units[1]["step"] == "verifying"
+    r = J.Journal(fs, j.dir, j.run_id).resume(doc, units)
+    r.unit_step(0, "done", recovered=True)
+    units = J.Journal.load(fs, j.dir, j.run_id)[1]
+    assert units[0]["step"] == "done" and units[0]["compacted"] == ["a"] and units[1]["step"] == "verifying"
+    assert _log_files(fs, j.run_dir) == ["units-000000.jsonl"]
+
+
+class SlowFS(FakeFS):
+    """Each sync takes a moment, as on HDFS."""
+
+    def __init__(self):
+        super().__init__()
+        import threading
+        self.lock = threading.Lock()
+
+    def open_log(self, uri):
+        inner = super().open_log(uri)
+        fs = self
+
+        class Log:
+            def append(self, text):
+                time.sleep(0.02)
+                with fs.lock:
+                    inner.append(text)
+
+            def close(self):
+                pass
+
+        return Log()
+
+
+def test_units_that_record_at_once_share_a_sync_and_each_waits_for_its_own():
+    import threading
+    fs = SlowFS()
+    j = J.Journal(fs, "t/.lakekeeper", "20260101T000000-abcdef")
+    j.start({"table": "db.t", "units": []})
+    errors = []
+
+    def unit(idx):
+        try:
+            for step in ("moving_aside", "done"):
+                j.unit_step(idx, step, by=idx)
+                with fs.lock:  # returned: the file holds this very record
+                    written = [(d["index"], d["step"]) for d in _records(fs, j.run_dir, "units-000000.jsonl")]
+                assert (idx, step) in written
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=unit, args=(i,)) for i in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert _log_files(fs, j.run_dir) == ["units-000000.jsonl"]
+    assert j.unit_log_writes < 32 / 2  # 32 records, grouped
+    units = J.Journal.load(fs, j.dir, j.run_id)[1]
+    assert {i: (u["step"], u["by"]) for i, u in units.items()} == {i: ("done", i) for i in range(16)}
+
+
+def test_a_failed_write_leaves_the_file_and_the_next_record_opens_another():
+    class FlakyFS(FakeFS):
+        fail = True
+
+        def open_log(self, uri):
+            inner = super().open_log(uri)
+            fs = self
+
+            class Log:
+                def append(self, text):
+                    if fs.fail:
+                        fs.fail = False
+                        inner.append(text[:7])  # part of it reached the file
+                        raise OSError("disk full")
+                    inner.append(text)
+
+                def close(self):
+                    pass
+
+            return Log()
+
+    fs = FlakyFS()
+    j = J.Journal(fs, "t/.lakekeeper", "20260101T000000-abcdef")
+    j.start({"table": "db.t", "units": []})
+    with pytest.raises(OSError):
+        j.unit_step(0, "moving_aside")
+    j.unit_step(0, "moving_aside")
+    assert _log_files(fs, j.run_dir) == ["units-000000.jsonl", "units-000001.jsonl"]
+    assert J.Journal.load(fs, j.dir, j.run_id)[1][0]["step"] == "moving_aside"
 
 
 def test_the_plan_is_written_once_and_table_steps_do_not_carry_it():
@@ -183,29 +338,28 @@ class CountingFS(FakeFS):
         return super().list_names(uri)
 
 
-def test_a_new_run_lists_its_directory_once_a_resumed_run_sweeps_each_record_once():
+def test_a_new_run_lists_its_directory_once_a_resumed_run_once_more():
     fs = CountingFS()
     j = J.Journal(fs, "t/.lakekeeper", "20260101T000000-abcdef")
     j.start({"table": "db.t", "units": []})
-    assert fs.listings == 1  # the new run directory is empty: no record can have pending leftovers
-    for step in ("writing_staging", "verifying", "moving_aside", "moving_in", "repointing_backup", "done"):
+    assert fs.listings == 1  # the new run directory is empty: nothing to sweep, records numbered from 0
+    for step in ("moving_aside", "done"):
         j.unit_step(0, step)
         j.unit_step(1, step)
     j.table_step("finished")
     assert fs.listings == 1
-    # a crashed writer of the same run left a pending record of unit 0: the resumed run sweeps it
-    base = f"{j.run_dir}/unit-000000.json"
-    orphan = f"{base}.new.{time.time_ns():020d}-dead00"
-    fs.write_text(orphan, json.dumps({"index": 0, "step": "stale"}))
+    # a crashed writer of the same run left a pending table record: the resumed run sweeps it
+    orphan = f"{j.run_dir}/table.json.new.{time.time_ns():020d}-dead00"
+    fs.write_text(orphan, json.dumps({"step": "stale"}))
     doc, units = J.Journal.load(fs, j.dir, j.run_id)
     r = J.Journal(fs, j.dir, j.run_id).resume(doc, units)
     fs.listings = 0
-    r.unit_step(0, "done", recovered=True)
-    assert orphan not in fs.files and _pending(fs, base) == []
-    r.unit_step(0, "done", recovered=True)
+    r.unit_step(0, "done", recovered=True)  # one listing: the number of its file
     r.unit_step(1, "done", recovered=True)
-    assert fs.listings == 2  # once for unit 0, once for unit 1, not again
-    assert json.loads(J.read_record(fs, j.run_dir, "unit-000000.json"))["step"] == "done"
+    assert fs.listings == 1 and _log_files(fs, j.run_dir) == ["units-000000.jsonl", "units-000001.jsonl"]
+    r.table_step("finished")
+    r.table_step("finished")
+    assert orphan not in fs.files and fs.listings == 2  # the table record swept once
 
 
 @pytest.mark.parametrize("text,expect", [

@@ -148,54 +148,55 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     if ctx.budget is not None:  # the most small files removed per byte rewritten first
         todo = sorted(todo, key=lambda u: -benefit(u.stats.files, u.decision.target_files, u.stats.bytes))
     journal = Journal(ctx.fs, p.journal_dir, ctx.run_id)
-    journal.start(dict(_journal_doc(info, p, todo), **({"merge": merge.journal_doc()} if merge is not None else {})))
-    journal.table_step("creating_backup")
+    with journal:  # its unit record file closed when the table is done (or failed)
+        journal.start(dict(_journal_doc(info, p, todo), **({"merge": merge.journal_doc()} if merge is not None else {})))
+        journal.table_step("creating_backup")
 
-    def make_backup() -> None:
-        create_backup(ctx.catalog, info, p, todo)
-        journal.table_step("compacting")
+        def make_backup() -> None:
+            create_backup(ctx.catalog, info, p, todo)
+            journal.table_step("compacting")
 
-    # The units start writing while the backup table is made; none swaps before it exists.
-    backup = BackupInProgress(make_backup)
-    slots = unit_slots(ctx, len(todo))
-    stats = PendingStatistics(ctx, info)  # the swapped units' Metastore figures, written in groups
-    exists = backup_check(ctx, p)
-    # a partitioned table's backup partitions: repointed in groups after their units' swaps
-    repoints = PendingRepoints(ctx.catalog, p) if info.is_partitioned else None
-    jobs = [(lambda i=i, u=u: _compact_unit(ctx, info, p, journal, i, u, dict(codecs[u.spec], payload_fraction=payload),
-                                            columns, backup, slots, merge, stats=stats, exists=exists,
-                                            repoints=repoints))
-            for i, u in enumerate(todo)]
-    done = run_unit_jobs(ctx, jobs)
-    not_repointed = repoints.flush() if repoints is not None else []
-    stats.flush()
-    if merge is not None:  # the partitions merged: this batch never goes into them again
+        # The units start writing while the backup table is made; none swaps before it exists.
+        backup = BackupInProgress(make_backup)
+        slots = unit_slots(ctx, len(todo))
+        stats = PendingStatistics(ctx, info)  # the swapped units' Metastore figures, written in groups
+        exists = backup_check(ctx, p)
+        # a partitioned table's backup partitions: repointed in groups after their units' swaps
+        repoints = PendingRepoints(ctx.catalog, p) if info.is_partitioned else None
+        jobs = [(lambda i=i, u=u: _compact_unit(ctx, info, p, journal, i, u, dict(codecs[u.spec], payload_fraction=payload),
+                                                columns, backup, slots, merge, stats=stats, exists=exists,
+                                                repoints=repoints))
+                for i, u in enumerate(todo)]
+        done = run_unit_jobs(ctx, jobs)
+        not_repointed = repoints.flush() if repoints is not None else []
+        stats.flush()
+        if merge is not None:  # the partitions merged: this batch never goes into them again
+            try:
+                record_applied(ctx.fs, merge.journal_doc(), [r["spec"] for r in done if r["status"] == "compacted"],
+                               ctx.run_id, info.full_name)
+            except Exception as exc:  # noqa: BLE001 - after the swaps: the run's recovery records them
+                raise after_swaps(exc, p, done, skipped, [r for r in done if r["status"] == "compacted"]) from exc
+        for u, r in zip(todo, done):
+            if r["status"] == "compacted":
+                for notes in (drift_notes, codec_notes):
+                    if u.spec in notes:
+                        r.setdefault("notes", []).extend(notes[u.spec])
+        error = backup.settle()
+        if error is not None:  # nothing was swapped: the table fails as a whole (and is recovered, cli)
+            raise error
+        swapped = [r for r in done if r["status"] == "compacted"]
+        failed = [r for r in done if r["status"] == "failed"]
+        deferred = [r for r in done if r.get("code") == DEADLINE and r["status"] == "skipped"]
+        if deferred:
+            base["deferred"] = len(deferred)
+        pending = [r for r in done if r.get("pending_recovery")]
         try:
-            record_applied(ctx.fs, merge.journal_doc(), [r["spec"] for r in done if r["status"] == "compacted"],
-                           ctx.run_id, info.full_name)
-        except Exception as exc:  # noqa: BLE001 - after the swaps: the run's recovery records them
-            raise after_swaps(exc, p, done, skipped, [r for r in done if r["status"] == "compacted"]) from exc
-    for u, r in zip(todo, done):
-        if r["status"] == "compacted":
-            for notes in (drift_notes, codec_notes):
-                if u.spec in notes:
-                    r.setdefault("notes", []).extend(notes[u.spec])
-    error = backup.settle()
-    if error is not None:  # nothing was swapped: the table fails as a whole (and is recovered, cli)
-        raise error
-    swapped = [r for r in done if r["status"] == "compacted"]
-    failed = [r for r in done if r["status"] == "failed"]
-    deferred = [r for r in done if r.get("code") == DEADLINE and r["status"] == "skipped"]
-    if deferred:
-        base["deferred"] = len(deferred)
-    pending = [r for r in done if r.get("pending_recovery")]
-    try:
-        return _finish_table(ctx, info, p, journal, full_name, todo, done, skipped, swapped, failed, pending,
-                             recovered, base, not_repointed)
-    except Exception as exc:  # noqa: BLE001 - after the swaps: say what changed
-        if not swapped:
-            raise
-        raise after_swaps(exc, p, done, skipped, swapped) from exc
+            return _finish_table(ctx, info, p, journal, full_name, todo, done, skipped, swapped, failed, pending,
+                                 recovered, base, not_repointed)
+        except Exception as exc:  # noqa: BLE001 - after the swaps: say what changed
+            if not swapped:
+                raise
+            raise after_swaps(exc, p, done, skipped, swapped) from exc
 
 
 # A swapped unit's backup partition that could not be repointed at its original (``PendingRepoints``).

@@ -167,9 +167,10 @@ def rollback_table(ctx: Context, full_name: str) -> dict[str, Any]:
         # units whose partition was dropped: not restored, left in the backup (finish_rollback keeps it)
         "skipped": [{"spec": d["spec"], "location": d["location"], "old": d["original"]} for d in dropped],
     }
-    journal.start(doc)
-    journal.table_step("rolling_back")
-    done = finish_rollback(ctx, info, journal, journal.table_record(), {})
+    with journal:  # its record file closed once the units are restored
+        journal.start(doc)
+        journal.table_step("rolling_back")
+        done = finish_rollback(ctx, info, journal, journal.table_record(), {})
     ctx.catalog.refresh(info.db, info.name)
     by_spec = {a["spec"]: a for a in done}
     for part in parts:
