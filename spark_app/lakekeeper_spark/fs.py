@@ -692,14 +692,19 @@ class HadoopFS:
         fs, s, d = self.fs(src), self.path(src), self.path(dst)
         if str(fs.getScheme()) != "hdfs":
             return warnings
-        try:
-            acl = fs.getAclStatus(s)
-            entries = acl.getEntries()
-            if entries.size():
-                fs.setAcl(d, entries)
-        except Exception as exc:  # noqa: BLE001 - ACLs disabled on the NameNode
-            if "AclException" not in str(exc) and "disabled" not in str(exc):
-                warnings.append(f"ACL of {src}: {java_message(exc)}")
+        plain = _plain_uri(src)
+        key = plain[0] if plain is not None else None
+        if key not in self._no_acls:  # asked once a run: the refusal is an exception, about 30 ms through the gateway
+            try:
+                acl = fs.getAclStatus(s)
+                entries = acl.getEntries()
+                if entries.size():
+                    fs.setAcl(d, entries)
+            except Exception as exc:  # noqa: BLE001 - ACLs disabled on the NameNode
+                if "AclException" not in str(exc) and "disabled" not in str(exc):
+                    warnings.append(f"ACL of {src}: {java_message(exc)}")
+                elif key is not None and "disabled" in str(exc):
+                    self._no_acls.add(key)  # no directory there can have an ACL to lose
         q = self.quota_usage(src)
         if q.get("unknown"):
             warnings.append(f"quota of {src} not readable, not copied to {dst}: {q['unknown']}")
@@ -858,6 +863,54 @@ class HadoopFS:
 def _access_denied(exc: Exception) -> bool:
     """The NameNode refused this user (``AccessControlException``)."""
     return "AccessControlException" in java_message(exc) + " " + str(exc)[:2000]
+
+
+class AppendLog:
+    """A file open for appending records (``HadoopFS.open_log``)."""
+
+    def append(self, text: str) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class LocalAppendLog(AppendLog):
+    """``file://``: appended with ``write`` and synced with ``fsync``."""
+
+    def __init__(self, path: str):
+        self._fd: int | None = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_APPEND, 0o666)
+
+    def append(self, text: str) -> None:
+        if self._fd is None:
+            raise ValueError("append to a closed log")
+        data = memoryview(text.encode("utf-8"))
+        while data:
+            data = data[os.write(self._fd, data):]
+        os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+
+
+class HadoopAppendLog(AppendLog):
+    """A Hadoop output stream: ``write`` then ``hsync``."""
+
+    def __init__(self, out: Any):
+        self._out = out
+
+    def append(self, text: str) -> None:
+        if self._out is None:
+            raise ValueError("append to a closed log")
+        self._out.write(bytearray(text.encode("utf-8")))
+        self._out.hsync()
+
+    def close(self) -> None:
+        if self._out is not None:
+            out, self._out = self._out, None
+            out.close()
 
 
 def _create_local(path: str, text: str, mode: int) -> None:

@@ -92,3 +92,46 @@ def test_status_dump_details():
     assert parse_status_dump(dump, details=True) == [("hdfs://h:1/t/a", False, 10, 5, 2, "ingest", "lakers"),
                                                      ("hdfs://h:1/t/d", True, 0, 6, None, "etl", "g")]
     assert parse_status_dump(dump) == [("hdfs://h:1/t/a", False, 10, 5), ("hdfs://h:1/t/d", True, 0, 6)]
+
+
+def test_a_namenode_without_acls_is_asked_once_a_run():
+    """``copy_dir_attributes`` asks for a directory's ACL before its swap; a
+    NameNode with ACLs disabled (the default before Hadoop 3.3) refuses with
+    an exception, about 30 ms through the gateway: asked once per
+    filesystem, the rest of the run skips it. Any other refusal is asked
+    again and reported."""
+    from lakekeeper_spark.fs import HadoopFS
+
+    class Refusal(Exception):
+        pass
+
+    class FakeJavaFS:
+        def __init__(self, message):
+            self.message, self.asked = message, 0
+
+        def getScheme(self):
+            return "hdfs"
+
+        def getAclStatus(self, _path):
+            self.asked += 1
+            raise Refusal(self.message)
+
+    def adapter(java_fs):
+        fs = object.__new__(HadoopFS)
+        fs._fs_cache, fs._identity, fs._no_acls = {}, set(), set()
+        fs.fs = lambda _uri: java_fs
+        fs.path = lambda uri: uri
+        fs.quota_usage = lambda _uri: {"quota": -1, "space_quota": -1}
+        return fs
+
+    off = FakeJavaFS("org.apache.hadoop.hdfs.protocol.AclException: The ACL operation has been rejected. "
+                     "Support for ACLs has been disabled by setting dfs.namenode.acls.enabled to false.")
+    fs = adapter(off)
+    for n in range(3):
+        assert fs.copy_dir_attributes(f"{LOC}{n}", f"{LOC}{n}.staging") == []
+    assert off.asked == 1
+    other = FakeJavaFS("java.io.IOException: the NameNode is in safe mode")
+    fs = adapter(other)
+    for n in range(2):
+        assert fs.copy_dir_attributes(f"{LOC}{n}", f"{LOC}{n}.staging")[0].startswith(f"ACL of {LOC}{n}: ")
+    assert other.asked == 2
