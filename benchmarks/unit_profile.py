@@ -66,10 +66,14 @@ class Meter:
         def timed(*args: Any, **kwargs: Any) -> Any:
             depth = getattr(self._depth, group, 0)
             setattr(self._depth, group, depth + 1)
+            outer = getattr(self._depth, "current_step", None)
+            if group == "step":
+                self._depth.current_step = name  # the step the gateway calls made meanwhile count for
             t0 = time.perf_counter()
             try:
                 return fn(*args, **kwargs)
             finally:
+                self._depth.current_step = outer
                 setattr(self._depth, group, depth)
                 if depth == 0:
                     with self._lock:
@@ -116,9 +120,13 @@ def count_gateway_calls(meter: Meter) -> None:
             try:
                 return _send(self, command)
             finally:
+                spent = time.perf_counter() - t0
+                step = getattr(meter._depth, "current_step", None) or "(no step)"  # pylint: disable=protected-access
                 with meter._lock:  # pylint: disable=protected-access
                     meter.calls["gateway.calls"] += 1
-                    meter.seconds["gateway.calls"] += time.perf_counter() - t0
+                    meter.seconds["gateway.calls"] += spent
+                    meter.calls[f"gateway@{step}"] += 1  # by the step of commands/compact.py that made them
+                    meter.seconds[f"gateway@{step}"] += spent
 
         cls.send_command = counted
 
