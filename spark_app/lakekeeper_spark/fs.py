@@ -409,7 +409,8 @@ class HadoopFS:
         warnings: list[str] = self.copy_dir_attributes(src, dst)
         fs = self.fs(src)
         st = fs.getFileStatus(self.path(src))
-        targets = [(self.path(dst), st)]
+        dst_path = self.path(dst)
+        targets = [(dst_path, fs.getFileStatus(dst_path), st)]  # (path, its status now, the status to give it)
         if recursive_files:
             fst = None  # the first file of src: stop there (one gateway call per entry looked at)
             it = fs.listStatusIterator(self.path(src))
@@ -418,18 +419,24 @@ class HadoopFS:
                 if not x.isDirectory():
                     fst = x
             if fst is not None:
-                for x in fs.listStatus(self.path(dst)):
+                for x in fs.listStatus(dst_path):
                     if not x.isDirectory():
-                        targets.append((x.getPath(), fst))
-        for path, ref in targets:
-            try:
-                fs.setPermission(path, ref.getPermission())
-            except Exception as exc:  # noqa: BLE001
-                warnings.append(f"setPermission {path.toString()}: {java_message(exc)}")
+                        targets.append((x.getPath(), x, fst))
+        # Only what differs is changed: every setPermission or setOwner is a NameNode edit (a journal
+        # transaction on an HA cluster), and a copy written with the usual umask mostly has the mode already.
+        wanted: dict[int, tuple[int, str, str]] = {}  # by the reference status's identity: read once
+        for path, cur, ref in targets:
+            if id(ref) not in wanted:
+                wanted[id(ref)] = (int(ref.getPermission().toShort()), str(ref.getOwner()), str(ref.getGroup()))
+            mode, owner, group = wanted[id(ref)]
+            if int(cur.getPermission().toShort()) != mode:
+                try:
+                    fs.setPermission(path, ref.getPermission())
+                except Exception as exc:  # noqa: BLE001
+                    warnings.append(f"setPermission {path.toString()}: {java_message(exc)}")
             if not keep_owner:
                 continue
-            cur = fs.getFileStatus(path)
-            if str(cur.getOwner()) != str(ref.getOwner()) or str(cur.getGroup()) != str(ref.getGroup()):
+            if str(cur.getOwner()) != owner or str(cur.getGroup()) != group:
                 try:
                     fs.setOwner(path, ref.getOwner(), ref.getGroup())
                 except Exception as exc:  # noqa: BLE001

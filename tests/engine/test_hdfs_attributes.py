@@ -131,8 +131,11 @@ def test_open_files_zones_snapshots_and_carried_attributes(spark, engine, files,
         fs.setXAttr(P(dirs["attrs"]), "user.team", bytearray(b"ingest-a"))
         for f in files.data_files(dirs["attrs"]):
             fs.setReplication(P(f), 2)
+        perm = spark._jvm.org.apache.hadoop.fs.permission.FsPermission.valueOf
         for st in [fs.getFileStatus(P(dirs["attrs"]))] + list(fs.listStatus(P(dirs["attrs"]))):
             fs.setOwner(st.getPath(), "ingest", "lakers")  # kept: this run is the superuser
+            # modes other than the copy's umask gives (drwxr-xr-x, -rw-r--r--): carried
+            fs.setPermission(st.getPath(), perm("drwxr-x---" if st.isDirectory() else "-rw-r-----"))
         writer.expect("open")
         flume = [(900_000 + i, f"flume-{i}") for i in range(5)]
         for i, name in flume[:3]:
@@ -181,6 +184,7 @@ def test_open_files_zones_snapshots_and_carried_attributes(spark, engine, files,
         assert bytes(fs.getXAttrs(P(dirs["attrs"]))["user.team"]) == b"ingest-a"
         for st in [fs.getFileStatus(P(dirs["attrs"]))] + list(fs.listStatus(P(dirs["attrs"]))):
             assert (str(st.getOwner()), str(st.getGroup())) == ("ingest", "lakers"), st.toString()
+            assert str(st.getPermission()) == ("rwxr-x---" if st.isDirectory() else "rw-r-----"), st.toString()
             if not st.isDirectory():
                 assert st.getReplication() == 2
 
