@@ -7,6 +7,8 @@ for the rest, on real HDFS)."""
 
 from __future__ import annotations
 
+import pytest
+
 from lakekeeper_spark.fs import parse_status_dump
 from lakekeeper_spark.hdfs_checks import (
     ENCRYPTION_ZONE,
@@ -135,3 +137,49 @@ def test_a_namenode_without_acls_is_asked_once_a_run():
     for n in range(2):
         assert fs.copy_dir_attributes(f"{LOC}{n}", f"{LOC}{n}.staging")[0].startswith(f"ACL of {LOC}{n}: ")
     assert other.asked == 2
+
+
+def test_threaded_keeps_order_waits_for_every_call_and_runs_nested_calls_inline():
+    """``fs.threaded`` (the NameNode calls of listings, open-file checks and
+    the pre-flight, overlapped on one pool kept for the process)."""
+    import threading
+    import time as _time
+
+    from lakekeeper_spark import fs as fs_mod
+
+    seen: set[str] = set()
+    assert fs_mod.threaded(lambda x: (seen.add(threading.current_thread().name), x * x)[1], list(range(20))) == [
+        x * x for x in range(20)]
+    assert 1 <= len(seen) <= fs_mod.POOL_THREADS and all(n.startswith("lakekeeper-nn") for n in seen)
+    at_once, most, lock = [0], [0], threading.Lock()
+
+    def count(_x):
+        with lock:
+            at_once[0] += 1
+            most[0] = max(most[0], at_once[0])
+        _time.sleep(0.01)
+        with lock:
+            at_once[0] -= 1
+
+    fs_mod.threaded(count, list(range(20)), limit=3)
+    assert most[0] == 3  # at most ``limit`` at once
+
+    ended = []
+
+    def slow_or_bad(x):
+        if x == 0:
+            raise ValueError("first")
+        _time.sleep(0.05)
+        ended.append(x)
+
+    with pytest.raises(ValueError, match="first"):
+        fs_mod.threaded(slow_or_bad, list(range(8)))
+    assert sorted(ended) == list(range(1, 8))  # raised once every call had ended
+
+    # a call made from a pool thread runs there: a pool waiting on itself would hang
+    def outer(_x):
+        here = threading.current_thread().name
+        return here, fs_mod.threaded(lambda y: (_time.sleep(0.02), threading.current_thread().name)[1], [1, 2, 3])
+
+    for here, names in fs_mod.threaded(outer, [0, 1]):
+        assert names == [here] * 3
