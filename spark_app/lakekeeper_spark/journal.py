@@ -326,7 +326,11 @@ def _read_unit_log(fs: HadoopFS, uri: str) -> list[dict[str, Any]]:
     try:
         text = fs.read_text(uri)
     except Exception:  # noqa: BLE001
-        if not fs.recover_lease(uri):
+        try:
+            recovered = fs.recover_lease(uri)
+        except Exception:  # noqa: BLE001 - not HDFS underneath (viewfs, say): the read's own error says more
+            recovered = False
+        if not recovered:
             raise
         log.warning("%s: left open by a writer that stopped; read after recovering its lease", uri)
         text = fs.read_text(uri)

@@ -157,6 +157,39 @@ def test_unit_records_are_appended_and_a_torn_last_line_is_skipped():
     assert not fs.exists(j.dir)
 
 
+def test_a_file_left_open_is_read_once_its_lease_is_recovered():
+    """HDFS: a record file its killed writer left open can be unreadable
+    (the length of its last block unknown) until the NameNode recovers the
+    lease; then it is read. Where no lease can be recovered the error stands."""
+    class OpenFS(FakeFS):
+        def __init__(self):
+            super().__init__()
+            self.open, self.recovered = set(), 0
+
+        def read_text(self, uri):
+            if uri in self.open:
+                raise OSError("Cannot obtain block length for LocatedBlock")
+            return super().read_text(uri)
+
+        def recover_lease(self, uri):
+            self.recovered += 1
+            if uri.endswith("units-000000.jsonl"):
+                self.open.discard(uri)
+                return True
+            return False
+
+    fs = OpenFS()
+    j = J.Journal(fs, "t/.lakekeeper", "20260101T000000-abcdef")
+    j.start({"table": "db.t", "units": []})
+    j.unit_step(0, "moving_aside")
+    fs.open.add(f"{j.run_dir}/units-000000.jsonl")  # killed: never closed
+    assert J.Journal.load(fs, j.dir, j.run_id)[1][0]["step"] == "moving_aside" and fs.recovered == 1
+    fs.write_text(f"{j.run_dir}/units-000001.jsonl", "")
+    fs.open.add(f"{j.run_dir}/units-000001.jsonl")
+    with pytest.raises(OSError, match="block length"):
+        J.Journal.load(fs, j.dir, j.run_id)
+
+
 def test_without_synced_streams_each_write_is_a_file():
     class ObjectStore(FakeFS):
         def open_log(self, uri):
