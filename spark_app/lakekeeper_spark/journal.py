@@ -104,7 +104,7 @@ class Journal:
         # process started the run, else each one once swept.
         self._all_clean = False
         self._swept: set[str] = set()
-        # unit records: appended in files units-<n>.json, one per group of units that record together
+        # unit records: lines appended to the open units-<n>.jsonl, one synced write per group of units recording at once
         self._unit_log: GroupCommit[dict[str, Any]] = GroupCommit(self._append_units)
         self._log: AppendLog | None = None  # the open units-<n>.jsonl
         self._next_log: int | None = None  # the next file's number; None: after the highest in the run directory
@@ -155,7 +155,7 @@ class Journal:
         doc.update(extra)
         doc.update(index=idx, step=step, updated=time.time())
         self._units[idx] = doc
-        self._unit_log.submit(doc)  # returns once a synced file holds it (with other units' records, maybe)
+        self._unit_log.submit(doc)  # returns once a sync holds its line (with other units' records, maybe)
         fault_point(step, "before", self.table_name, idx)
 
     def unit_mark(self, idx: int, step: str) -> None:
