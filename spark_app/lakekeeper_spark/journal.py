@@ -107,6 +107,7 @@ class Journal:
         # unit records: lines appended to the open units-<n>.jsonl, one synced write per group of units recording at once
         self._unit_log: GroupCommit[dict[str, Any]] = GroupCommit(self._append_units)
         self._log: AppendLog | None = None  # the open units-<n>.jsonl
+        self._unsyncable = False  # the filesystem's streams cannot be synced: every write a file of its own
         self._next_log: int | None = None  # the next file's number; None: after the highest in the run directory
 
     @property
@@ -170,8 +171,9 @@ class Journal:
         text = "".join(json.dumps(d, sort_keys=True) + "\n" for d in docs)
         if self._log is None:
             uri = f"{self.run_dir}/{unit_log_name(self._take_log_number())}"
-            self._log = self.fs.open_log(uri)
+            self._log = None if self._unsyncable else self.fs.open_log(uri)
             if self._log is None:  # streams cannot be synced here: a file a write
+                self._unsyncable = True  # (asked once: open_log's answer made and removed a file)
                 self.fs.write_text(uri, text)
                 return [None] * len(docs)
         try:

@@ -192,7 +192,10 @@ def test_a_file_left_open_is_read_once_its_lease_is_recovered():
 
 def test_without_synced_streams_each_write_is_a_file():
     class ObjectStore(FakeFS):
+        asked = 0
+
         def open_log(self, uri):
+            self.asked += 1
             return None
 
     fs = ObjectStore()
@@ -201,6 +204,7 @@ def test_without_synced_streams_each_write_is_a_file():
     j.unit_step(0, "moving_aside")
     j.unit_step(0, "done")
     assert _log_files(fs, j.run_dir) == ["units-000000.jsonl", "units-000001.jsonl"]
+    assert fs.asked == 1  # its answer does not change within a run
     assert J.Journal.load(fs, j.dir, j.run_id)[1][0]["step"] == "done"
 
 
