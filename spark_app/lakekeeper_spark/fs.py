@@ -527,12 +527,11 @@ class HadoopFS:
             # FileSystem.create makes them, the mode the umask gives, no checksum file (readers need none).
             _create_local(local, text, 0o666)
             return
-        out = self.fs(uri).create(self.path(uri), False)
+        log_file = HadoopAppendLog(self.fs(uri).create(self.path(uri), False))
         try:
-            out.write(bytearray(text.encode("utf-8")))
-            out.hsync()
+            log_file.append(text)
         finally:
-            out.close()
+            log_file.close()
 
     def open_log(self, uri: str) -> "AppendLog | None":
         """A new file (fails if it exists) kept open for records appended one
@@ -885,8 +884,8 @@ class AppendLog:
 class LocalAppendLog(AppendLog):
     """``file://``: appended with ``write`` and synced with ``fsync``."""
 
-    def __init__(self, path: str):
-        self._fd: int | None = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_APPEND, 0o666)
+    def __init__(self, path: str, mode: int = 0o666):
+        self._fd: int | None = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_APPEND, mode)
 
     def append(self, text: str) -> None:
         if self._fd is None:
@@ -924,11 +923,11 @@ def _create_local(path: str, text: str, mode: int) -> None:
     """A new local file (``FileExistsError`` if there is one) with ``text``,
     synced to disk; its parent directories made as needed."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, mode)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(text.encode("utf-8"))
-        fh.flush()
-        os.fsync(fh.fileno())
+    log_file = LocalAppendLog(path, mode)
+    try:
+        log_file.append(text)
+    finally:
+        log_file.close()
 
 
 # One pool of threads for the NameNode calls of every ``threaded`` in the process, kept: a Python thread
