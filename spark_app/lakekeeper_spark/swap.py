@@ -64,10 +64,12 @@ def check_unchanged(fs: HadoopFS, unit: Unit) -> None:
                                                       f"({', '.join(held[:3])}): a writer is still writing there")
 
 
-def swap_in(fs: HadoopFS, journal: Journal, idx: int, unit: Unit) -> list[str]:
-    """Move the original aside and the verified staging in. Returns the
-    names of the compacted files (journaled before anything moves)."""
-    compacted = sorted(f.name for f in fs.list_dir(unit.staging).files)
+def swap_in(fs: HadoopFS, journal: Journal, idx: int, unit: Unit, staged: Listing) -> list[str]:
+    """Move the original aside and the verified staging in. ``staged``: the
+    staging's listing the verification checked (nothing is written there
+    after it). Returns the names of the compacted files (journaled before
+    anything moves)."""
+    compacted = sorted(f.name for f in staged.files)
     journal.unit_step(idx, "moving_aside", old=unit.old, staging=unit.staging, location=unit.location,
                       compacted=compacted)
     fs.rename(unit.location, unit.old)
@@ -90,28 +92,29 @@ def move_in(fs: HadoopFS, staging: str, live: str, old: str) -> list[str]:
     aside, its files go into ``old`` first (``adopt_late_files`` brings them
     back after the rename) and the emptied directory is removed; a writer
     that keeps re-creating it makes this fail with ``concurrent_write``
-    (recovery then finishes the job). Returns the names moved into ``old``."""
+    (recovery then finishes the job). Returns the names moved into ``old``.
+
+    The rename is tried first: ``HadoopFS.rename`` refuses an existing
+    target (on HDFS inside the NameNode's rename), so the directory is
+    looked for only when the rename was refused, not before every swap."""
     moved: list[str] = []
     for _attempt in range(MOVE_IN_ATTEMPTS):
-        if fs.exists(live):
-            listing = fs.list_dir(live)
-            moved += adopt_files(fs, live, old, set(), what="re-created live directory")
-            if listing.subdirs:
-                raise LakekeeperError(
-                    "concurrent_write",
-                    f"{live} was re-created during the swap with subdirectories {listing.subdirs[:3]}; "
-                    f"compacted data kept at {staging}, original at {old}; run recover")
-            remove_empty_dir(fs, live)
-            if fs.exists(live):
-                time.sleep(0.1)
-                continue
         try:
             fs.rename(staging, live)
             return moved
         except LakekeeperError:
-            if fs.exists(live) and fs.exists(staging):
-                continue  # re-created again in the meantime
-            raise
+            if not (fs.exists(live) and fs.exists(staging)):
+                raise
+        listing = fs.list_dir(live)  # re-created meanwhile
+        moved += adopt_files(fs, live, old, set(), what="re-created live directory")
+        if listing.subdirs:
+            raise LakekeeperError(
+                "concurrent_write",
+                f"{live} was re-created during the swap with subdirectories {listing.subdirs[:3]}; "
+                f"compacted data kept at {staging}, original at {old}; run recover")
+        remove_empty_dir(fs, live)
+        if fs.exists(live):
+            time.sleep(0.1)
     raise LakekeeperError("concurrent_write", f"{live} keeps being re-created during the swap; "
                                               f"compacted data kept at {staging}, original at {old}; run recover")
 

@@ -354,7 +354,7 @@ def _compact_unit(
             backup.wait()
         recheck_before_swap(ctx, p, exists)
         check_unchanged(fs, u)
-        swap_in(fs, journal, idx, u)
+        swap_in(fs, journal, idx, u, staged)
         late = adopt_late_files(fs, u, u.listing)
         journal.unit_mark(idx, "repointing_backup")  # recovered from the directories, as moving_aside: no record
         if repoints is None:  # a table: its backup now (a partition: with its group, after its done record)
