@@ -98,13 +98,15 @@ def move_in(fs: HadoopFS, staging: str, live: str, old: str) -> list[str]:
     target (on HDFS inside the NameNode's rename), so the directory is
     looked for only when the rename was refused, not before every swap."""
     moved: list[str] = []
-    for _attempt in range(MOVE_IN_ATTEMPTS):
+    for attempt in range(MOVE_IN_ATTEMPTS):
         try:
             fs.rename(staging, live)
             return moved
         except LakekeeperError:
             if not (fs.exists(live) and fs.exists(staging)):
                 raise
+        if attempt == MOVE_IN_ATTEMPTS - 1:  # no rename follows: the directory stays for recovery to adopt
+            break
         listing = fs.list_dir(live)  # re-created meanwhile
         moved += adopt_files(fs, live, old, set(), what="re-created live directory")
         if listing.subdirs:
