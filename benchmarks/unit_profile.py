@@ -102,7 +102,49 @@ def instrument(meter: Meter) -> None:
     setattr(HadoopFS, "copy_permissions", meter.wrap("step", "copy_permissions", getattr(HadoopFS, "copy_permissions")))
     for name in STEPS:
         setattr(compact, name, meter.wrap("step", name, getattr(compact, name)))
+    time_job_slots(meter, compact)
     count_gateway_calls(meter)
+
+
+def time_job_slots(meter: Meter, compact: Any) -> None:
+    """``unit.in_jobs``: a unit's time holding its job slot (``context.JobSlot``,
+    from its start to its last Spark job); ``unit.after_jobs``: the rest of the
+    unit (the checks before the swap, the swap, its journal record, its
+    Metastore changes), which runs without the slot. In jobs per partition
+    over wall per partition: how many units had Spark jobs at once, on
+    average, of ``parallelism``."""
+    from lakekeeper_spark import context
+
+    released = threading.local()
+    init, release, unit = context.JobSlot.__init__, context.JobSlot.release, compact._compact_unit  # pylint: disable=protected-access
+
+    def add(key: str, seconds: float) -> None:
+        with meter._lock:  # pylint: disable=protected-access
+            meter.calls[key] += 1
+            meter.seconds[key] += seconds
+
+    def timed_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        self._profile_t0 = time.perf_counter()  # pylint: disable=protected-access
+
+    def timed_release(self: Any) -> None:
+        t0 = getattr(self, "_profile_t0", None)
+        release(self)
+        if t0 is not None:
+            self._profile_t0 = None  # pylint: disable=protected-access
+            released.at = time.perf_counter()
+            add("unit.in_jobs", released.at - t0)
+
+    def timed_unit(*args: Any, **kwargs: Any) -> Any:
+        released.at = None
+        try:
+            return unit(*args, **kwargs)
+        finally:
+            if released.at is not None:
+                add("unit.after_jobs", time.perf_counter() - released.at)
+
+    context.JobSlot.__init__, context.JobSlot.release = timed_init, timed_release
+    compact._compact_unit = timed_unit  # pylint: disable=protected-access
 
 
 def count_gateway_calls(meter: Meter) -> None:
@@ -284,6 +326,10 @@ def main() -> int:
     runs = [profile_one(spark, meter, t, args.parallelism) for t in tables]
     fit = slope(runs[0], runs[1])
     print(render(fit, runs))
+    in_jobs, wall = fit.get("unit.in_jobs", {}).get("per_partition_ms"), fit["wall"]["per_partition_ms"]
+    if in_jobs and wall > 0:
+        fit["units_in_jobs"] = round(in_jobs / wall, 2)
+        print(f"\nunits in their Spark jobs at once, on average: {fit['units_in_jobs']} of {args.parallelism}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump({"runs": runs, "fit": fit, "args": vars(args)}, f, indent=1)

@@ -66,8 +66,10 @@ options:
     choices: [DEBUG, INFO, WARNING, ERROR]
   parallelism:
     description:
-      - Units (partitions, or whole tables with O(tables) and O(database)) the engine works on at the same time in
-        its Spark application (C(--parallelism)); each running unit gets its own FAIR scheduler pool.
+      - Units (partitions, or whole tables with O(tables) and O(database)) whose Spark jobs run at the same time in
+        the engine's Spark application (C(--parallelism)); each of them gets its own FAIR scheduler pool.
+      - From 2 on, as many more units may be finishing beside them (the checks before the swap, the swap, the
+        journal and the Metastore), after their last Spark job; with 1, strictly one unit at a time.
       - When not set, the config file's value or the engine's default (4) applies.
     type: int
   lease_timeout:

@@ -66,7 +66,8 @@ def _parser() -> argparse.ArgumentParser:
                              "work first, no unit started that would not end before it, what is left reported "
                              "(code deadline)")
     common.add_argument("--parallelism", type=int, dest="parallelism",
-                        help="units (partitions, tables) compacted at the same time in the application (default 4)")
+                        help="units (partitions, tables) whose Spark jobs run at the same time in the application "
+                             "(default 4); from 2, as many more may be swapping after their last job")
     common.add_argument("--min-piece-mb", type=float, dest="min_piece_mb", metavar="MB",
                         help="compact: when a partition's files are fewer than the cores, write each as pieces of at "
                              "least this size on parallel tasks and join them (default 8; 0: never)")

@@ -132,7 +132,7 @@ class Settings:
     rollback_run: str | None = None  # rollback: restore this run's backup, not the newest (--run-id)
     quiet_period_seconds: int | None = None  # compact: skip units with a file younger than this
     deadline: str | None = None  # compact: the maintenance window's end (budget.py)
-    parallelism: int = 4  # units (partitions) compacted at the same time
+    parallelism: int = 4  # units (partitions) in their Spark jobs at the same time (context.JobSlot)
     # compact: a file may be written as pieces of at least this size by parallel tasks, then joined (0: never)
     min_piece_mb: float = 8.0
     # compact only: order rows inside each written file; keep the latest

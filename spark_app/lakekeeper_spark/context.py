@@ -1,8 +1,8 @@
 """What a run shares: the Spark session, the filesystem and catalog
 adapters, the settings and the run id (``Context``), and its budget of
 concurrent work: tables and units run on bounded thread pools
-(``bounded_map``), unit jobs draw from ``parallelism`` slots shared by every
-table of the run (``run_unit_jobs``)."""
+(``bounded_map``), units' Spark jobs draw from ``parallelism`` slots shared
+by every table of the run (``run_unit_jobs``, ``JobSlot``)."""
 
 from __future__ import annotations
 
@@ -53,22 +53,51 @@ def bounded_map(fn: Callable[[T], R], items: list[T], limit: int, thread_name_pr
         return list(pool.map(fn, items))
 
 
-def run_unit_jobs(ctx: Context, jobs: list[Callable[[], R]]) -> list[R]:
+class JobSlot:
+    """A unit's hold on one of the run's ``parallelism`` job slots, taken
+    when the unit starts: its Spark jobs run in the slot's FAIR pool
+    (``lakekeeper-<slot>``). ``release`` gives it back once the unit's last
+    Spark job is done, so its swap, journal and Metastore steps run beside
+    the next unit's write instead of keeping the executors waiting."""
+
+    def __init__(self, slots: "queue.Queue[int]", sc: Any) -> None:
+        self._slots, self._sc = slots, sc
+        self._slot: int | None = slots.get()
+        sc.setLocalProperty("spark.scheduler.pool", f"lakekeeper-{self._slot}")
+
+    def release(self) -> None:
+        if self._slot is None:
+            return
+        self._sc.setLocalProperty("spark.scheduler.pool", None)  # a stray job after this: the default pool
+        slot, self._slot = self._slot, None
+        self._slots.put(slot)
+
+
+def unit_threads(parallelism: int) -> int:
+    """Threads a table's units run on: ``parallelism`` of them in their
+    Spark jobs (``JobSlot``) and, from a parallelism of 2, as many again
+    finishing (swap, journal, Metastore) or waiting for a slot. With 1,
+    strictly one unit at a time."""
+    return parallelism if parallelism <= 1 else 2 * parallelism
+
+
+def run_unit_jobs(ctx: Context, jobs: list[Callable[[JobSlot], R]]) -> list[R]:
     """Run units on a bounded pool of threads: each submits its own Spark
     jobs, so many small partitions keep the executors busy. At most
-    ``parallelism`` units run at once in the whole application (tables run
-    concurrently share the budget); each running unit has its own FAIR pool
+    ``parallelism`` units run Spark jobs at once in the whole application
+    (tables run concurrently share the budget): a unit holds a ``JobSlot``
+    from its start to its last Spark job, in the slot's own FAIR pool
     (``lakekeeper-<slot>``), so the scheduler shares the cores between them
-    instead of serving one job's tasks first. Results keep the plan's order."""
+    instead of serving one job's tasks first; the steps after it run
+    without the slot (``unit_threads``). Results keep the plan's order."""
     slots = ctx.job_slots()
     sc = ctx.spark.sparkContext
 
-    def run(job: Callable[[], R]) -> R:
-        slot = slots.get()
+    def run(job: Callable[[JobSlot], R]) -> R:
+        slot = JobSlot(slots, sc)
         try:
-            sc.setLocalProperty("spark.scheduler.pool", f"lakekeeper-{slot}")
-            return job()
+            return job(slot)
         finally:
-            slots.put(slot)
+            slot.release()
 
-    return bounded_map(run, jobs, ctx.settings.parallelism, "lakekeeper-unit")
+    return bounded_map(run, jobs, unit_threads(ctx.settings.parallelism), "lakekeeper-unit")

@@ -15,7 +15,7 @@ from typing import Any
 from ..backup import BackupInProgress, PendingRepoints, create_backup, repoint
 from ..budget import DEADLINE, benefit
 from ..columns import RewriteColumns, resolve_columns
-from ..context import Context, run_unit_jobs
+from ..context import Context, JobSlot, run_unit_jobs
 from ..delete_ratio import apply_delete_ratio
 from ..errors import LakekeeperError, Refused, UsageError, java_message, root_cause
 from ..content import compare as compare_content
@@ -163,9 +163,10 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
         exists = backup_check(ctx, p)
         # a partitioned table's backup partitions: repointed in groups after their units' swaps
         repoints = PendingRepoints(ctx.catalog, p) if info.is_partitioned else None
-        jobs = [(lambda i=i, u=u: _compact_unit(ctx, info, p, journal, i, u, dict(codecs[u.spec], payload_fraction=payload),
-                                                columns, backup, slots, merge, stats=stats, exists=exists,
-                                                repoints=repoints))
+        jobs = [(lambda job, i=i, u=u: _compact_unit(ctx, info, p, journal, i, u,
+                                                     dict(codecs[u.spec], payload_fraction=payload), columns, backup,
+                                                     slots, merge, stats=stats, exists=exists, repoints=repoints,
+                                                     job=job))
                 for i, u in enumerate(todo)]
         done = run_unit_jobs(ctx, jobs)
         not_repointed = repoints.flush() if repoints is not None else []
@@ -315,8 +316,11 @@ def _compact_unit(
     ctx: Context, info: TableInfo, p: TablePlan, journal: Journal, idx: int, u: Unit, codec: dict[str, Any],
     columns: RewriteColumns | None = None, backup: BackupInProgress | None = None, slots: int = 1,
     merge: MergePlan | None = None, *, stats: PendingStatistics, exists: RecentCheck,
-    repoints: PendingRepoints | None = None,
+    repoints: PendingRepoints | None = None, job: JobSlot | None = None,
 ) -> dict[str, Any]:
+    """One unit, start to end. ``job``: its hold on one of the run's job
+    slots, given back after its last Spark job (the staged copy's
+    verification), before the steps around the swap."""
     fs = ctx.fs
     rows_before = rows_after = None
     started = time.time()
@@ -344,6 +348,8 @@ def _compact_unit(
         journal.unit_mark(idx, "verifying")  # recovered as planned: no record needed
         staged, rows_after = verify_staging(ctx.spark, fs, info, u, written.rows_expected, codec, columns.keys,
                                             copied)
+        if job is not None:  # no Spark job after this: the next unit writes while this one swaps
+            job.release()
         carried = carry_attributes(fs, u, set(copied))  # HDFS: storage policy, xattrs, replication
         if carried:
             extra["carried"] = carried

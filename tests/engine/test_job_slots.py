@@ -1,0 +1,115 @@
+"""The run's job slots (``context.run_unit_jobs``, ``JobSlot``): at most
+``parallelism`` units in their Spark jobs at once, each in its slot's FAIR
+pool; a unit that gives its slot back (after its last Spark job) finishes
+its swap beside the next unit's jobs; with a parallelism of 1, strictly one
+unit at a time."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+
+import pytest
+
+
+class _SparkContext:
+    """Records the scheduler pool each thread's jobs would go to."""
+
+    def __init__(self) -> None:
+        self.local = threading.local()
+
+    def setLocalProperty(self, key: str, value: str | None) -> None:  # noqa: N802 - Spark's name
+        assert key == "spark.scheduler.pool"
+        self.local.pool = value
+
+
+@dataclasses.dataclass
+class _Settings:
+    parallelism: int
+
+
+def _ctx(parallelism: int):
+    from lakekeeper_spark.context import Context
+
+    sc = _SparkContext()
+    spark = type("Spark", (), {"sparkContext": sc})()
+    return Context(spark, None, None, _Settings(parallelism), "run-1"), sc
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.in_jobs = self.in_swap = 0
+        self.max_jobs = self.max_total = 0
+        self.swap_beside_jobs = False
+        self.pools: list[str | None] = []
+
+    def enter(self, phase: str, delta: int) -> None:
+        with self.lock:
+            if phase == "jobs":
+                self.in_jobs += delta
+            else:
+                self.in_swap += delta
+            self.max_jobs = max(self.max_jobs, self.in_jobs)
+            self.max_total = max(self.max_total, self.in_jobs + self.in_swap)
+            if self.in_swap and self.in_jobs:
+                self.swap_beside_jobs = True
+
+
+def _unit(rec: _Recorder, sc: _SparkContext, i: int, release: bool = True, fail: bool = False):
+    def job(slot):
+        rec.enter("jobs", 1)
+        rec.pools.append(sc.local.pool)
+        time.sleep(0.03)  # its Spark jobs
+        rec.enter("jobs", -1)
+        if fail:
+            raise RuntimeError(f"unit {i} failed")
+        if release:
+            slot.release()
+            slot.release()  # twice: the second does nothing
+            assert sc.local.pool is None
+        rec.enter("swap", 1)
+        time.sleep(0.03)  # renames, journal, Metastore
+        rec.enter("swap", -1)
+        return i
+    return job
+
+
+@pytest.mark.parametrize("parallelism", [2, 3])
+def test_at_most_parallelism_units_in_jobs_and_swaps_beside_them(parallelism):
+    from lakekeeper_spark.context import run_unit_jobs
+
+    ctx, sc = _ctx(parallelism)
+    rec = _Recorder()
+    out = run_unit_jobs(ctx, [_unit(rec, sc, i) for i in range(12)])
+    assert out == list(range(12))  # the plan's order
+    assert rec.max_jobs == parallelism  # never more units in Spark jobs than slots
+    assert rec.max_total > parallelism  # units finishing their swap beside them
+    assert rec.swap_beside_jobs
+    assert set(rec.pools) == {f"lakekeeper-{s}" for s in range(parallelism)}
+    assert ctx.job_slots().qsize() == parallelism  # every slot given back
+
+
+def test_a_unit_that_keeps_its_slot_or_fails_gives_it_back_at_its_end():
+    from lakekeeper_spark.context import run_unit_jobs
+
+    ctx, sc = _ctx(2)
+    rec = _Recorder()
+    assert run_unit_jobs(ctx, [_unit(rec, sc, i, release=False) for i in range(6)]) == list(range(6))
+    assert rec.max_total == 2  # its swap still holds the slot: no third unit beside it
+    assert ctx.job_slots().qsize() == 2
+    rec = _Recorder()
+    with pytest.raises(RuntimeError, match="unit 1 failed"):
+        run_unit_jobs(ctx, [_unit(rec, sc, i, fail=i == 1) for i in range(4)])
+    assert ctx.job_slots().qsize() == 2  # the failed unit's slot too
+
+
+def test_parallelism_one_is_one_unit_at_a_time():
+    from lakekeeper_spark.context import run_unit_jobs
+
+    ctx, sc = _ctx(1)
+    rec = _Recorder()
+    assert run_unit_jobs(ctx, [_unit(rec, sc, i) for i in range(4)]) == [0, 1, 2, 3]
+    assert rec.max_total == 1  # no swap beside another unit's jobs
+    assert not rec.swap_beside_jobs
