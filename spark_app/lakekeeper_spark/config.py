@@ -132,7 +132,9 @@ class Settings:
     rollback_run: str | None = None  # rollback: restore this run's backup, not the newest (--run-id)
     quiet_period_seconds: int | None = None  # compact: skip units with a file younger than this
     deadline: str | None = None  # compact: the maintenance window's end (budget.py)
-    parallelism: int = 4  # units (partitions) in their Spark jobs at the same time (context.JobSlot)
+    # units (partitions) in their Spark jobs at the same time (context.JobSlot); None: from the application's
+    # cores (context.parallelism_for_cores), resolved when the run's Context is made
+    parallelism: int | None = None
     # compact: a file may be written as pieces of at least this size by parallel tasks, then joined (0: never)
     min_piece_mb: float = 8.0
     # compact only: order rows inside each written file; keep the latest
@@ -205,7 +207,7 @@ class Settings:
             raise UsageError("block_size_mb must be > 0")
         if self.compaction_ratio_threshold <= 0:
             raise UsageError("compaction_ratio_threshold must be > 0")
-        if self.parallelism < 1 or self.parallelism > 64:
+        if self.parallelism is not None and not 1 <= self.parallelism <= 64:
             raise UsageError("parallelism must be between 1 and 64")
         if self.min_piece_mb < 0:
             raise UsageError("min_piece_mb must be >= 0 (0: files are never written in pieces)")

@@ -7,6 +7,7 @@ by every table of the run (``run_unit_jobs``, ``JobSlot``)."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 import queue
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -15,6 +16,8 @@ from typing import Any, Callable, TypeVar
 from .catalog import Catalog
 from .config import Settings
 from .fs import HadoopFS
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -32,6 +35,14 @@ class Context:
     _slots: Any = dataclasses.field(default=None, repr=False)
     _slots_lock: Any = dataclasses.field(default_factory=threading.Lock, repr=False)
 
+    def __post_init__(self) -> None:
+        if self.settings.parallelism is None:  # not set by the user: from the application's cores
+            sc = self.spark.sparkContext
+            conf = {k: v for k, v in sc.getConf().getAll()}
+            cores = application_cores(sc.master, conf, sc.defaultParallelism)
+            self.settings = dataclasses.replace(self.settings, parallelism=parallelism_for_cores(cores))
+            log.info("parallelism %d (the application's cores: %d)", self.settings.parallelism, cores)
+
     def job_slots(self) -> "queue.Queue[int]":
         """The run's budget of concurrent unit jobs: ``parallelism`` slot
         numbers, shared by every table of the run."""
@@ -41,6 +52,51 @@ class Context:
                 for i in range(max(1, self.settings.parallelism)):
                     self._slots.put(i)
             return self._slots
+
+
+# What an unset ``parallelism`` becomes (parallelism_for_cores): the engine's
+# default of earlier versions at the least; at the most, a bound on the
+# driver's threads (units of every table running at once, twice
+# ``parallelism`` a table: unit_threads) and on the Metastore and NameNode
+# calls made side by side.
+AUTO_PARALLELISM_MIN = 4
+AUTO_PARALLELISM_MAX = 16
+
+
+def application_cores(master: str, conf: dict[str, str], default_parallelism: int) -> int:
+    """The executor cores the application can count on: its executors
+    (``spark.executor.instances``, or dynamic allocation's
+    ``maxExecutors`` when it has one) times ``spark.executor.cores``; else
+    (local mode, a standalone cluster giving executors every core, an
+    unbounded dynamic allocation) Spark's default parallelism, the cores
+    registered so far unless ``spark.default.parallelism`` says otherwise."""
+    if master.startswith("local"):
+        return max(1, int(default_parallelism))
+    per_executor = _int(conf.get("spark.executor.cores"))
+    if conf.get("spark.dynamicAllocation.enabled", "false").strip().lower() == "true":
+        executors = _int(conf.get("spark.dynamicAllocation.maxExecutors"))
+        executors = executors if executors is not None and executors < 2 ** 31 - 1 else None
+    else:
+        executors = _int(conf.get("spark.executor.instances"))
+    if executors and per_executor:
+        return executors * per_executor
+    if executors and master.startswith("yarn"):  # YARN's executors have one core unless told otherwise
+        return executors
+    return max(1, int(default_parallelism))
+
+
+def parallelism_for_cores(cores: int) -> int:
+    """Units in their Spark jobs at once when the user did not say: one a
+    core (a small partition's write is a task or two), between
+    ``AUTO_PARALLELISM_MIN`` and ``AUTO_PARALLELISM_MAX``."""
+    return max(AUTO_PARALLELISM_MIN, min(AUTO_PARALLELISM_MAX, cores))
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(str(value).strip()) if value is not None else None
+    except ValueError:
+        return None
 
 
 def bounded_map(fn: Callable[[T], R], items: list[T], limit: int, thread_name_prefix: str) -> list[R]:

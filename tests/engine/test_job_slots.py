@@ -113,3 +113,52 @@ def test_parallelism_one_is_one_unit_at_a_time():
     assert run_unit_jobs(ctx, [_unit(rec, sc, i) for i in range(4)]) == [0, 1, 2, 3]
     assert rec.max_total == 1  # no swap beside another unit's jobs
     assert not rec.swap_beside_jobs
+
+
+@pytest.mark.parametrize("master, conf, default, cores", [
+    ("local[2]", {}, 2, 2),
+    ("local[*]", {"spark.executor.instances": "50"}, 8, 8),  # local mode: its own threads, whatever the conf
+    ("yarn", {"spark.executor.instances": "10", "spark.executor.cores": "4"}, 2, 40),
+    ("yarn", {"spark.executor.instances": "6"}, 2, 6),  # YARN: one core an executor by default
+    ("yarn", {"spark.dynamicAllocation.enabled": "true", "spark.dynamicAllocation.maxExecutors": "20",
+              "spark.executor.cores": "2", "spark.executor.instances": "1"}, 2, 40),
+    ("yarn", {"spark.dynamicAllocation.enabled": "true", "spark.executor.cores": "2"}, 3, 3),  # unbounded
+    ("yarn", {"spark.dynamicAllocation.enabled": "TRUE", "spark.dynamicAllocation.maxExecutors": "2147483647",
+              "spark.executor.cores": "2"}, 5, 5),
+    ("spark://master:7077", {}, 12, 12),  # standalone: every core of the workers, as registered
+    ("spark://master:7077", {"spark.executor.instances": "x"}, 12, 12),
+])
+def test_the_cores_an_unset_parallelism_comes_from(master, conf, default, cores):
+    from lakekeeper_spark.context import application_cores
+
+    assert application_cores(master, conf, default) == cores
+
+
+@pytest.mark.parametrize("cores, parallelism", [(1, 4), (2, 4), (4, 4), (7, 7), (16, 16), (400, 16)])
+def test_an_unset_parallelism_is_one_unit_a_core_between_4_and_16(cores, parallelism):
+    from lakekeeper_spark.context import parallelism_for_cores
+
+    assert parallelism_for_cores(cores) == parallelism
+
+
+def test_a_context_resolves_an_unset_parallelism_from_its_sessions_cores():
+    from lakekeeper_spark.config import build_settings
+    from lakekeeper_spark.context import Context
+
+    class Conf:
+        def getAll(self):  # noqa: N802 - Spark's name
+            return [("spark.executor.instances", "12"), ("spark.executor.cores", "1")]
+
+    sc = type("SC", (), {"master": "yarn", "defaultParallelism": 2, "getConf": lambda self: Conf()})()
+    spark = type("Spark", (), {"sparkContext": sc})()
+    assert build_settings({}, {}).parallelism is None
+    assert Context(spark, None, None, build_settings({}, {}), "r").settings.parallelism == 12
+    assert Context(spark, None, None, build_settings({}, {"parallelism": 3}), "r").settings.parallelism == 3
+
+
+def test_on_the_tests_local_session_an_unset_parallelism_is_the_old_default(spark):
+    from lakekeeper_spark.config import build_settings
+    from lakekeeper_spark.context import Context
+
+    assert spark.sparkContext.master == "local[2]"
+    assert Context(spark, None, None, build_settings({}, {}), "r").settings.parallelism == 4
