@@ -20,7 +20,10 @@ figure per partition is the slope between the two tables, (x2 - x1) /
 (P2 - P1); per table, what is left at P = 0. Step times are summed over the
 units, which run ``parallelism`` at a time: per partition they are the work
 a unit does, not wall time. Nested steps overlap (a journal record written
-inside the swap counts in both).
+inside the swap counts in both). ``unit.in_jobs`` is a unit's time holding
+its job slot (to its last Spark job), ``unit.after_jobs`` the rest of it (the
+swap and what goes with it, run beside the next units' jobs); in jobs over
+wall time per partition: how many units had Spark jobs at once, on average.
 """
 
 from __future__ import annotations

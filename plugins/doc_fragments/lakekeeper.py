@@ -68,11 +68,11 @@ options:
     description:
       - Units (partitions, or whole tables with O(tables) and O(database)) whose Spark jobs run at the same time in
         the engine's Spark application (C(--parallelism)); each of them gets its own FAIR scheduler pool.
-      - From 2 on, as many more units may be finishing beside them (the checks before the swap, the swap, the
-        journal and the Metastore), after their last Spark job; with 1, strictly one unit at a time.
-      - When not set, the config file's value applies, else one unit a core of the application, between 4 and 16:
-        C(spark.executor.instances) (or, with dynamic allocation, C(spark.dynamicAllocation.maxExecutors)) times
-        C(spark.executor.cores), else Spark's default parallelism (in local mode its threads).
+      - From 2 on, as many more units (at most 8 more) may be finishing beside them (the checks before the swap, the
+        swap, the journal and the Metastore), after their last Spark job; with 1, strictly one unit at a time.
+      - When not set, the config file's value applies, else one unit a core of the application, between 4 and 16
+        (C(spark.executor.instances), or with dynamic allocation C(spark.dynamicAllocation.maxExecutors), times
+        C(spark.executor.cores); else Spark's default parallelism, in local mode its threads).
     type: int
   lease_timeout:
     description:

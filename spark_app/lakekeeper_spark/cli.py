@@ -68,7 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--parallelism", type=int, dest="parallelism",
                         help="units (partitions, tables) whose Spark jobs run at the same time in the application "
                              "(default: one a core of the application, between 4 and 16); from 2, as many more "
-                             "may be swapping after their last job")
+                             "(at most 8 more) may be swapping after their last job")
     common.add_argument("--min-piece-mb", type=float, dest="min_piece_mb", metavar="MB",
                         help="compact: when a partition's files are fewer than the cores, write each as pieces of at "
                              "least this size on parallel tasks and join them (default 8; 0: never)")

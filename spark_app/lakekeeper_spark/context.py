@@ -38,7 +38,7 @@ class Context:
     def __post_init__(self) -> None:
         if self.settings.parallelism is None:  # not set by the user: from the application's cores
             sc = self.spark.sparkContext
-            conf = {k: v for k, v in sc.getConf().getAll()}
+            conf = dict(sc.getConf().getAll())
             cores = application_cores(sc.master, conf, sc.defaultParallelism)
             self.settings = dataclasses.replace(self.settings, parallelism=parallelism_for_cores(cores))
             log.info("parallelism %d (the application's cores: %d)", self.settings.parallelism, cores)
@@ -129,12 +129,17 @@ class JobSlot:
         self._slots.put(slot)
 
 
+# Threads a table's units may use beyond its ``parallelism`` places (unit_threads):
+# a bound on the driver's threads when many tables run at once.
+FINISHING_THREADS_MAX = 8
+
+
 def unit_threads(parallelism: int) -> int:
     """Threads a table's units run on: ``parallelism`` of them in their
     Spark jobs (``JobSlot``) and, from a parallelism of 2, as many again
-    finishing (swap, journal, Metastore) or waiting for a slot. With 1,
-    strictly one unit at a time."""
-    return parallelism if parallelism <= 1 else 2 * parallelism
+    (at most ``FINISHING_THREADS_MAX``) finishing (swap, journal,
+    Metastore) or waiting for a place. With 1, strictly one unit at a time."""
+    return parallelism if parallelism <= 1 else parallelism + min(parallelism, FINISHING_THREADS_MAX)
 
 
 def run_unit_jobs(ctx: Context, jobs: list[Callable[[JobSlot], R]]) -> list[R]:

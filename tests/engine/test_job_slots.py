@@ -162,3 +162,10 @@ def test_on_the_tests_local_session_an_unset_parallelism_is_the_old_default(spar
 
     assert spark.sparkContext.master == "local[2]"
     assert Context(spark, None, None, build_settings({}, {}), "r").settings.parallelism == 4
+
+
+@pytest.mark.parametrize("parallelism, threads", [(1, 1), (2, 4), (4, 8), (8, 16), (16, 24), (64, 72)])
+def test_a_tables_unit_threads(parallelism, threads):
+    from lakekeeper_spark.context import unit_threads
+
+    assert unit_threads(parallelism) == threads
