@@ -245,7 +245,7 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None,
     from .commands.compact import compact_table
     from .commands.recover import recover_command
     from .commands.rollback import rollback_table
-    from .context import bounded_map
+    from .context import bounded_map, unit_pool
     from .results import error_result, table_result
 
     handlers: dict[str, Callable[[Any, str], dict[str, Any]]] = {
@@ -333,9 +333,12 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None,
         return run_parking(ctx, tables, run_one)
     # Tables of one run share the application: up to `parallelism` of them
     # are worked on at once, and their units draw from the same budget of
-    # `parallelism` concurrent Spark jobs (context.run_unit_jobs), so a
-    # table with few units does not leave executors idle.
-    return bounded_map(run_one, tables, ctx.settings.parallelism, "lakekeeper-table")
+    # `parallelism` concurrent Spark jobs (context.run_unit_jobs) on the
+    # run's unit threads (context.unit_pool), so a table with few units does
+    # not leave executors idle.
+    with unit_pool(ctx) as run_ctx:
+        ctx = run_ctx  # run_table's contexts are made from it: they share its unit threads
+        return bounded_map(run_one, tables, ctx.settings.parallelism, "lakekeeper-table")
 
 
 LEASED_COMMANDS = ("compact", "rollback", "cleanup", "recover")

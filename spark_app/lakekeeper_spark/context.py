@@ -6,12 +6,13 @@ by every table of the run (``run_unit_jobs``, ``JobSlot``)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import queue
 import threading
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, TypeVar
+from concurrent.futures import ThreadPoolExecutor, wait
+from typing import Any, Callable, Iterator, TypeVar
 
 from .catalog import Catalog
 from .config import Settings
@@ -34,6 +35,8 @@ class Context:
     budget: Any = None  # compact with a deadline: the maintenance window's budget (budget.Budget)
     _slots: Any = dataclasses.field(default=None, repr=False)
     _slots_lock: Any = dataclasses.field(default_factory=threading.Lock, repr=False)
+    # the run's unit threads, shared by its tables (unit_pool); None: each table its own
+    _units: Any = dataclasses.field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.settings.parallelism is None:  # not set by the user: from the application's cores
@@ -99,6 +102,22 @@ def _int(value: str | None) -> int | None:
         return None
 
 
+@contextlib.contextmanager
+def unit_pool(ctx: Context) -> Iterator[Context]:
+    """The run's unit threads, ``unit_threads(parallelism)`` of them, shared
+    by every table of the run (contexts made from the one yielded share
+    it): however many tables run at once, the driver holds that many unit
+    threads, not that many a table. Shut down when the run ends."""
+    if ctx.settings.parallelism <= 1 or ctx._units is not None:  # one at a time: in the table's thread
+        yield ctx
+        return
+    pool = ThreadPoolExecutor(max_workers=unit_threads(ctx.settings.parallelism), thread_name_prefix="lakekeeper-unit")
+    try:
+        yield dataclasses.replace(ctx, _units=pool)
+    finally:
+        pool.shutdown(wait=True)
+
+
 def bounded_map(fn: Callable[[T], R], items: list[T], limit: int, thread_name_prefix: str) -> list[R]:
     """``fn`` over ``items`` on at most ``limit`` threads (in this thread
     when one is enough); results in the items' order."""
@@ -129,13 +148,12 @@ class JobSlot:
         self._slots.put(slot)
 
 
-# Threads a table's units may use beyond its ``parallelism`` places (unit_threads):
-# a bound on the driver's threads when many tables run at once.
+# Threads the units may use beyond the ``parallelism`` places (unit_threads).
 FINISHING_THREADS_MAX = 8
 
 
 def unit_threads(parallelism: int) -> int:
-    """Threads a table's units run on: ``parallelism`` of them in their
+    """Threads the units of a run run on: ``parallelism`` of them in their
     Spark jobs (``JobSlot``) and, from a parallelism of 2, as many again
     (at most ``FINISHING_THREADS_MAX``) finishing (swap, journal,
     Metastore) or waiting for a place. With 1, strictly one unit at a time."""
@@ -150,7 +168,8 @@ def run_unit_jobs(ctx: Context, jobs: list[Callable[[JobSlot], R]]) -> list[R]:
     from its start to its last Spark job, in the slot's own FAIR pool
     (``lakekeeper-<slot>``), so the scheduler shares the cores between them
     instead of serving one job's tasks first; the steps after it run
-    without the slot (``unit_threads``). Results keep the plan's order."""
+    without the slot (``unit_threads``). The threads are the run's
+    (``unit_pool``) when it has them. Results keep the plan's order."""
     slots = ctx.job_slots()
     sc = ctx.spark.sparkContext
 
@@ -161,4 +180,8 @@ def run_unit_jobs(ctx: Context, jobs: list[Callable[[JobSlot], R]]) -> list[R]:
         finally:
             slot.release()
 
-    return bounded_map(run, jobs, unit_threads(ctx.settings.parallelism), "lakekeeper-unit")
+    if ctx._units is None or len(jobs) <= 1:  # pylint: disable=protected-access
+        return bounded_map(run, jobs, unit_threads(ctx.settings.parallelism), "lakekeeper-unit")
+    futures = [ctx._units.submit(run, job) for job in jobs]  # pylint: disable=protected-access
+    wait(futures)  # every unit settled before the table goes on, even when one raised
+    return [f.result() for f in futures]

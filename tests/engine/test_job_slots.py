@@ -169,3 +169,55 @@ def test_a_tables_unit_threads(parallelism, threads):
     from lakekeeper_spark.context import unit_threads
 
     assert unit_threads(parallelism) == threads
+
+
+def test_the_tables_of_a_run_share_its_unit_threads():
+    from lakekeeper_spark.context import bounded_map, run_unit_jobs, unit_pool
+
+    ctx, sc = _ctx(2)
+    rec = _Recorder()
+    names: set[str] = set()
+
+    def unit(i):
+        job = _unit(rec, sc, i)
+
+        def named(slot):
+            names.add(threading.current_thread().name)
+            return job(slot)
+        return named
+
+    with unit_pool(ctx) as run_ctx:
+        assert run_ctx._units is not None  # pylint: disable=protected-access
+        out = bounded_map(lambda t: run_unit_jobs(run_ctx, [unit(10 * t + i) for i in range(6)]), [0, 1, 2], 3,
+                          "table")
+        pool = run_ctx._units  # pylint: disable=protected-access
+    assert out == [[10 * t + i for i in range(6)] for t in range(3)]
+    assert rec.max_jobs == 2 and rec.max_total <= 4  # three tables at once, the run's 4 unit threads
+    assert rec.swap_beside_jobs
+    assert len(names) <= 4 and all(n.startswith("lakekeeper-unit") for n in names)
+    with pytest.raises(RuntimeError):  # shut down with the run
+        pool.submit(print)
+
+
+def test_a_table_goes_on_only_when_every_unit_has_settled():
+    from lakekeeper_spark.context import run_unit_jobs, unit_pool
+
+    ctx, sc = _ctx(2)
+    rec = _Recorder()
+    finished: list[int] = []
+
+    def unit(i):
+        job = _unit(rec, sc, i, fail=i == 0)
+
+        def tracked(slot):
+            try:
+                return job(slot)
+            finally:
+                finished.append(i)
+        return tracked
+
+    with unit_pool(ctx) as run_ctx:
+        with pytest.raises(RuntimeError, match="unit 0 failed"):
+            run_unit_jobs(run_ctx, [unit(i) for i in range(5)])
+        assert sorted(finished) == [0, 1, 2, 3, 4]  # the first unit's failure raised after the others ended
+    assert ctx.job_slots().qsize() == 2
