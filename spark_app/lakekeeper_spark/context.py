@@ -36,7 +36,7 @@ class Context:
     _slots: Any = dataclasses.field(default=None, repr=False)
     _slots_lock: Any = dataclasses.field(default_factory=threading.Lock, repr=False)
     # the run's unit threads, shared by its tables (unit_pool); None: each table its own
-    _units: Any = dataclasses.field(default=None, repr=False)
+    units: Any = dataclasses.field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.settings.parallelism is None:  # not set by the user: from the application's cores
@@ -59,9 +59,8 @@ class Context:
 
 # What an unset ``parallelism`` becomes (parallelism_for_cores): the engine's
 # default of earlier versions at the least; at the most, a bound on the
-# driver's threads (units of every table running at once, twice
-# ``parallelism`` a table: unit_threads) and on the Metastore and NameNode
-# calls made side by side.
+# driver's threads (tables at once, and the run's unit threads: unit_threads)
+# and on the Metastore and NameNode calls made side by side.
 AUTO_PARALLELISM_MIN = 4
 AUTO_PARALLELISM_MAX = 16
 
@@ -108,12 +107,12 @@ def unit_pool(ctx: Context) -> Iterator[Context]:
     by every table of the run (contexts made from the one yielded share
     it): however many tables run at once, the driver holds that many unit
     threads, not that many a table. Shut down when the run ends."""
-    if ctx.settings.parallelism <= 1 or ctx._units is not None:  # one at a time: in the table's thread
+    if ctx.settings.parallelism <= 1 or ctx.units is not None:  # one at a time: in the table's thread
         yield ctx
         return
     pool = ThreadPoolExecutor(max_workers=unit_threads(ctx.settings.parallelism), thread_name_prefix="lakekeeper-unit")
     try:
-        yield dataclasses.replace(ctx, _units=pool)
+        yield dataclasses.replace(ctx, units=pool)
     finally:
         pool.shutdown(wait=True)
 
@@ -180,8 +179,8 @@ def run_unit_jobs(ctx: Context, jobs: list[Callable[[JobSlot], R]]) -> list[R]:
         finally:
             slot.release()
 
-    if ctx._units is None or len(jobs) <= 1:  # pylint: disable=protected-access
+    if ctx.units is None or len(jobs) <= 1:
         return bounded_map(run, jobs, unit_threads(ctx.settings.parallelism), "lakekeeper-unit")
-    futures = [ctx._units.submit(run, job) for job in jobs]  # pylint: disable=protected-access
+    futures = [ctx.units.submit(run, job) for job in jobs]
     wait(futures)  # every unit settled before the table goes on, even when one raised
     return [f.result() for f in futures]

@@ -187,10 +187,10 @@ def test_the_tables_of_a_run_share_its_unit_threads():
         return named
 
     with unit_pool(ctx) as run_ctx:
-        assert run_ctx._units is not None  # pylint: disable=protected-access
+        assert run_ctx.units is not None
         out = bounded_map(lambda t: run_unit_jobs(run_ctx, [unit(10 * t + i) for i in range(6)]), [0, 1, 2], 3,
                           "table")
-        pool = run_ctx._units  # pylint: disable=protected-access
+        pool = run_ctx.units
     assert out == [[10 * t + i for i in range(6)] for t in range(3)]
     assert rec.max_jobs == 2 and rec.max_total <= 4  # three tables at once, the run's 4 unit threads
     assert rec.swap_beside_jobs
