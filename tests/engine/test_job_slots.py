@@ -221,3 +221,53 @@ def test_a_table_goes_on_only_when_every_unit_has_settled():
             run_unit_jobs(run_ctx, [unit(i) for i in range(5)])
         assert sorted(finished) == [0, 1, 2, 3, 4]  # the first unit's failure raised after the others ended
     assert ctx.job_slots().qsize() == 2
+
+
+def test_a_real_compaction_swaps_beside_the_next_units_jobs(spark, warehouse, engine, monkeypatch):
+    """Real Spark and Metastore, a partitioned table of six small partitions,
+    a parallelism of 2: never more than two units hold a slot, and a unit
+    that gave its slot back was still finishing when the next one took it."""
+    from engine_helpers import make_table
+    from lakekeeper_spark import context
+    from lakekeeper_spark.commands import compact
+
+    make_table(spark, warehouse, "slots_parts", rows=50, partitions={f"d{i}": 3 for i in range(6)})
+    lock, events, held = threading.Lock(), [], [0, 0]  # held: now, most
+    init, release, unit = context.JobSlot.__init__, context.JobSlot.release, compact._compact_unit
+
+    def timed_init(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        with lock:
+            held[0] += 1
+            held[1] = max(held)
+            events.append(("took", self))  # the object itself: an id could be reused
+
+    def timed_release(self):
+        if self._slot is not None:
+            with lock:
+                held[0] -= 1
+                events.append(("gave", self))
+        release(self)
+
+    def timed_unit(*args, **kwargs):
+        try:
+            return unit(*args, **kwargs)
+        finally:
+            with lock:
+                events.append(("ended", kwargs["job"]))  # the unit's own JobSlot
+
+    monkeypatch.setattr(context.JobSlot, "__init__", timed_init)
+    monkeypatch.setattr(context.JobSlot, "release", timed_release)
+    monkeypatch.setattr(compact, "_compact_unit", timed_unit)
+    (res,) = engine.run("compact", ["lk.slots_parts"], parallelism=2)
+    assert res["status"] == "compacted", res
+    assert [p["status"] for p in res["partitions"]] == ["compacted"] * 6
+    assert held[1] == 2  # never a third unit in its Spark jobs
+    overlapped = 0
+    for i, (what, slot) in enumerate(events):
+        if what == "gave":  # another unit took a slot before this one ended
+            end = next((j for j in range(i, len(events)) if events[j][0] == "ended" and events[j][1] is slot),
+                       i)  # i: it had ended before
+            overlapped += any(w == "took" for w, _ in events[i + 1:end])
+    assert overlapped >= 1, events
+    assert spark.table("lk.slots_parts").count() == 300
