@@ -268,6 +268,6 @@ def test_a_real_compaction_swaps_beside_the_next_units_jobs(spark, warehouse, en
         if what == "gave":  # another unit took a slot before this one ended
             end = next((j for j in range(i, len(events)) if events[j][0] == "ended" and events[j][1] is slot),
                        i)  # i: it had ended before
-            overlapped += any(w == "took" for w, _ in events[i + 1:end])
+            overlapped += any(e[0] == "took" for e in events[i + 1:end])
     assert overlapped >= 1, events
     assert spark.table("lk.slots_parts").count() == 300
