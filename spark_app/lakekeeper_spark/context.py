@@ -35,16 +35,24 @@ class Context:
     budget: Any = None  # compact with a deadline: the maintenance window's budget (budget.Budget)
     _slots: Any = dataclasses.field(default=None, repr=False)
     _slots_lock: Any = dataclasses.field(default_factory=threading.Lock, repr=False)
+    _cores: int | None = dataclasses.field(default=None, repr=False)  # cores(), once read
     # the run's unit threads, shared by its tables (unit_pool); None: each table its own
     units: Any = dataclasses.field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.settings.parallelism is None:  # not set by the user: from the application's cores
-            sc = self.spark.sparkContext
-            conf = dict(sc.getConf().getAll())
-            cores = application_cores(sc.master, conf, sc.defaultParallelism)
+            cores = self.cores()
             self.settings = dataclasses.replace(self.settings, parallelism=parallelism_for_cores(cores))
             log.info("parallelism %d (the application's cores: %d)", self.settings.parallelism, cores)
+
+    def cores(self) -> int:
+        """The executor cores the application can count on
+        (``application_cores``), read from the session once."""
+        with self._slots_lock:
+            if self._cores is None:
+                sc = self.spark.sparkContext
+                self._cores = application_cores(sc.master, dict(sc.getConf().getAll()), sc.defaultParallelism)
+            return self._cores
 
     def job_slots(self) -> "queue.Queue[int]":
         """The run's budget of concurrent unit jobs: ``parallelism`` slot

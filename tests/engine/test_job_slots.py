@@ -156,6 +156,36 @@ def test_a_context_resolves_an_unset_parallelism_from_its_sessions_cores():
     assert Context(spark, None, None, build_settings({}, {"parallelism": 3}), "r").settings.parallelism == 3
 
 
+@pytest.mark.parametrize("conf, parallelism, units, slots", [
+    ({"spark.executor.instances": "10", "spark.executor.cores": "4"}, 4, 30, 10),
+    ({"spark.executor.instances": "10", "spark.executor.cores": "4"}, 4, 2, 20),  # two units: half each
+    ({"spark.dynamicAllocation.enabled": "true", "spark.dynamicAllocation.maxExecutors": "20",
+      "spark.executor.cores": "2"}, None, 100, 2),  # 40 cores, parallelism 16
+    ({"spark.dynamicAllocation.enabled": "true", "spark.executor.cores": "2"}, None, 100, 1),  # unbounded: 2 now
+])
+def test_a_units_task_slots_count_the_configured_executors(conf, parallelism, units, slots):
+    """On YARN the driver starts before (all) its executors: ``defaultParallelism``
+    is 2 then, which left every unit one slot and never wrote in pieces."""
+    from lakekeeper_spark.commands.compact import unit_slots
+    from lakekeeper_spark.config import build_settings
+    from lakekeeper_spark.context import Context
+
+    calls = []
+
+    class Conf:
+        def getAll(self):  # noqa: N802 - Spark's name
+            calls.append(1)
+            return list(conf.items())
+
+    sc = type("SC", (), {"master": "yarn", "defaultParallelism": 2, "getConf": lambda self: Conf()})()
+    spark = type("Spark", (), {"sparkContext": sc})()
+    settings = build_settings({}, {} if parallelism is None else {"parallelism": parallelism})
+    ctx = Context(spark, None, None, settings, "r")
+    assert unit_slots(ctx, units) == slots
+    assert unit_slots(dataclasses.replace(ctx, run_id="r2"), units) == slots
+    assert len(calls) == 1  # read once a run, whatever the tables and contexts made from it
+
+
 def test_on_the_tests_local_session_an_unset_parallelism_is_the_old_default(spark):
     from lakekeeper_spark.config import build_settings
     from lakekeeper_spark.context import Context

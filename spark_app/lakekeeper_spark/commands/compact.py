@@ -307,8 +307,10 @@ def _not_compacted(u: Unit) -> dict[str, Any]:
 
 def unit_slots(ctx: Context, units: int) -> int:
     """Task slots each unit of a table can count on: the application's
-    cores (``defaultParallelism``) shared by the units that run at once."""
-    cores = int(ctx.spark.sparkContext.defaultParallelism)
+    cores (``Context.cores``: on YARN its executors as configured, not only
+    those registered when the run starts) shared by the units that run at
+    once."""
+    cores = ctx.cores()
     return max(1, cores // max(1, min(ctx.settings.parallelism, units)))
 
 
