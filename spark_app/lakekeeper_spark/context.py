@@ -35,7 +35,7 @@ class Context:
     budget: Any = None  # compact with a deadline: the maintenance window's budget (budget.Budget)
     _slots: Any = dataclasses.field(default=None, repr=False)
     _slots_lock: Any = dataclasses.field(default_factory=threading.Lock, repr=False)
-    _cores: int | None = dataclasses.field(default=None, repr=False)  # cores(), once read
+    _cores: int | None = dataclasses.field(default=None, repr=False)  # cores(), once read; copied by replace()
     # the run's unit threads, shared by its tables (unit_pool); None: each table its own
     units: Any = dataclasses.field(default=None, repr=False)
 

@@ -183,7 +183,7 @@ def test_a_units_task_slots_count_the_configured_executors(conf, parallelism, un
     ctx = Context(spark, None, None, settings, "r")
     assert unit_slots(ctx, units) == slots
     assert unit_slots(dataclasses.replace(ctx, run_id="r2"), units) == slots
-    assert len(calls) == 1  # read once a run, whatever the tables and contexts made from it
+    assert len(calls) == 1  # read once, then carried by the contexts made from this one
 
 
 def test_on_the_tests_local_session_an_unset_parallelism_is_the_old_default(spark):
