@@ -15,7 +15,11 @@ One run of this script:
    in an order that alternates between runs:
    ``floor`` (a bare Spark copy of the data to compact: read once, write
    once, its reads packed as ours are, one output directory per partition,
-   so it writes the file count ours writes), ``ours`` (``run_lakekeeper.py compact --table``)
+   so it writes the file count ours writes), ``floor_content`` (the same
+   copy verifying its content as ``ours`` does by default, with the
+   engine's own checksum: observed on the write, the whole copy read back
+   in one job; the least a content-verified copy costs, with no Metastore,
+   journal or swap), ``ours`` (``run_lakekeeper.py compact --table``)
    and ``lakekeeper`` (``lakekeeper compact --table``, its README's
    scenario 1: a local SparkSession; the Spark settings come from a
    ``spark-defaults.conf`` in ``SPARK_CONF_DIR`` naming the same embedded
@@ -385,7 +389,7 @@ def run_contender(args, work: str, state: str, meta: dict, contender: str, table
     confs = event_conf(events)
     names = ",".join(f"{db}.{t}" for t in tabs)
     block = str(args.block_size)
-    if contender == "floor":
+    if contender in ("floor", "floor_content"):  # floor_content: the floor verifying its copy as ours does
         out = os.path.join(work, "floor_out")
         shutil.rmtree(out, ignore_errors=True)
         src = []
@@ -396,6 +400,7 @@ def run_contender(args, work: str, state: str, meta: dict, contender: str, table
         fmt, codec = TABLES[tabs[0]]["format"], TABLES[tabs[0]]["codec"]
         cmd = [py, os.path.join(HERE, "bench_apps.py"), "floor", "--state-dir", state, "--master", args.master,
                "--fmt", fmt, "--codec", codec, "--out", out] + [x for s in src for x in ("--input", s)]
+        cmd += ["--content"] if contender == "floor_content" else []
         if tabs == ["parted"]:  # each split writes a file per partition it holds: one split per core
             cmd += ["--split-bytes", str(floor_split_bytes(src, 1, args.block_size, args.master))]
             cmd += ["--partition-column", "part", "--base-path", data_dir(work, db, "parted")]
@@ -406,6 +411,8 @@ def run_contender(args, work: str, state: str, meta: dict, contender: str, table
         ok = rc == 0
         files_after = visible_files(out) if ok else None
         shutil.rmtree(out, ignore_errors=True)
+        with open(log, "a", encoding="utf-8") as fh:  # its copy's (and verification's) seconds
+            fh.write("\n--- stdout ---\n" + stdout)
     elif contender in ("ours", "ours_rows"):  # ours_rows: --verify rows (what content verification costs)
         cmd = [py, os.path.join(ROOT, "spark_app", "run_lakekeeper.py"), "compact",
                "--tables" if table == "all" else "--table", names, "--state-dir", state, "--master", args.master,
@@ -662,6 +669,18 @@ def report(results: list[dict], contenders: list[str], tables: list[str]) -> str
             rs = median([r["seconds"] for r in results if r["table"] == t and r["contender"] == "ours_rows"])
             lines.append(f"{t:16} rows {'-' if rs is None else f'{rs:.1f}'} s, content/rows "
                          f"{'-' if ratio is None else f'{ratio:.2f}'} ({' '.join(map(str, runs)) or '-'})")
+    if "floor_content" in contenders:
+        lines += ["", "the floor verifying its copy as ours does (floor_content: the engine's checksum observed on the "
+                      "write, the copy read back in one job; no Metastore, journal or swap), paired per run"]
+        for t in rows:
+            to_floor, runs_f = paired_ratio(results, t, "floor_content", "floor")
+            ours_to, runs_o = paired_ratio(results, t, "ours", "floor_content")
+            secs = median([r["seconds"] for r in results if r["table"] == t and r["contender"] == "floor_content"])
+            if secs is None:
+                continue
+            lines.append(f"{t:16} {secs:.1f} s, / floor {'-' if to_floor is None else f'{to_floor:.2f}'} "
+                         f"({' '.join(map(str, runs_f)) or '-'}), ours / it {'-' if ours_to is None else f'{ours_to:.2f}'} "
+                         f"({' '.join(map(str, runs_o)) or '-'})")
     return "\n".join(lines)
 
 
@@ -674,7 +693,8 @@ def main() -> int:
     p.add_argument("--master", default="local[2]")
     p.add_argument("--tables", default="flat,parted,orc,all")
     p.add_argument("--contenders", default="floor,ours,lakekeeper",
-                   help="floor, ours, lakekeeper, ours_rows (ours with --verify rows: the cost of content verification)")
+                   help="floor, ours, lakekeeper, ours_rows (ours with --verify rows: the cost of content "
+                        "verification), floor_content (the floor verifying its copy's content as ours does)")
     p.add_argument("--lakekeeper-venv", default=os.path.expanduser("~/.cache/lakekeeper-bench/venv"))
     p.add_argument("--scale", type=int, default=0, help="also time analyze of a table with this many partitions")
     p.add_argument("--scale-runs", type=int, default=1)
@@ -709,7 +729,7 @@ def main() -> int:
             # the contenders' order alternates between runs (the machine's drift within a run favours neither);
             # the first run starts with the last contender, so the floor knows the file count ours writes
             for c in (contenders[::-1] if run % 2 else contenders):
-                if c == "floor" and t == "all":
+                if c in ("floor", "floor_content") and t == "all":
                     continue
                 r = run_contender(args, work, state, meta, c, t, run, lk_exe, ours_files=ours_files(results, t),
                                   via=via)
