@@ -613,6 +613,23 @@ def resolution(ratios: list[float]) -> float | None:
     return 1.25 * statistics.stdev(ratios) / (len(ratios) ** 0.5) / statistics.median(ratios)
 
 
+def paired_lines(results: list[dict], rows: list[str], contender: str,
+                 ratios: list[tuple[str, str, str]]) -> list[str]:
+    """A line per table the contender ran: its median seconds, then each
+    ``(num, den, label)`` ratio paired per run (``paired_ratio``)."""
+    out = []
+    for t in rows:
+        secs = median([r["seconds"] for r in results if r["table"] == t and r["contender"] == contender])
+        if secs is None:
+            continue
+        parts = []
+        for num, den, label in ratios:
+            ratio, runs = paired_ratio(results, t, num, den)
+            parts.append(f"{label} {'-' if ratio is None else f'{ratio:.2f}'} ({' '.join(map(str, runs)) or '-'})")
+        out.append(f"{t:16} {secs:.1f} s, " + ", ".join(parts))
+    return out
+
+
 def report(results: list[dict], contenders: list[str], tables: list[str]) -> str:
     lines = []
     head = (f"{'table':16} {'floor s':>8} {'ours s':>8} {'lk s':>8} {'ours/floor':>10} {'lk/ours':>8} "
@@ -652,15 +669,8 @@ def report(results: list[dict], contenders: list[str], tables: list[str]) -> str
     if "ours_ansible" in contenders:
         lines += ["", "through Ansible (ours_ansible: ansible-playbook, the module, spark-submit, a Metastore service), "
                       "paired per run"]
-        for t in rows:
-            to_floor, runs_f = paired_ratio(results, t, "ours_ansible", "floor")
-            to_ours, runs_o = paired_ratio(results, t, "ours_ansible", "ours")
-            secs = median([r["seconds"] for r in results if r["table"] == t and r["contender"] == "ours_ansible"])
-            if secs is None:
-                continue
-            lines.append(f"{t:16} {secs:.1f} s, / floor {'-' if to_floor is None else f'{to_floor:.2f}'} "
-                         f"({' '.join(map(str, runs_f)) or '-'}), / ours {'-' if to_ours is None else f'{to_ours:.2f}'} "
-                         f"({' '.join(map(str, runs_o)) or '-'})")
+        lines += paired_lines(results, rows, "ours_ansible",
+                              [("ours_ansible", "floor", "/ floor"), ("ours_ansible", "ours", "/ ours")])
     if "ours_rows" in contenders:
         lines += ["", "verify content / verify rows (ours / ours --verify rows, paired per run): what reading the copy "
                       "back costs"]
@@ -672,15 +682,8 @@ def report(results: list[dict], contenders: list[str], tables: list[str]) -> str
     if "floor_content" in contenders:
         lines += ["", "the floor verifying its copy as ours does (floor_content: the engine's checksum observed on the "
                       "write, the copy read back in one job; no Metastore, journal or swap), paired per run"]
-        for t in rows:
-            to_floor, runs_f = paired_ratio(results, t, "floor_content", "floor")
-            ours_to, runs_o = paired_ratio(results, t, "ours", "floor_content")
-            secs = median([r["seconds"] for r in results if r["table"] == t and r["contender"] == "floor_content"])
-            if secs is None:
-                continue
-            lines.append(f"{t:16} {secs:.1f} s, / floor {'-' if to_floor is None else f'{to_floor:.2f}'} "
-                         f"({' '.join(map(str, runs_f)) or '-'}), ours / it {'-' if ours_to is None else f'{ours_to:.2f}'} "
-                         f"({' '.join(map(str, runs_o)) or '-'})")
+        lines += paired_lines(results, rows, "floor_content",
+                              [("floor_content", "floor", "/ floor"), ("ours", "floor_content", "ours / it")])
     return "\n".join(lines)
 
 
