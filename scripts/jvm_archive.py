@@ -14,7 +14,9 @@ The training run is a real one: ``tests/e2e/create_tables.py`` makes two
 small tables in a scratch embedded Metastore, then the engine's CLI compacts
 them with ``-XX:ArchiveClassesAtExit``. The archive belongs to one JDK and one
 set of jars: it is keyed by ``java -version``, PYTHON's pyspark jar names and
-the JVM flags, and cached in ``.cache/jvm/``. A JVM whose class path does not
+the JVM flags, and cached in ``~/.cache/lakekeeper/jvm/`` (``LAKEKEEPER_CACHE``),
+outside the clone: with the virtualenv there too (scripts/bootstrap), a fresh
+clone of the same pins reuses it instead of training again. A JVM whose class path does not
 match an archive ignores it silently (``-Xshare:auto``), so a stale or foreign archive costs
 nothing but the speed-up: the test bed's drivers, whose ``SPARK_CONF_DIR``
 leads the class path, run without it. If the training run fails this prints
@@ -34,7 +36,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CACHE = ROOT / ".cache" / "jvm"
+CACHE = Path(os.environ.get("LAKEKEEPER_CACHE") or Path.home() / ".cache" / "lakekeeper") / "jvm"
 
 
 def quick_opts() -> str:

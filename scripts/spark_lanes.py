@@ -2,33 +2,45 @@
 
 The collection submits ``spark_app`` with the cluster's own ``spark-submit``,
 so the application meets Spark 3.3 to 4.x. The main test run uses the
-pinned pyspark (4.x); each lane here installs another pyspark (and Python)
-into its own virtualenv and runs, with that Spark, the tests in LANE_TESTS:
+pinned pyspark (4.x) and runs every test there once. Each lane here installs
+another pyspark (and Python) into its own virtualenv and runs, with that
+Spark, only the tests whose behaviour can differ between Spark lines: what
+goes through the compat seam (``spark_app/lakekeeper_spark/compat``: Scala
+collections, catalog case classes, the Hive client, Parquet/ORC file joins),
+the formats and codecs Spark writes, the content checksums Spark computes,
+the rewrite and its pieces, fidelity of types and properties, and the
+catalog. The protocol around them (journal, lease, swap, recovery, policy,
+history) makes the same Hadoop FileSystem and Metastore calls whatever the
+line, so the main line proves it; the crash worlds prove it once more on the
+oldest line, with real processes.
 
-- ``tests/engine``: the engine suite in-process (every command, every
-  format and codec, partitions outside the root, database runs with
-  refused tables, dedupe, modes, pieces, statistics, retention), plus the
-  planner's pure tests on the lane's Python; whole on the lanes marked
-  ``full`` (the oldest line, on the oldest Python), and on the others
-  without the files in PROTOCOL_ONLY;
-- on the lanes marked ``crash`` (the oldest line), the crash matrix for one
-  table shape (``test_crash_matrix.py``: a partitioned table killed at every
-  compaction and rollback step, then ``recover``) and the merge killed at its
-  journal steps (``test_crash_merge.py``, marked ``crash_lane``: the main
-  line's scripts/test leaves it to this lane), real processes; the
-  journal, swap and recovery code is the same on every line and makes the
-  same Hadoop FileSystem calls, so one older line proves it (the main line
-  runs the full matrix);
-- the application under ``spark-submit`` on the test bed (HDFS, the Hive
-  Metastore service, Spark standalone), with that Spark's own
-  ``spark-submit``, master and worker, and with the lane's Python packed by
-  the ``lakekeeper.hive.python_env`` role (venv-pack, the real
-  ``ansible-playbook``) as the driver's and the executors' Python, the way
-  a cluster runs it (``LAKEKEEPER_APP_PYTHON``).
+What a lane runs is chosen by words on its ``# lane`` line of
+requirements.txt (the one place versions are pinned):
 
-Lanes, their Python and their pins are ``# lane`` lines of requirements.txt
-(the one place versions are pinned). A venv is reused while its pins are
-unchanged (a stamp), so a second run costs no install.
+- every lane: the lifecycle, ``LIFECYCLE`` (the engine CLI under that
+  Spark's ``spark-submit`` on the test bed: compact, compact again,
+  rollback, compact, cleanup, a second process reading the table through
+  the Metastore service), with the lane's Python packed by the
+  ``lakekeeper.hive.python_env`` role (venv-pack, the real
+  ``ansible-playbook``) as the driver's and the executors' Python, the way a
+  cluster runs it (``LAKEKEEPER_APP_PYTHON``);
+- ``line``: the engine files in ``LINE_DEPENDENT`` (the oldest line, on
+  the oldest Python, so that every module is imported and run on 3.9 too);
+- ``seam``: ``SEAM``, the compat seam's own tests and the one rewrite whose
+  path differs on the middle line (Scala 2.12 with parquet-mr 1.13's
+  ParquetRewriter: only 3.5 has both);
+- ``crash``: ``CRASH_TESTS`` (a partitioned table killed at every
+  compaction and rollback step, then ``recover``; the merge killed at its
+  journal steps, which the main line's scripts/test leaves to this lane);
+- ``full``: the whole engine suite instead of ``LINE_DEPENDENT`` (by hand:
+  ``scripts/spark-lanes spark-3.4``).
+
+The lifecycle uses the suite's one test bed when ``LAKEKEEPER_TESTBED_SHARED``
+names it (scripts/suite.py: only the lane's own Spark master and worker are
+started), else a test bed of its own. Lanes marked ``default`` run in
+scripts/test. A venv is reused while its pins are unchanged (a stamp), in
+``~/.cache/lakekeeper/lanes`` (``LAKEKEEPER_LANES_DIR``), so a second run,
+even from a fresh clone, costs no install.
 """
 
 from __future__ import annotations
@@ -43,34 +55,34 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
-import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LANE_TESTS = [
-    "tests/engine",
+LIFECYCLE = "tests/testbed/test_engine_on_testbed.py::test_cli_under_spark_submit_on_the_standalone_cluster"
+CRASH_TESTS = [
     "tests/crash/test_crash_matrix.py::test_older_spark_lane_crash_matrix_one_shape",
     "tests/crash/test_crash_merge.py",
-    "tests/testbed/test_engine_on_testbed.py::test_cli_under_spark_submit_on_the_standalone_cluster",
 ]
-CRASH_TESTS = LANE_TESTS[1:3]  # only on the lanes marked crash
-# Engine test files about the protocol around the Spark work: the lease, the
-# deadline's order of units, per-table policies, the run history, the
-# replication refusal and progress lines. They make no Spark, catalog or
-# FileSystem call that the other engine tests do not make too, so a lane
-# whose Python is the main line's adds nothing by running them; the lanes
-# marked ``full`` run them on the oldest Python. (Measured on the main line:
-# about 15 % of the engine suite's time.)
-PROTOCOL_ONLY = [
-    "tests/engine/test_lease.py",
-    "tests/engine/test_deadline.py",
-    "tests/engine/test_policy.py",
-    "tests/engine/test_history.py",
-    "tests/engine/test_replication.py",
-    "tests/engine/test_progress.py",
+# The engine files whose behaviour can differ between Spark lines (see the
+# docstring); every other engine file runs on the main line only.
+LINE_DEPENDENT = [
+    "tests/engine/test_compat.py",                # the seam itself
+    "tests/engine/test_engine.py",                # formats and codecs, rewrite and pieces, catalog, full cycles
+    "tests/engine/test_unit_formats_rules.py",    # what each format's unit may be written as
+    "tests/engine/test_content_verification.py",  # the checksums Spark computes
+    "tests/engine/test_fidelity.py",              # types, properties and descriptors kept
+    "tests/engine/test_unit_fidelity.py",
+    "tests/engine/test_catalog_check.py",         # the catalog's own reading of a table
+    "tests/engine/test_schema_drift.py",          # Hive DDL run through each line's Hive client
+    "tests/engine/test_planner.py",               # pure, on the oldest Python
+    "tests/engine/test_import_graph.py",          # every module imports on the oldest Python
 ]
+SEAM = [
+    "tests/engine/test_compat.py",
+    "tests/engine/test_engine.py::test_files_fewer_than_the_cores_are_written_in_pieces_and_joined",
+]
+_WORDS = ("default", "crash", "full", "line", "seam")
 _LANE = re.compile(r"^#\s*lane\s+(?P<name>[\w.-]+)\s+(?P<rest>.+)$")
 
 
@@ -81,17 +93,23 @@ def lanes() -> list[dict]:
         if not m:
             continue
         words = m.group("rest").split()
-        lane = {"name": m.group("name"), "default": "default" in words, "crash": "crash" in words,
-                "full": "full" in words, "python": None, "pins": []}
+        lane = {"name": m.group("name"), "python": None, "pins": [],
+                **{word: word in words for word in _WORDS}}
         for w in words:
             if w.startswith("python="):
                 lane["python"] = w.split("=", 1)[1]
-            elif w not in ("default", "crash", "full"):
+            elif w not in _WORDS:
                 lane["pins"].append(w)
         if not lane["python"] or not any(p.startswith("pyspark==") for p in lane["pins"]):
             raise SystemExit(f"spark-lanes: lane {lane['name']} needs python=X.Y and pyspark==V: {line}")
         out.append(lane)
     return out
+
+
+def cache_dir() -> Path:
+    """Where runs keep what they build once (virtualenvs, the JVM archive):
+    outside the clone, so a fresh clone of the same pins reuses them."""
+    return Path(os.environ.get("LAKEKEEPER_CACHE") or Path.home() / ".cache" / "lakekeeper")
 
 
 def find_python(version: str) -> str | None:
@@ -192,19 +210,18 @@ def packed_env(lane: dict, base: Path, lane_python: Path) -> Path:
 
 
 def lane_tests(lane: dict) -> list[str]:
-    return [arg for _name, args in lane_parts(lane) for arg in args]
-
-
-def lane_parts(lane: dict) -> list[tuple[str, list[str]]]:
-    """The lane's tests as parts that can run as pytest processes of their
-    own: ``engine`` (the in-process engine suite: one long-lived session)
-    and ``processes`` (the crash worlds and the application under
-    spark-submit on the test bed: short-lived drivers and their waits)."""
-    engine = [t for t in LANE_TESTS if t.startswith("tests/engine")]
-    if not lane.get("full"):
-        engine += [f"--ignore={t}" for t in PROTOCOL_ONLY]
-    rest = [t for t in LANE_TESTS if not t.startswith("tests/engine") and (lane.get("crash") or t not in CRASH_TESTS)]
-    return [("engine", engine), ("processes", rest)]
+    """The pytest arguments of the lane's one session (see the docstring)."""
+    if lane.get("full"):
+        tests = ["tests/engine"]
+    elif lane.get("line"):
+        tests = list(LINE_DEPENDENT)
+    elif lane.get("seam"):
+        tests = list(SEAM)
+    else:
+        tests = []
+    if lane.get("crash"):
+        tests += CRASH_TESTS
+    return tests + [LIFECYCLE]
 
 
 def lane_jvm_archive(env: dict[str, str]) -> None:
@@ -241,8 +258,8 @@ def pytest_cmd(py: Path, args: list[str]) -> list[str]:
     return [str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--timeout=1800", "-o", "addopts=-ra", *args]
 
 
-def summary_line(lane: dict, versions: list[str], rc: int, seconds: float, note: str, part: str = "") -> str:
-    return (f"lane {lane['name']}{f' ({part})' if part else ''}: pyspark {versions[0]}, Python {versions[1]}: "
+def summary_line(lane: dict, versions: list[str], rc: int, seconds: float, note: str) -> str:
+    return (f"lane {lane['name']}: pyspark {versions[0]}, Python {versions[1]}: "
             f"{'passed' if rc == 0 else f'FAILED (exit {rc})'} in {seconds:.0f} s" + (f" ({note})" if note else ""))
 
 
@@ -254,46 +271,10 @@ def run_lane(lane: dict, base: Path, extra: list[str]) -> tuple[int, str]:
     return rc, summary_line(lane, versions, rc, time.monotonic() - t0, note)
 
 
-def run_parallel(chosen: list[dict], base: Path) -> tuple[int, list[str]]:
-    """Every part (``lane_parts``) of every chosen lane as its own pytest
-    process, all at once: the suite is CPU-bound on two cores, and one
-    lane's engine session and another part's waits (JVM starts, SIGKILL
-    worlds, the test bed) fill each other's gaps. Each part's output is
-    printed whole when it has ended, in order."""
-    started = []
-    for lane in chosen:
-        env, py, versions, note = prepare_lane(lane, base)
-        for part, args in lane_parts(lane):
-            if not [a for a in args if not a.startswith("--")]:
-                continue
-            log = tempfile.TemporaryFile(mode="w+")  # pylint: disable=consider-using-with
-            proc = subprocess.Popen(pytest_cmd(py, args), cwd=str(ROOT), env=env, stdout=log,  # pylint: disable=consider-using-with
-                                    stderr=subprocess.STDOUT, text=True)
-            ended: dict[str, float] = {}
-            waiter = threading.Thread(target=lambda p=proc, e=ended: (p.wait(), e.setdefault("at", time.monotonic())),
-                                      daemon=True)
-            waiter.start()
-            started.append((lane, part, versions, note, proc, log, time.monotonic(), waiter, ended))
-    status, summaries = 0, []
-    for lane, part, versions, note, proc, log, t0, waiter, ended in started:
-        waiter.join()
-        rc = proc.returncode
-        seconds = ended["at"] - t0
-        log.seek(0)
-        print(f"== spark lane {lane['name']} ({part}): pyspark {versions[0]} on Python {versions[1]}", flush=True)
-        sys.stdout.write(log.read())
-        log.close()
-        status = status or rc
-        summaries.append(summary_line(lane, versions, rc, seconds, note, part))
-    return status, summaries
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="scripts/spark-lanes", description=__doc__.splitlines()[0])
     ap.add_argument("lanes", nargs="*", help="lane names (default: the lanes marked default)")
     ap.add_argument("--list", action="store_true", help="print the lanes and their tests")
-    ap.add_argument("--parallel", action="store_true",
-                    help="run every part of every lane as its own pytest process, all at once (scripts/test)")
     ap.add_argument("--pytest", nargs=argparse.REMAINDER, default=[],
                     help="run these pytest arguments instead of the lane's tests")
     args = ap.parse_args(argv)
@@ -309,12 +290,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"spark-lanes: unknown lane(s) {', '.join(unknown)}; known: {', '.join(by_name)}", file=sys.stderr)
         return 2
     chosen = [by_name[n] for n in args.lanes] if args.lanes else [lane for lane in known if lane["default"]]
-    base = Path(os.environ.get("LAKEKEEPER_LANES_DIR", ROOT / ".lanes"))
+    base = Path(os.environ.get("LAKEKEEPER_LANES_DIR") or cache_dir() / "lanes")
     base.mkdir(parents=True, exist_ok=True)
-    if args.parallel and not args.pytest:
-        status, summaries = run_parallel(chosen, base)
-        print("\n".join(["== spark lanes"] + summaries), flush=True)
-        return status
     status, summaries = 0, []
     for lane in chosen:
         rc, summary = run_lane(lane, base, args.pytest)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -59,28 +60,31 @@ SETUP = textwrap.dedent(
     import sys
     from pyspark.sql import SparkSession
     spark = SparkSession.builder.enableHiveSupport().getOrCreate()
-    spark.sql("CREATE DATABASE IF NOT EXISTS cli")
-    spark.sql("DROP TABLE IF EXISTS cli.events")
+    db, root = sys.argv[1], sys.argv[2]
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {db}")
+    spark.sql(f"DROP TABLE IF EXISTS {db}.events")
     jvm = spark._jvm  # an external table's files outlive DROP TABLE: start clean
     jvm.org.apache.hadoop.fs.FileSystem.get(spark._jsc.hadoopConfiguration()).delete(
-        jvm.org.apache.hadoop.fs.Path("/lk-cli"), True)
-    spark.sql("CREATE EXTERNAL TABLE cli.events (id BIGINT, v STRING) PARTITIONED BY (dt STRING) "
-              "STORED AS PARQUET LOCATION '/lk-cli/events'")
+        jvm.org.apache.hadoop.fs.Path(root), True)
+    spark.sql(f"CREATE EXTERNAL TABLE {db}.events (id BIGINT, v STRING) PARTITIONED BY (dt STRING) "
+              f"STORED AS PARQUET LOCATION '{root}/events'")
     for i, dt in enumerate(["2024-01-01", "2024-01-02"]):
         spark.range(i * 5000, (i + 1) * 5000).selectExpr("id", "cast(id as string) v").repartition(60) \\
             .createOrReplaceTempView("src")
-        spark.sql(f"INSERT INTO cli.events PARTITION (dt='{dt}') SELECT * FROM src")
+        spark.sql(f"INSERT INTO {db}.events PARTITION (dt='{dt}') SELECT * FROM src")
     """
 )
 
 READ = textwrap.dedent(
     """
     import json
+    import sys
     from pyspark.sql import SparkSession
     spark = SparkSession.builder.enableHiveSupport().getOrCreate()
-    spark.sql("REFRESH TABLE cli.events")
-    row = spark.sql("SELECT count(*) AS n, sum(id) AS s, count(distinct v) AS d FROM cli.events").first()
-    parts = sorted(r[0] for r in spark.sql("SHOW PARTITIONS cli.events").collect())
+    table = sys.argv[1] + ".events"
+    spark.sql(f"REFRESH TABLE {table}")
+    row = spark.sql(f"SELECT count(*) AS n, sum(id) AS s, count(distinct v) AS d FROM {table}").first()
+    parts = sorted(r[0] for r in spark.sql(f"SHOW PARTITIONS {table}").collect())
     print(json.dumps({"n": row.n, "s": row.s, "d": row.d, "parts": parts}))
     """
 )
@@ -90,13 +94,16 @@ READ = textwrap.dedent(
                     reason="main line: the CLI under spark-submit runs inside tests/playbooks' test bed scenario "
                            "(test_playbooks_on_the_testbed); this whole sequence runs on each older Spark lane")
 def test_cli_under_spark_submit_on_the_standalone_cluster(testbed, tmp_path):
+    # each lane has its own database and directory: the lanes share the suite's one test bed
+    lane = re.sub(r"\W", "_", os.environ.get("LAKEKEEPER_SPARK_LANE", "main"))
+    db, root = f"cli_{lane}", f"/lk-cli-{lane}"
     setup = tmp_path / "setup.py"
     setup.write_text(SETUP)
-    r = testbed.spark_submit(setup)
+    r = testbed.spark_submit(setup, db, root)
     assert r.returncode == 0, r.stderr[-3000:]
 
     def engine(command: str, *args: str) -> dict:
-        doc, output = submit_engine(testbed, tmp_path, command, *args, "--table", "cli.events")
+        doc, output = submit_engine(testbed, tmp_path, command, *args, "--table", f"{db}.events")
         outputs.append(output)
         return doc
 
@@ -105,7 +112,7 @@ def test_cli_under_spark_submit_on_the_standalone_cluster(testbed, tmp_path):
     reader.write_text(READ)
 
     def second_process() -> dict:
-        p = testbed.run_python(reader)
+        p = testbed.run_python(reader, db)
         assert p.returncode == 0, p.stderr[-3000:]
         return json.loads(p.stdout.strip().splitlines()[-1])
 

@@ -220,17 +220,24 @@ class Testbed:
               worker_memory: str = "1g", superuser_group: str | None = None,
               timeout: float = DEFAULT_TIMEOUT, watchdog: bool = False,
               extra_core_site: dict | None = None, extra_hdfs_site: dict | None = None,
-              extra_hive_site: dict | None = None) -> "Testbed":
+              extra_hive_site: dict | None = None, attach: "Testbed | None" = None) -> "Testbed":
         """Start the services in run_dir (created; a previous test bed's files there are wiped).
 
         watchdog=True starts a small reaper process that kills every service group
         as soon as the calling process dies, however it dies (for pytest).
+
+        attach=another running test bed: start only a Spark master and worker (of
+        the calling interpreter's pyspark) and use that bed's HDFS and Metastore,
+        which this one never stops (an older-Spark lane on the suite's one bed).
         """
         t0 = time.monotonic()
         run = Path(run_dir).resolve()
         _prepare_run_dir(run)
         java = find_java()
         spark_home = find_spark_home()
+        if attach is not None:
+            attach.check_alive()
+            hdfs = metastore = False
         jars = hadoop_jars.ensure_jars(quiet=True) if hdfs else None
 
         logs, conf, tmp = run / "logs", run / "conf", run / "tmp"
@@ -260,6 +267,10 @@ class Testbed:
                       "worker_cores": worker_cores, "worker_memory": worker_memory} if spark else None,
             "processes": {},
         }
+        if attach is not None:
+            for key in ("hdfs", "metastore", "warehouse_dir", "block_size", "hadoop_jars"):
+                info[key] = attach.info.get(key)
+            info["attached_to"] = str(attach.json_path)
         bed = cls(info, run / JSON_NAME)
         superuser_group = superuser_group or _default_superuser_group()
 

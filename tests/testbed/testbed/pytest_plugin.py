@@ -13,6 +13,10 @@ or on the command line: ``PYTHONPATH=tests/testbed pytest -p testbed.pytest_plug
   where; removes it after a clean run unless LAKEKEEPER_TESTBED_KEEP=1.
 * LAKEKEEPER_TESTBED_JSON=/path/testbed.json: reuse a test bed that is already
   running (scripts/testbed up); it is not stopped at the end.
+* LAKEKEEPER_TESTBED_SHARED=/path/testbed.json: use that running bed's HDFS
+  and Metastore, with a Spark master and worker of this interpreter's pyspark
+  started (and stopped) here: an older-Spark lane on the suite's one test bed
+  (scripts/suite.py).
 * Never creates a SparkSession in the pytest process: talk to the test bed from
   subprocesses (``testbed.spark_submit(...)``, ``testbed.run_python(...)``).
 
@@ -62,9 +66,11 @@ def _acquire(request, tmp_path_factory) -> Testbed:
         _STATE.update(bed=bed, users=1, owned=False)
         return bed
     run_dir = tmp_path_factory.mktemp("testbed")
+    shared = os.environ.get("LAKEKEEPER_TESTBED_SHARED")
     bed = Testbed.start(run_dir, watchdog=True,
                         spark=os.environ.get("LAKEKEEPER_TESTBED_NO_SPARK") != "1",
-                        hdfs=os.environ.get("LAKEKEEPER_TESTBED_NO_HDFS") != "1")
+                        hdfs=os.environ.get("LAKEKEEPER_TESTBED_NO_HDFS") != "1",
+                        attach=Testbed.load(shared) if shared else None)
     t = bed.info["timings"]
     _report(request.config, f"testbed: started in {t['total_start_s']} s in {run_dir} "
                             f"({', '.join(f'{k} {v} s' for k, v in t['ready_after_s'].items())})")
