@@ -1,0 +1,1 @@
+"""The engine's catalog package (see the package docstring of lakekeeper_spark)."""

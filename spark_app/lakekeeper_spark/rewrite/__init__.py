@@ -1,0 +1,1 @@
+"""The engine's rewrite package (see the package docstring of lakekeeper_spark)."""
