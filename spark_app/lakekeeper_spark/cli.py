@@ -19,14 +19,14 @@ import time
 from typing import Any, Callable
 
 from . import __version__
-from .config import MODES, build_settings, load_config_file, parse_properties
-from .errors import LakekeeperError, UsageError, innermost_cause, java_message, root_cause
-from .faults import parking_enabled, run_parking
-from .history import RECORDED_COMMANDS
-from .layout import backup_table_pattern, is_run_id, new_run_id
-from .names import parse_table_list, parse_table_name, validate_ident
-from .progress import Progress
-from .retention import missing_policy, policy_of
+from .policy.config import MODES, build_settings, load_config_file, parse_properties
+from .report.errors import LakekeeperError, UsageError, innermost_cause, java_message, root_cause
+from .protocol.faults import parking_enabled, run_parking
+from .report.history import RECORDED_COMMANDS
+from .storage.layout import backup_table_pattern, is_run_id, new_run_id
+from .policy.names import parse_table_list, parse_table_name, validate_ident
+from .report.progress import Progress
+from .policy.retention import missing_policy, policy_of
 
 log = logging.getLogger("lakekeeper")
 
@@ -188,7 +188,7 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
     if args.deadline is not None and args.command != "compact":
         raise UsageError("--deadline only applies to compact")
     if settings.deadline is not None:
-        from .budget import parse_deadline
+        from .policy.budget import parse_deadline
 
         parse_deadline(settings.deadline, time.time())  # a bad value stops the run before Spark starts
     if args.new_run_id is not None and not is_run_id(args.new_run_id):
@@ -245,8 +245,8 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None,
     from .commands.compact import compact_table
     from .commands.recover import recover_command
     from .commands.rollback import rollback_table
-    from .context import bounded_map, unit_pool
-    from .results import error_result, table_result
+    from .catalog.context import bounded_map, unit_pool
+    from .report.results import error_result, table_result
 
     handlers: dict[str, Callable[[Any, str], dict[str, Any]]] = {
         "analyze": analyze_table,
@@ -262,7 +262,7 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None,
         backup_name = backup_table_pattern(ctx.settings.backup_prefix)
         tables = [f"{database}.{t}" for t in ctx.catalog.list_tables(database) if not backup_name.match(t)]
     if command == "compact" and ctx.settings.deadline and not ctx.settings.dry_run and ctx.budget is None:
-        from .budget import Budget, parse_deadline
+        from .policy.budget import Budget, parse_deadline
 
         ctx = dataclasses.replace(ctx, budget=Budget(parse_deadline(ctx.settings.deadline, time.time())))
     if ctx.budget is not None and len(tables) > 1:
@@ -273,7 +273,7 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None,
     ctx.job_slots()  # made now: the tables' contexts below share the one budget
     facts = None
     if command in RECORDED_COMMANDS and not ctx.settings.dry_run:
-        from .history import run_facts
+        from .report.history import run_facts
 
         facts = run_facts(ctx.spark, ctx.fs)  # who and where, for the tables' history records
     issued: set[str] = set()
@@ -348,8 +348,8 @@ def _by_benefit(ctx: Any, tables: list[str]) -> list[str]:
     """Tables in order of benefit (budget.table_benefit: small files removed
     per MB rewritten, from one content summary of each table's location);
     a table that cannot be looked at keeps its place after the others."""
-    from .budget import table_benefit
-    from .context import bounded_map
+    from .policy.budget import table_benefit
+    from .catalog.context import bounded_map
 
     def score(name: str) -> float:
         try:
@@ -371,9 +371,9 @@ def _record_history(ctx: Any, command: str, name: str, res: dict[str, Any], star
     """The run's record in the table's history, once its outcome is known
     (``history_record``: where it went). Best effort: a record that cannot
     be written is reported (``history_error``), never fails the run."""
-    from .history import build_record, should_record, write_record
-    from .layout import history_dir
-    from .tables import load_table
+    from .report.history import build_record, should_record, write_record
+    from .storage.layout import history_dir
+    from .catalog.tables import load_table
 
     if not should_record(command, res, ctx.settings.dry_run):
         return
@@ -395,9 +395,9 @@ def _record_history(ctx: Any, command: str, name: str, res: dict[str, Any], star
 def _take_lease(ctx: Any, command: str, name: str) -> Any:
     """The table's lease (lease.py), before anything (its recovery
     included) is done to it; raises ``LeaseHeld`` (status ``locked``)."""
-    from .layout import journal_dir
-    from .lease import acquire
-    from .tables import load_table
+    from .storage.layout import journal_dir
+    from .protocol.lease import acquire
+    from .catalog.tables import load_table
 
     info = load_table(ctx, name)
     return acquire(ctx.fs, journal_dir(info), ctx.run_id, name, command, ctx.settings.lease_timeout_seconds,
@@ -410,10 +410,10 @@ def _recover_after_error(ctx: Any, command: str, name: str, res: dict[str, Any])
     otherwise), so a failure leaves the table as it was."""
     if command not in ("compact", "rollback") or ctx.settings.dry_run:
         return
-    from .journal import Journal
-    from .layout import journal_dir
-    from .recovery import recover_table
-    from .tables import load_table
+    from .protocol.journal import Journal
+    from .storage.layout import journal_dir
+    from .protocol.recovery import recover_table
+    from .catalog.tables import load_table
 
     try:
         info = load_table(ctx, name)
@@ -464,9 +464,9 @@ def main(argv: list[str] | None = None) -> int:
         progress.start()
         with contextlib.redirect_stdout(sys.stderr):
             try:
-                from .catalog import Catalog
-                from .context import Context
-                from .fs import HadoopFS
+                from .catalog.catalog import Catalog
+                from .catalog.context import Context
+                from .storage.fs import HadoopFS
                 from .session import build_session, metastore_in_use, no_metastore_message
 
                 from .compat import runtime, unsupported_reason

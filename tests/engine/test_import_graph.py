@@ -105,7 +105,7 @@ def test_the_graph_is_read_from_every_import():
     absolute (guards the tests below against reading nothing)."""
     graph = _graph()
     assert f"{PKG}.cli" in MODULES and f"{PKG}.commands.compact" in MODULES
-    assert f"{PKG}.errors" in graph[f"{PKG}.cli"]  # module level
+    assert f"{PKG}.report.errors" in graph[f"{PKG}.cli"]  # module level
     assert f"{PKG}.session" in graph[f"{PKG}.cli"]  # inside main()
     assert f"{PKG}.commands.compact" in graph[f"{PKG}.cli"]  # inside _run_tables()
     assert any(f"{PKG}.commands." in t for t in graph[f"{PKG}.cli"])
@@ -153,7 +153,7 @@ def _defined(module: str) -> set[str]:
 
 
 def test_names_come_from_the_module_that_defines_them():
-    assert "recover_table" in _defined(f"{PKG}.recovery") and "__version__" in _defined(PKG)
+    assert "recover_table" in _defined(f"{PKG}.protocol.recovery") and "__version__" in _defined(PKG)
     borrowed = [f"{m}:{line} imports {n} from {target}" for m in MODULES for target, names, line in _imports(m)
                 for n in names if n not in _defined(target)]
     assert not borrowed, "names imported through a module that does not define them:\n" + "\n".join(borrowed)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 
-from lakekeeper_spark.progress import Progress
+from lakekeeper_spark.report.progress import Progress
 
 
 def records(path) -> list[dict]:

@@ -17,9 +17,9 @@ import time
 from typing import Callable
 
 from .catalog import Catalog
-from .errors import LakekeeperError, java_message
-from .layout import BACKUP_OF_PROPERTY, backup_table_pattern, maybe_backup_of, run_id_time
-from .model import TableInfo, TablePlan, Unit
+from ..report.errors import LakekeeperError, java_message
+from ..storage.layout import BACKUP_OF_PROPERTY, backup_table_pattern, maybe_backup_of, run_id_time
+from ..report.model import TableInfo, TablePlan, Unit
 
 log = logging.getLogger(__name__)
 

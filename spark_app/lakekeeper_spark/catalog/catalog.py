@@ -12,13 +12,13 @@ import logging
 import threading
 from typing import Any
 
-from .compat import collections as scala_collections
-from .compat.catalog_internals import CatalogInternals
-from .compat.hive_client import HiveClient
-from .errors import LakekeeperError
-from .group_commit import GroupCommit
-from .model import PartitionInfo, Storage, TableInfo, spec_string
-from .names import qualified, quote_ident, sql_path_literal, sql_string_literal, validate_ident
+from ..compat import collections as scala_collections
+from ..compat.catalog_internals import CatalogInternals
+from ..compat.hive_client import HiveClient
+from ..report.errors import LakekeeperError
+from ..storage.group_commit import GroupCommit
+from ..report.model import PartitionInfo, Storage, TableInfo, spec_string
+from ..policy.names import qualified, quote_ident, sql_path_literal, sql_string_literal, validate_ident
 
 log = logging.getLogger(__name__)
 
@@ -195,7 +195,7 @@ class Catalog:
         return bool(self._session_catalog().tableExists(self._ident(db, table)))
 
     def get_table(self, db: str, table: str) -> TableInfo:
-        from .formats import detect_format
+        from ..storage.formats import detect_format
 
         cat = self._session_catalog()
         if not cat.databaseExists(db):

@@ -15,8 +15,8 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any, Callable, Iterator, TypeVar
 
 from .catalog import Catalog
-from .config import Settings
-from .fs import HadoopFS
+from ..policy.config import Settings
+from ..storage.fs import HadoopFS
 
 log = logging.getLogger(__name__)
 

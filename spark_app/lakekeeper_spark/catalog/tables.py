@@ -8,13 +8,12 @@ from types import SimpleNamespace
 from typing import Any
 
 from .context import Context
-from .errors import Refused, UsageError
-from .content import SCRATCH_OF_PROPERTY
-from .formats import detect_format, reader_properties, unfaithful_properties
-from .layout import BACKUP_OF_PROPERTY, parse_hidden_name, split_path
-from .model import Decision, Listing, TableInfo, TablePlan
-from .planner import plan_table
-from .policy import apply_policy, table_policy
+from ..report.errors import Refused, UsageError
+from ..storage.formats import detect_format, reader_properties, unfaithful_properties
+from ..storage.layout import BACKUP_OF_PROPERTY, SCRATCH_OF_PROPERTY, parse_hidden_name, split_path
+from ..report.model import Decision, Listing, TableInfo, TablePlan
+from ..policy.planner import plan_table
+from ..policy.table_policy import apply_policy, table_policy
 
 
 def check_eligible(info: TableInfo) -> None:
@@ -107,7 +106,7 @@ def where_selection(ctx: Context, info: TableInfo, parts: list[Any]) -> list[Any
     """The partitions the ``where`` filter selects (evaluated in Python on
     the Metastore's partition values; nothing of it reaches SQL). A filter
     that does not fit the table refuses the table."""
-    from .partition_filter import select_partitions
+    from ..policy.partition_filter import select_partitions
 
     try:
         keep = select_partitions(ctx.settings.where, info.full_name, [c for c, _t in info.partition_columns],

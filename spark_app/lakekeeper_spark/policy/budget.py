@@ -29,7 +29,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Callable
 
 from .config import parse_duration
-from .errors import UsageError
+from ..report.errors import UsageError
 
 DEADLINE = "deadline"  # the code of what a deadline left for the next window
 

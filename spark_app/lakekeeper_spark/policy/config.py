@@ -9,7 +9,7 @@ import dataclasses
 import re
 from typing import Any
 
-from .errors import UsageError
+from ..report.errors import UsageError
 from .names import validate_ident
 
 MB = 1024 * 1024

@@ -19,8 +19,8 @@ import hashlib
 import json
 from typing import Any
 
-from .errors import Refused
-from .model import Decision, FileEntry, Unit
+from ..report.errors import Refused
+from ..report.model import Decision, FileEntry, Unit
 
 MERGE_RULE = "merge"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from .errors import UsageError
+from ..report.errors import UsageError
 
 # Hive metastore identifiers: letters, digits and underscore (the metastore
 # lower-cases them). Max length 128 (PART_NAME/TBL_NAME limits).

@@ -31,7 +31,7 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Union
 
-from .errors import UsageError
+from ..report.errors import UsageError
 
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 MAX_LENGTH = 4096

@@ -11,16 +11,9 @@ import math
 import statistics
 
 from .config import Settings
-from .layout import backup_table_name, journal_dir, old_path, staging_path
-from .model import Decision, FileEntry, FileStats, Listing, TableInfo, TablePlan, Unit
-
-
-def human_bytes(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(n) < 1024 or unit == "TB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TB"  # pragma: no cover
+from ..storage.layout import backup_table_name, journal_dir, old_path, staging_path
+from ..report.sizes import human_bytes
+from ..report.model import Decision, FileEntry, FileStats, Listing, TableInfo, TablePlan, Unit
 
 
 def file_stats(listing: Listing) -> FileStats:

@@ -15,9 +15,9 @@
 
 from __future__ import annotations
 
-from .errors import Refused
-from .layout import JOURNAL_DIR_NAME, OLD_TAG, RUN_ID_REGEX, STAGING_TAG, TRASH_TAG
-from .model import TableInfo
+from ..report.errors import Refused
+from ..storage.layout import JOURNAL_DIR_NAME, OLD_TAG, RUN_ID_REGEX, STAGING_TAG, TRASH_TAG
+from ..report.model import TableInfo
 
 REPLICATION_PREFIX = "repl."
 

@@ -45,7 +45,7 @@ import copy
 from typing import Any
 
 from .config import Settings, apply_values
-from .errors import Refused, UsageError
+from ..report.errors import Refused, UsageError
 
 PREFIX = "lakekeeper."
 EXCLUDE = "lakekeeper.exclude"

@@ -48,7 +48,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from .compat.jvm import java_class
+from ..compat.jvm import java_class
 
 log = logging.getLogger(__name__)
 

@@ -62,11 +62,11 @@ import time
 import uuid
 from typing import Any
 
-from .errors import LakekeeperError
+from ..report.errors import LakekeeperError
 from .faults import fault_point
-from .fs import AppendLog, HadoopFS
-from .group_commit import GroupCommit
-from .layout import is_run_id
+from ..storage.fs import AppendLog, HadoopFS
+from ..storage.group_commit import GroupCommit
+from ..storage.layout import is_run_id
 
 log = logging.getLogger(__name__)
 

@@ -42,8 +42,8 @@ import threading
 import time
 from typing import Any
 
-from .errors import LakekeeperError, java_message
-from .fs import HadoopFS
+from ..report.errors import LakekeeperError, java_message
+from ..storage.fs import HadoopFS
 
 log = logging.getLogger(__name__)
 
@@ -213,7 +213,7 @@ def _create(fs: HadoopFS, journal_dir: str, path: str, text: str) -> bool:
     try:
         return fs.create_new(path, text)
     except Exception as exc:  # noqa: BLE001 - Py4JJavaError carries the Java exception
-        from .space import quota_refusal
+        from ..storage.space import quota_refusal
 
         why = quota_refusal(fs, path, java_message(exc) + " " + str(exc)[:2000])
         if why is None:

@@ -39,12 +39,12 @@ import logging
 import threading
 from typing import Any
 
-from .backup import BackupRef
-from .context import Context
-from .errors import LakekeeperError, java_message
+from ..catalog.backup import BackupRef
+from ..catalog.context import Context
+from ..report.errors import LakekeeperError, java_message
 from .journal import Journal
-from .layout import journal_dir, parse_hidden_name, split_path
-from .model import TableInfo
+from ..storage.layout import journal_dir, parse_hidden_name, split_path
+from ..report.model import TableInfo
 from .swap import adopt_files, finish_trash, remove_empty_dir, swap_back
 
 log = logging.getLogger(__name__)
@@ -205,7 +205,7 @@ def _recover_compact(ctx: Context, info: TableInfo, journal: Journal, doc: dict[
     if doc.get("merge") and merged:
         # a merge run: the partitions that end swapped hold the batch; recorded (again) before the run is closed,
         # so that the batch never goes into them a second time
-        from .merge import record_applied
+        from .merge_record import record_applied
 
         record_applied(ctx.fs, doc["merge"], merged, journal.run_id)
         actions.append({"run_id": journal.run_id, "spec": None, "action": "recorded_merged_batch",

@@ -28,11 +28,11 @@ import logging
 import time
 from typing import Any
 
-from .errors import LakekeeperError
-from .fs import HadoopFS
+from ..report.errors import LakekeeperError
+from ..storage.fs import HadoopFS
 from .faults import fault_point
 from .journal import Journal
-from .model import Listing, Unit
+from ..report.model import Listing, Unit
 
 log = logging.getLogger(__name__)
 

@@ -249,7 +249,7 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
 def run_facts(spark: Any, fs: Any) -> dict[str, Any]:
     """Who and where: the run's Hadoop user, the driver's host, the Spark
     application id and master, Spark's version (each None when unknown)."""
-    from . import __version__
+    from .. import __version__
 
     facts: dict[str, Any] = {"user": None, "host": None, "spark_app_id": None, "spark_master": None,
                              "spark_version": None, "lakekeeper_version": __version__}

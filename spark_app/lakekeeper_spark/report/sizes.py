@@ -1,4 +1,4 @@
-"""File-size histograms for analyze and its report. Pure: computed from
+"""Byte counts as text, and file-size histograms for analyze and its report. Pure: computed from
 the listings a command already has (no extra I/O).
 
 Fixed buckets, so histograms of different tables, clusters and runs add up
@@ -12,6 +12,17 @@ from typing import Any, Iterable
 KB = 1024
 MB = 1024 * KB
 GB = 1024 * MB
+
+
+def human_bytes(n: float) -> str:
+    """A byte count as people read it (``512 B``, ``1.5 MB``): the planner's
+    reasons and the space pre-flight's refusals."""
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(n) < 1024 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TB"  # pragma: no cover
+
 
 BUCKETS: list[tuple[int | None, str]] = [
     (64 * KB, "< 64 KB"),

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from .config import Settings, sort_key
-from .errors import Refused
-from .model import TableInfo
+from ..policy.config import Settings, sort_key
+from ..report.errors import Refused
+from ..report.model import TableInfo
 
 DEDUPE_FORMATS = ("parquet", "orc")
 

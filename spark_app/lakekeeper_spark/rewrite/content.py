@@ -36,14 +36,13 @@ import logging
 import uuid
 from typing import Any
 
-from .errors import LakekeeperError
-from .model import TableInfo, Unit
-from .names import qualified, quote_column
+from ..report.errors import LakekeeperError
+from ..report.model import TableInfo, Unit
+from ..policy.names import qualified, quote_column
+from ..storage.layout import SCRATCH_OF_PROPERTY
 
 log = logging.getLogger(__name__)
 
-# The property that marks a scratch table made to read a staged copy back.
-SCRATCH_OF_PROPERTY = "lakekeeper.verify_of"
 # The visible subdirectory of a staging directory a text/Avro copy is read from.
 _READ_DIR = "verify"
 _COMPLEX = ("array", "map", "struct")

@@ -14,10 +14,10 @@ from __future__ import annotations
 import logging
 
 from .columns import RewriteColumns, resolve_columns
-from .context import Context
-from .errors import Refused, java_message
-from .model import TableInfo, TablePlan
-from .planner import delete_ratio_candidates, delete_ratio_rule
+from ..catalog.context import Context
+from ..report.errors import Refused, java_message
+from ..report.model import TableInfo, TablePlan
+from ..policy.planner import delete_ratio_candidates, delete_ratio_rule
 from .rewrite import dedupe_counts_by_unit
 
 log = logging.getLogger(__name__)

@@ -10,35 +10,32 @@
   applied-batch record) are skipped.
 - ``batch_rows``: the batch rows of one unit, read by the rewrite next to
   the unit's own files (the dedupe then keeps the latest version of each key).
-- ``record_applied``: after the swaps (or by recovery, from the run's journal)
-  the partitions merged are added to the batch's record in the table's
-  journal directory (``<journal dir>/merged/<identity>.json``).
+- the applied-batch record (after the swaps, or by recovery, from the run's
+  journal, the partitions merged are added to the batch's record in the
+  table's journal directory): protocol/merge_record.py.
 
-Pure rules: merge_rules.py.
+Pure rules: policy/merge_rules.py.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 from functools import reduce
 from typing import Any
 
 from .columns import RewriteColumns
-from .context import Context
-from .errors import Refused
-from .faults import fault_point
-from .journal import read_record, replace_record
-from .merge_rules import (BATCH_EMPTY, BATCH_LAYOUT, BATCH_SCHEMA, BatchPart, Routing, apply_merge_decisions,
-                          applied_specs, batch_identity, check_batch_schema, moved_keys_refusal, record_name, route,
-                          spec_string, with_applied)
-from .model import FileEntry, TableInfo, TablePlan
-from .names import quote_column
+from ..catalog.context import Context
+from ..report.errors import Refused
+from ..protocol.merge_record import load_record, record_dir
+from ..policy.merge_rules import (BATCH_EMPTY, BATCH_LAYOUT, BATCH_SCHEMA, BatchPart, Routing, apply_merge_decisions,
+                                  applied_specs, batch_identity, check_batch_schema, moved_keys_refusal, record_name, route,
+                                  spec_string)
+from ..report.model import FileEntry, TableInfo, TablePlan
+from ..policy.names import quote_column
 
 log = logging.getLogger(__name__)
 
-MERGED_DIR = "merged"
 SPEC = "__lk_spec"
 # Units whose keys one job of the moved-key check reads (a union of their reads).
 KEY_READ_BATCH = 200
@@ -72,31 +69,6 @@ class MergePlan:
         return {"source": self.source, "identity": self.identity, "record": self.record_uri,
                 "batch_rows": self.batch_rows, "already_applied": list(self.routing.already),
                 "partitions": {s: p.to_dict() for s, p in sorted(self.routing.todo.items())}}
-
-
-def _record_dir(p: TablePlan) -> str:
-    return f"{p.journal_dir.rstrip('/')}/{MERGED_DIR}"
-
-
-def load_record(fs: Any, folder: str, identity: str) -> dict[str, Any] | None:
-    if not fs.exists(folder):
-        return None
-    text = read_record(fs, folder, record_name(identity))
-    return json.loads(text) if text else None
-
-
-def record_applied(fs: Any, merge_doc: dict[str, Any], specs: list[str], run_id: str, table: str | None = None) -> None:
-    """Add ``specs`` to the batch's applied record (``merge_doc``: the
-    ``merge`` entry of the run's journal). Idempotent."""
-    if not specs:
-        return
-    fault_point("merge_recording", "before", table)
-    uri = merge_doc["record"]
-    folder, _sep, name = uri.rpartition("/")
-    fs.mkdirs(folder)
-    doc = with_applied(load_record(fs, folder, merge_doc["identity"]), merge_doc, specs, run_id)
-    replace_record(fs, uri, json.dumps(doc, indent=1, sort_keys=True))
-    log.info("batch %s: recorded as merged into %s", merge_doc["identity"], ", ".join(sorted(specs)))
 
 
 def _source(ctx: Context, info: TableInfo) -> tuple[str, str]:
@@ -176,12 +148,12 @@ def prepare_merge(ctx: Context, info: TableInfo, p: TablePlan, columns: RewriteC
                                     f"a batch is a flat directory of data files, partition columns as ordinary columns")
     files = sorted(listing.files, key=lambda f: f.name)
     identity = batch_identity(source, files)
-    record_uri = f"{_record_dir(p)}/{record_name(identity)}"
+    record_uri = f"{record_dir(p.journal_dir)}/{record_name(identity)}"
     pcols = [c for c, _t in info.partition_columns]
     if not files:
         raise Refused(BATCH_EMPTY, f"the batch directory {source} holds no data files; nothing to merge")
     plan = MergePlan(source, fmt, files, identity, record_uri, Routing({}, []), pcols, 0)
-    record = load_record(ctx.fs, _record_dir(p), identity)
+    record = load_record(ctx.fs, record_dir(p.journal_dir), identity)
     batch = _read_batch(ctx.spark, plan)
     why = check_batch_schema(info.data_columns + info.partition_columns,
                              [(f.name, f.dataType.simpleString()) for f in batch.schema.fields if f.name != SPEC])

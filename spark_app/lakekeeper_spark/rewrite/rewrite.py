@@ -35,15 +35,15 @@ from typing import Any
 
 from .columns import RewriteColumns
 from . import content as content_check
-from .config import Settings, sort_key
-from .errors import LakekeeperError
-from .compat.file_joins import join_files, join_support
-from .compat.jvm import string_list
-from .faults import write_with_table_descriptor
-from .formats import reader_properties, spark_codec_name
-from .model import TableInfo, Unit
-from .names import qualified, quote_column, sql_path_literal, sql_string_literal
-from .planner import DedupeCounts, WriteLayout, group_pieces, read_paths, target_file_count, write_layout
+from ..policy.config import Settings, sort_key
+from ..report.errors import LakekeeperError
+from ..compat.file_joins import join_files, join_support
+from ..compat.jvm import string_list
+from ..protocol.faults import write_with_table_descriptor
+from ..storage.formats import reader_properties, spark_codec_name
+from ..report.model import TableInfo, Unit
+from ..policy.names import qualified, quote_column, sql_path_literal, sql_string_literal
+from ..policy.planner import DedupeCounts, WriteLayout, group_pieces, read_paths, target_file_count, write_layout
 
 log = logging.getLogger(__name__)
 

@@ -38,7 +38,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from .model import Decision, TableInfo, Unit
+from ..report.model import Decision, TableInfo, Unit
 
 log = logging.getLogger(__name__)
 

@@ -36,7 +36,7 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
-from .model import Decision, FileEntry, TableInfo, Unit
+from ..report.model import Decision, FileEntry, TableInfo, Unit
 from .schema_drift import writer_key
 
 log = logging.getLogger(__name__)

@@ -14,11 +14,11 @@ import json
 import logging
 from typing import Any
 
-from .errors import LakekeeperError
-from .formats import data_file_footer, detect_codec, input_format_rows
-from .fs import HadoopFS
-from .model import Listing, TableInfo, Unit
-from .names import quote_column
+from ..report.errors import LakekeeperError
+from ..storage.formats import data_file_footer, detect_codec, input_format_rows
+from ..storage.fs import HadoopFS
+from ..report.model import Listing, TableInfo, Unit
+from ..policy.names import quote_column
 
 log = logging.getLogger(__name__)
 

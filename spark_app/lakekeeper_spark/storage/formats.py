@@ -7,8 +7,8 @@ import logging
 import re
 from typing import Any
 
-from .model import Storage, TableInfo
-from .compat.jvm import java_class
+from ..report.model import Storage, TableInfo
+from ..compat.jvm import java_class
 
 log = logging.getLogger(__name__)
 

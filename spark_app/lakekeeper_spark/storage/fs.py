@@ -26,10 +26,10 @@ import threading
 import time
 from typing import Any, Iterable
 
-from .errors import LakekeeperError, java_message
-from .model import FileEntry, Listing
+from ..report.errors import LakekeeperError, java_message
+from ..report.model import FileEntry, Listing
 from .layout import is_hidden
-from .compat.jvm import java_class
+from ..compat.jvm import java_class
 
 log = logging.getLogger(__name__)
 

@@ -34,10 +34,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from .errors import LakekeeperError
+from ..report.errors import LakekeeperError
 from .fs import HadoopFS, threaded
 from .layout import split_path
-from .model import Decision, FileEntry, HdfsCarry, TablePlan, Unit
+from ..report.model import Decision, FileEntry, HdfsCarry, TablePlan, Unit
 
 log = logging.getLogger(__name__)
 
@@ -239,7 +239,7 @@ def carry_attributes(fs: HadoopFS, u: Unit, copied: set[str]) -> dict[str, Any]:
     except LakekeeperError:
         raise
     except Exception as exc:  # noqa: BLE001 - Py4JJavaError: the NameNode's refusal
-        from .errors import java_message
+        from ..report.errors import java_message
 
         raise LakekeeperError("write_failed", f"could not give the compacted copy {u.staging} the attributes of "
                                               f"{u.location} ({java_message(exc)}); nothing was swapped") from exc

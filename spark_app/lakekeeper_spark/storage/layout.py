@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 
-from .model import TableInfo
+from ..report.model import TableInfo
 
 STAGING_TAG = "lk_staging"
 OLD_TAG = "lk_old"
@@ -60,6 +60,9 @@ def run_id_time(run_id: str) -> datetime:
 # The backup table's property naming the table it backs up: what makes a
 # table a backup (its name only says so under the prefix of its day).
 BACKUP_OF_PROPERTY = "lakekeeper.backup_of"
+# The property that marks a scratch table made to read a staged copy back
+# (rewrite/content.py): such a table is never compacted (catalog/tables.py).
+SCRATCH_OF_PROPERTY = "lakekeeper.verify_of"
 
 # The longest backup table name made (older Metastore schemas hold 128
 # characters) and the run's tail of it: ``_<yyyymmdd>_<hhmmss>_<token>``.

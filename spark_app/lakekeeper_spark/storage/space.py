@@ -15,9 +15,9 @@ import dataclasses
 from typing import Any
 
 from .fs import HadoopFS
-from .model import Unit
+from ..report.model import Unit
 from .layout import split_path
-from .planner import human_bytes
+from ..report.sizes import human_bytes
 
 
 @dataclasses.dataclass
