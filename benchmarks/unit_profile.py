@@ -97,7 +97,10 @@ def instrument(meter: Meter) -> None:
     from lakekeeper_spark.protocol.journal import Journal
 
     for cls, group in ((HadoopFS, "fs"), (Catalog, "catalog")):
-        for name, fn in list(vars(cls).items()):
+        calls: dict[str, Any] = {}
+        for klass in reversed(cls.__mro__[:-1]):  # with its bases: both classes are split by concern into mixins
+            calls.update(vars(klass))
+        for name, fn in list(calls.items()):
             if callable(fn) and not name.startswith("_") and not isinstance(fn, (staticmethod, classmethod)):
                 setattr(cls, name, meter.wrap(group, name, fn))
     for name in ("start", "table_step", "unit_step"):

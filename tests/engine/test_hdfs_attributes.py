@@ -99,7 +99,7 @@ def test_open_files_zones_snapshots_and_carried_attributes(spark, engine, files,
     """(``owner_run``: the run as ``etl`` of the next test starts here and
     goes on in its own process meanwhile.)"""
     import lakekeeper_spark.commands.compact as compact_cmd
-    from lakekeeper_spark.storage.fs import threaded
+    from lakekeeper_spark.storage.threads import threaded
 
     jvm = spark._jvm
     conf = spark._jsc.hadoopConfiguration()

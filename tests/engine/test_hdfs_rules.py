@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from lakekeeper_spark.storage.fs import parse_status_dump
+from lakekeeper_spark.storage.status import parse_status_dump
 from lakekeeper_spark.storage.hdfs_checks import (
     ENCRYPTION_ZONE,
     ERASURE_CODING,
@@ -145,7 +145,7 @@ def test_threaded_keeps_order_waits_for_every_call_and_runs_nested_calls_inline(
     import threading
     import time as _time
 
-    from lakekeeper_spark.storage import fs as fs_mod
+    from lakekeeper_spark.storage import threads as fs_mod
 
     seen: set[str] = set()
     assert fs_mod.threaded(lambda x: (seen.add(threading.current_thread().name), x * x)[1], list(range(20))) == [

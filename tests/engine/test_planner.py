@@ -6,7 +6,7 @@ import pytest
 
 from lakekeeper_spark.policy.config import Settings, build_settings, parse_duration
 from lakekeeper_spark.report.errors import UsageError
-from lakekeeper_spark.storage.fs import parse_status_dump
+from lakekeeper_spark.storage.status import parse_status_dump
 from lakekeeper_spark.report.model import FileEntry, Listing, TableInfo
 from lakekeeper_spark.policy.names import parse_table_list, parse_table_name, sql_path_literal, sql_string_literal
 from lakekeeper_spark.policy import planner
@@ -772,7 +772,7 @@ def test_parse_partition_text():
 
 
 def test_plain_uri_is_qualified_without_the_gateway_only_when_unambiguous():
-    from lakekeeper_spark.storage.fs import _plain_uri
+    from lakekeeper_spark.storage.status import plain_uri as _plain_uri
 
     assert _plain_uri("file:///w/t/dt=2024-01-01") == ("file://", "file:/w/t/dt=2024-01-01")
     assert _plain_uri("file:/w/t") == ("file://", "file:/w/t")

@@ -64,7 +64,8 @@ from typing import Any
 
 from ..report.errors import LakekeeperError
 from .faults import fault_point
-from ..storage.fs import AppendLog, HadoopFS
+from ..storage.append_log import AppendLog
+from ..storage.fs import HadoopFS
 from ..storage.group_commit import GroupCommit
 from ..storage.layout import is_run_id
 

@@ -35,7 +35,8 @@ import logging
 from typing import Any
 
 from ..report.errors import LakekeeperError
-from .fs import HadoopFS, threaded
+from .fs import HadoopFS
+from .threads import threaded
 from .layout import split_path
 from ..report.model import Decision, FileEntry, HdfsCarry, TablePlan, Unit
 
