@@ -758,7 +758,7 @@ def test_pack_splits_follows_spark():
 
 
 def test_parse_partition_text():
-    from lakekeeper_spark.catalog.catalog import parse_partition_text
+    from lakekeeper_spark.catalog.partition_names import parse_partition_text
 
     text = ("CatalogPartition(\n\tPartition Values: [b=x, a=1]\n\tLocation: hdfs://nn/t/a=1/b=x\n"
             "\tSerde Library: org.x\n\tPartition Parameters: {k=v}\n)")
@@ -908,13 +908,13 @@ def test_the_result_document_is_indented_while_small_and_compact_when_large():
     ("k=%C3%BC", "k=\u00c3\u00bc"),  # one char per escape, as Hive decodes (names escape only ASCII)
 ])
 def test_partition_names_are_decoded_as_hive_decodes_them(name, decoded):
-    from lakekeeper_spark.catalog.catalog import unescape_path_name
+    from lakekeeper_spark.catalog.partition_names import unescape_path_name
 
     assert unescape_path_name(name) == decoded
 
 
 def test_partition_names_give_specs_in_the_tables_column_order():
-    from lakekeeper_spark.catalog.catalog import parse_partition_name
+    from lakekeeper_spark.catalog.partition_names import parse_partition_name
 
     assert parse_partition_name("B=x%2Fy/a=1", ["a", "b"]) == {"a": "1", "b": "x/y"}
     assert parse_partition_name("a=1", ["a", "b"]) is None

@@ -3,6 +3,11 @@
 Reads come from the catalog's own metadata objects (exact serde properties,
 partition locations); writes are SQL statements whose identifiers are
 validated and back-quoted and whose literals are escaped (see ``names``).
+
+``Catalog`` is one class in two modules: its reads and writes here, its
+statistics calls in statistics.py (``Statistics``); beside it the partition
+reads and writes of one table (``PartitionWriter``, partition_writer.py)
+and the parsing of partition names (partition_names.py).
 """
 
 from __future__ import annotations
@@ -16,9 +21,11 @@ from ..compat import collections as scala_collections
 from ..compat.catalog_internals import CatalogInternals
 from ..compat.hive_client import HiveClient
 from ..report.errors import LakekeeperError
-from ..storage.group_commit import GroupCommit
 from ..report.model import PartitionInfo, Storage, TableInfo, spec_string
 from ..policy.names import qualified, quote_ident, sql_path_literal, sql_string_literal, validate_ident
+from .partition_names import parse_partition_name, parse_partition_text
+from .partition_writer import PartitionWriter
+from .statistics import Statistics
 
 log = logging.getLogger(__name__)
 
@@ -48,87 +55,6 @@ BULK_STORAGE = 8
 BY_NAME_RATIO = 32
 
 
-def unescape_path_name(text: str) -> str:
-    """A Hive-escaped directory name decoded (``%3A`` is ``:``), as Hive's
-    and Spark's ``unescapePathName`` do it: a ``%`` not followed by two hex
-    digits stays."""
-    if "%" not in text:
-        return text
-    out, i, n = [], 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == "%" and i + 2 < n:
-            digits = text[i + 1 : i + 3]
-            try:  # Java's parseInt: a sign is taken, spaces are not
-                code = int(digits, 16) if digits.strip() == digits else -1
-            except ValueError:
-                code = -1
-            if code >= 0:
-                out.append(chr(code))
-                i += 3
-                continue
-        out.append(c)
-        i += 1
-    return "".join(out)
-
-
-def parse_partition_name(name: str, cols: list[str]) -> dict[str, str] | None:
-    """A partition's spec from its Metastore name (``k=v/k2=v2``, escaped),
-    keyed and ordered as ``cols``; None if it does not name exactly them."""
-    found: dict[str, str] = {}
-    for piece in name.split("/"):
-        key, eq, value = piece.partition("=")
-        if not eq:
-            return None
-        found[unescape_path_name(key).lower()] = unescape_path_name(value)
-    if len(found) != len(cols) or any(c.lower() not in found for c in cols):
-        return None
-    return {c: found[c.lower()] for c in cols}
-
-
-def parse_partition_text(text: str, cols: list[str]) -> tuple[dict[str, str], str] | None:
-    """Spec and location from ``CatalogTablePartition.toString``::
-
-        CatalogPartition(
-        \tPartition Values: [a=1, b=x]
-        \tLocation: hdfs://nn/t/a=1/b=x
-        ...
-
-    None when the text is not exactly that shape or a value could be read
-    two ways (it contains ``, <column>=``): the caller then asks the JVM
-    for the fields."""
-    head = "CatalogPartition(\n\tPartition Values: ["
-    if not text.startswith(head) or not cols:
-        return None
-    end = text.find("]\n\t", len(head))
-    if end < 0:
-        return None
-    values = text[len(head):end]
-    rest = text[end + 3:]
-    if not rest.startswith("Location: ") or text.count("]\n\tLocation: ") != 1:
-        return None
-    location = rest[len("Location: "):].split("\n", 1)[0]
-    if not location:
-        return None
-    # Boundaries: the start and every ", <column>=" (columns in any order).
-    starts = []
-    for c in cols:
-        if values.startswith(c + "="):
-            starts.append((0, c))
-        pos = values.find(", " + c + "=")
-        while pos >= 0:
-            starts.append((pos + 2, c))
-            pos = values.find(", " + c + "=", pos + 1)
-    starts.sort()
-    if len(starts) != len(cols) or sorted(c for _p, c in starts) != sorted(cols) or starts[0][0] != 0:
-        return None
-    spec = {}
-    for k, (pos, c) in enumerate(starts):
-        stop = starts[k + 1][0] - 2 if k + 1 < len(starts) else len(values)
-        spec[c] = values[pos + len(c) + 1:stop]
-    return {c: spec[c] for c in cols}, location
-
-
 def _spark_type(field: dict[str, Any]) -> str:
     from pyspark.sql.types import _parse_datatype_json_value
 
@@ -145,7 +71,7 @@ def _spark_type(field: dict[str, Any]) -> str:
 _RAW_PARTITION_VALUES = "spark.sql.legacy.skipTypeValidationOnAlterPartition"
 
 
-class Catalog:
+class Catalog(Statistics):
     """Spark and Hive internals are reached through ``compat`` only."""
 
     def __init__(self, spark: Any):
@@ -486,105 +412,6 @@ class Catalog:
         prop_sql = ", ".join(f"{sql_string_literal(k)}={sql_string_literal(v)}" for k, v in sorted(props.items()))
         self.sql(f"ALTER TABLE {qualified(db, table)} SET TBLPROPERTIES ({prop_sql})")
 
-    # ------------------------------------------------------------ statistics
-    # Hive's basic statistics (numFiles, totalSize, numRows: what Hive, Impala
-    # and Hive replication read) and Spark's own (spark.sql.statistics.*,
-    # which Spark prefers when present) are kept together. numRows -1 means
-    # unknown, as Hive writes it.
-    STAT_KEYS = ("numFiles", "totalSize", "numRows")
-    _SPARK_SIZE = "spark.sql.statistics.totalSize"
-    _SPARK_ROWS = "spark.sql.statistics.numRows"
-
-    def _raw_partition(self, db: str, table: str, spec: dict[str, str]) -> Any:
-        return self.writer(db, table).read(spec)
-
-    def statistics(self, db: str, table: str, spec: dict[str, str] | None = None) -> dict[str, str]:
-        """The statistics parameters of a table or partition as the Metastore
-        holds them (Hive's and Spark's)."""
-        if not spec:
-            return self._table_statistics(self._hive.get_table(validate_ident(db), validate_ident(table)))
-        return self._statistics_of(self._map(self._raw_partition(db, table, spec).parameters()))
-
-    def _table_statistics(self, raw: Any) -> dict[str, str]:
-        """``statistics`` of a table read by the Hive client (Hive's keep to its ``ignoredProperties``)."""
-        params = self._map(raw.ignoredProperties())
-        params.update(self._map(raw.properties()))
-        return self._statistics_of(params)
-
-    def _statistics_of(self, params: dict[str, str]) -> dict[str, str]:
-        keys = set(self.STAT_KEYS) | {self._SPARK_SIZE, self._SPARK_ROWS}
-        return {k: v for k, v in params.items() if k in keys}
-
-    def _stat_values(self, current: dict[str, str], files: int, size: int, rows: int | None) -> dict[str, str]:
-        values = {"numFiles": str(int(files)), "totalSize": str(int(size)),
-                  "numRows": str(int(rows)) if rows is not None and rows >= 0 else "-1"}
-        if self._SPARK_SIZE in current:  # Spark's statistics win over Hive's in Spark: never leave them stale
-            values[self._SPARK_SIZE] = values["totalSize"]
-            values[self._SPARK_ROWS] = values["numRows"] if rows is not None and rows >= 0 else None
-        return values
-
-    def set_statistics(self, db: str, table: str, spec: dict[str, str] | None, files: int, size: int,
-                       rows: int | None) -> dict[str, str]:
-        """Write numFiles/totalSize/numRows of a partition (``spec``) or of a
-        non-partitioned table; returns what the Metastore holds afterwards.
-
-        Partitions go through the Hive client's alterPartitions (Spark's SQL
-        has no ``ALTER TABLE ... PARTITION ... SET TBLPROPERTIES``); a Hive
-        table through the Hive client too (``_alter_table``: Hive's keys and,
-        when it has them, Spark's own figures, as for a partition). A data
-        source table through ``ALTER TABLE ... SET TBLPROPERTIES`` for Hive's
-        keys, and its Spark statistics (which Spark refuses to take as
-        properties) dropped through the external catalog."""
-        if spec:
-            writer = self.writer(db, table)
-            raw = writer.read(spec)
-            current = self._map(raw.parameters())
-            writer.alter(raw, params=self._conv.updated(raw.parameters(), self._stat_values(current, files, size, rows)))
-            return self.statistics(db, table, spec)
-        raw = self._hive.get_table(validate_ident(db), validate_ident(table))
-        values = self._stat_values(self._table_statistics(raw), files, size, rows)
-        if self._alter_table(db, table, props=values, raw=raw):  # Spark's figures written too, as a partition's are
-            return self.statistics(db, table)
-        self.set_properties(db, table, {k: values[k] for k in self.STAT_KEYS})
-        if any(k.startswith("spark.sql.") for k in values):
-            # Spark's statistics hold BigInts py4j cannot build: drop them, so
-            # Spark reads the fresh Hive figures instead of stale ones.
-            self._internals.drop_spark_statistics(validate_ident(db), validate_ident(table))
-        return self.statistics(db, table)
-
-    # Partitions written by one alterPartitions call of ``set_statistics_many``.
-    STATISTICS_CHUNK = 500
-
-    def set_statistics_many(self, info: TableInfo,
-                            items: list[tuple[dict[str, str], int, int, int | None]]) -> list[Any]:
-        """``set_statistics`` of many partitions of one table, each item
-        ``(spec, files, size, rows)``: the partitions read together
-        (``_raw_partitions``), written ``STATISTICS_CHUNK`` at a time with
-        one ``alterPartitions`` each (a chunk that fails is written one
-        partition at a time, so each gets its own error), and read back
-        together. For the same statistics as item by item, about three
-        Metastore calls a table instead of five a partition. Returns, per
-        item, what the Metastore holds afterwards, or the exception it failed
-        with."""
-        db, table = validate_ident(info.db), validate_ident(info.name)
-        raws = self._raw_partitions(info, [spec for spec, *_figures in items])
-        out: list[Any] = list(raws)  # a partition that could not be read keeps its error
-        changed = []
-        for n, ((_spec, files, size, rows), raw) in enumerate(zip(items, raws)):
-            if isinstance(raw, Exception):
-                continue
-            params = self._conv.updated(raw.parameters(), self._stat_values(self._map(raw.parameters()), files, size, rows))
-            changed.append((n, self._hive.changed(raw, params=params)))
-        for start in range(0, len(changed), self.STATISTICS_CHUNK):
-            chunk = changed[start:start + self.STATISTICS_CHUNK]
-            for (n, _p), error in zip(chunk, self._hive.alter_partitions_each(db, table, [p for _n, p in chunk])):
-                if error is not None:
-                    out[n] = error
-        written = [n for n, _p in changed if not isinstance(out[n], Exception)]
-        for n, raw in zip(written, self._raw_partitions(info, [items[n][0] for n in written])):
-            out[n] = raw if isinstance(raw, Exception) else self._statistics_of(self._map(raw.parameters()))
-        return out
-
     def _raw_partitions(self, info: TableInfo, specs: list[dict[str, str]]) -> list[Any]:
         """The partitions ``specs`` of a table as the Hive client holds them
         (``HiveClient.get_partition``: parameters as written), in order. From
@@ -635,62 +462,3 @@ class Catalog:
     def refresh(self, db: str, table: str) -> None:
         self.sql(f"REFRESH TABLE {qualified(db, table)}")
         self._forget(db, table)
-
-
-class PartitionWriter:
-    """One table's partitions, read and written for the run's threads.
-
-    Reads use the table as the Hive client holds it, fetched once (one
-    Metastore call a partition instead of two). Writes are group-committed
-    (``GroupCommit``): the partition changes that units make at the same
-    time (backup partitions repointed, statistics) go to the Metastore in
-    one ``alterPartitions``, whose own fixed cost is paid once; alone, a
-    change is written at once. If the group's call fails, each change is
-    written on its own, so each unit gets its own error."""
-
-    def __init__(self, hive: HiveClient, internals: CatalogInternals, db: str, table: str):
-        self._hive, self._internals = hive, internals
-        self.db, self.table = db, table
-        self._raw_table: Any = None
-        self._lock = threading.Lock()
-        self._commit: GroupCommit[tuple[Any, bool]] = GroupCommit(self._write)
-        self._listed: Any = None  # partitions read together (``remember``): a Java list
-        self._listed_at: dict[str, int] = {}  # spec string -> index, for the ones not read yet
-
-    def remember(self, listed: Any, at: dict[str, int]) -> None:
-        """Partitions read together (a Java list, and each one's index by its
-        spec string): ``read`` takes each from there once, instead of a
-        Metastore call; a second read of it asks the Metastore again."""
-        with self._lock:
-            self._listed, self._listed_at = listed, dict(at)
-
-    def read(self, spec: dict[str, str]) -> Any:
-        with self._lock:
-            i = self._listed_at.pop(spec_string(spec), None)
-            if i is not None:
-                return self._listed.get(i)
-            if self._raw_table is None:
-                self._raw_table = self._hive.raw_table(self.db, self.table)
-            raw_table = self._raw_table
-        return self._hive.get_partition(self.db, self.table, spec, raw_table)
-
-    def alter(self, raw: Any, storage: Any = None, params: Any = None, refresh: bool = False) -> None:
-        """Write back a partition read by ``read`` with a new storage
-        descriptor and/or parameters; ``refresh``: then invalidate Spark's
-        cached relation of the table. Returns once it is written."""
-        self._commit.submit((self._hive.changed(raw, storage, params), refresh))
-
-    def alter_now(self, changed: list[Any]) -> list[Exception | None]:
-        """Write back many changed partitions (``HiveClient.changed``) in one
-        call of their own (each alone if it fails), then invalidate Spark's
-        cached relation of the table. Per partition None or its error."""
-        outcomes = self._hive.alter_partitions_each(self.db, self.table, changed)
-        self._internals.refresh_table(self.db, self.table)
-        return outcomes
-
-    def _write(self, items: list[tuple[Any, bool]]) -> list[Any]:
-        # a failing partition fails its own unit, with its own error
-        outcomes: list[Any] = self._hive.alter_partitions_each(self.db, self.table, [p for p, _refresh in items])
-        if any(r for _p, r in items):
-            self._internals.refresh_table(self.db, self.table)
-        return outcomes
