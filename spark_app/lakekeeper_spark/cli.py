@@ -19,6 +19,7 @@ import time
 from typing import Any, Callable
 
 from . import __version__
+from .flags import COMMANDS, ENGINE_FLAGS
 from .policy.config import MODES, build_settings, load_config_file, parse_properties
 from .report.errors import LakekeeperError, UsageError, innermost_cause, java_message, root_cause
 from .protocol.faults import parking_enabled, run_parking
@@ -30,7 +31,109 @@ from .policy.retention import missing_policy, policy_of
 
 log = logging.getLogger("lakekeeper")
 
-COMMANDS = ("analyze", "compact", "rollback", "cleanup", "recover")
+
+
+# The engine's own words for the contract flags (flags.py): (metavar, help) by dest.
+HELP: dict[str, tuple[str | None, str | None]] = {
+    "block_size_mb": ("MB", None),
+    "compaction_ratio_threshold": (None, None),
+    "target_file_size_mb": ("MB", None),
+    "backup_prefix": (None, None),
+    "older_than": (None, "cleanup: keep backups younger than this (30m, 12h, 7d), or 'all' to keep none on "
+                         "that account; cleanup needs this or --keep-last"),
+    "keep_last": (None, "cleanup: keep the N newest backups of each table"),
+    "grace_period": (None, "cleanup: never delete a backup younger than this (30m, 1h, 1d)"),
+    "pin": ("RUN_ID", "cleanup: pin the backup of this run (never cleaned)"),
+    "unpin": ("RUN_ID", "cleanup: unpin the backup of this run"),
+    "rollback_run": ("RUN_ID", "rollback: restore the backup of this run instead of the newest (refused when a "
+                               "later run changed the same partitions)"),
+    "log_level": (None, None),
+    "min_piece_mb": ("MB", "compact: when a partition's files are fewer than the cores, write each as pieces of at "
+                           "least this size on parallel tasks and join them (default 8; 0: never)"),
+    "quiet_period": (None, "compact: skip partitions with a file younger than this (30s, 10m, 1h)"),
+    "parallelism": (None, "units (partitions, tables) whose Spark jobs run at the same time in the application "
+                          "(default: one a core of the application, between 4 and 16); from 2, as many more "
+                          "(at most 8 more) may be swapping after their last job"),
+    "deadline": (None, "compact: the end of the maintenance window - a duration from now (90m, 2h), a time of "
+                       "day (05:30, UTC, the next one) or an ISO time (2026-11-26T05:30:00Z); the most useful "
+                       "work first, no unit started that would not end before it, what is left reported "
+                       "(code deadline)"),
+    "verify": (None, "compact: content (default: row checksums of the copy read back as readers decode it) "
+                     "or rows (row counts, schema and codec from metadata only)"),
+    "allow_by_name_projection": (None, "compact: compact Parquet/ORC units whose files' columns drift from the "
+                                       "table's (renamed, dropped, reordered columns, other types) by name, as "
+                                       "Spark reads them, instead of refusing them (schema_drift)"),
+    "allow_owner_change": (None, "compact, HDFS: compact units whose files or directory belong to another owner or "
+                                 "group than this run (not the HDFS superuser) can give its copy anyway, with a "
+                                 "warning, instead of refusing them (ownership)"),
+    "allow_replicated": (None, "compact/analyze: treat tables with Hive replication properties (repl.*: a replica "
+                               "that REPL LOAD keeps) like any other, instead of refusing them (replicated)"),
+    "lease_timeout": (None, "compact/rollback/cleanup/recover: a table's lease without heartbeat for this long is "
+                            "stale and is taken over (default 30m; a holder on this host whose process is gone: "
+                            "at once)"),
+    "progress_file": ("FILE", "append progress records (JSON lines: start, tables, table, working, end) to this "
+                              "local file while the run goes on"),
+    "break_lease": (None, "recover: take over the table's lease even if it looks live (its holder is known "
+                          "to be dead, e.g. its host is lost)"),
+    "mode": (None, "analyze/compact: " + ", ".join(MODES) + " (default ratio, the reference rule)"),
+    "min_input_files": (None, "minor: fragment files needed (default 12)"),
+    "fragment_ratio": (None, "fragment: smaller than target size x this (default 0.125)"),
+    "min_target_ratio": (None, "undersized: smaller than target size x this (default 0.75)"),
+    "where": (None, "analyze/compact/rollback: partition filter, e.g. \"dt >= '2024-09-01' AND region IN "
+                    "('eu','us')\""),
+    "history": ("N", "analyze: return the table's N newest history records (default 20; 0: none)"),
+    "sort_by": ("COL[ DESC][,COL]", "compact: sort the rows inside each written file by these data columns "
+                                    "(each ascending, or largest first with DESC)"),
+    "dedupe_keys": ("COL[,COL]", "compact: keep only the latest version of each key (per partition)"),
+    "dedupe_order_by": ("COL", "compact --dedupe-keys: the column whose largest value is the latest version"),
+    "dedupe_delete_marker": ("COL", "compact --dedupe-keys: a key whose latest version has this marker set is "
+                                    "dropped"),
+    "dedupe_delete_value": ("VALUE", "the --dedupe-delete-marker value that marks a delete (default: a boolean "
+                                     "true)"),
+    "dedupe_trigger_ratio": ("RATIO", "compact --dedupe-keys: also rewrite a partition the size rule skips when "
+                                      "this share (0 < RATIO <= 1) of its rows are superseded versions or delete "
+                                      "markers"),
+    "merge_from": ("URI|DB.TABLE", "compact --dedupe-keys: merge this batch (a directory of data files with the "
+                                   "table's columns, partition columns included, or a non-partitioned table) into "
+                                   "the partitions its rows belong to; only those are rewritten"),
+}
+# The contract's value types (flags.py) as argparse reads them.
+TYPES: dict[str, Callable[[str], Any] | None] = {"float": float, "int": int, "str": None, "lower": str.lower,
+                                                  "upper": str.upper}
+# Contract flags of which one at most is given.
+EXCLUSIVE = (("pin", "unpin"),)
+# Contract flags that are not settings (build_settings) but the run's own.
+NOT_SETTINGS = ("progress_file",)
+
+
+def _contract_flags(common: argparse.ArgumentParser) -> None:
+    """The flags of the command/flag contract (flags.py), in its order."""
+    groups = {dest: common.add_mutually_exclusive_group() for names in EXCLUSIVE for dest in names[:1]}
+    groups.update({dest: groups[names[0]] for names in EXCLUSIVE for dest in names[1:]})
+    for _option, flag, dest, kind, _commands, _render in ENGINE_FLAGS:
+        metavar, text = HELP[dest]
+        extra: dict[str, Any] = {"help": text} if text else {}
+        if metavar:
+            extra["metavar"] = metavar
+        if kind == "switch":
+            extra.update(action="store_true", default=None)
+        elif TYPES[kind] is not None:
+            extra["type"] = TYPES[kind]
+        groups.get(dest, common).add_argument(flag, dest=dest, **extra)
+
+
+def _listed(names: tuple[str, ...]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _misapplied(args: argparse.Namespace) -> str | None:
+    """Why a contract flag given does not apply to the command (flags.py:
+    the commands that take it), or None. ``where`` is checked on the settings
+    (a config file may set it too)."""
+    for _option, flag, dest, _kind, commands, _render in ENGINE_FLAGS:
+        if dest != "where" and getattr(args, dest) is not None and args.command not in commands:
+            return f"{flag} only applies to {_listed(commands)}"
+    return None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,96 +143,10 @@ def _parser() -> argparse.ArgumentParser:
     sel.add_argument("--tables", help="comma-separated list of <database>.<table>")
     sel.add_argument("--database", help="every table of a database")
     common.add_argument("--config-file", "-c", help="YAML file with the reference configuration keys")
-    common.add_argument("--block-size", type=float, dest="block_size_mb", metavar="MB")
-    common.add_argument("--ratio-threshold", type=float, dest="compaction_ratio_threshold")
-    common.add_argument("--target-file-size", type=float, dest="target_file_size_mb", metavar="MB")
-    common.add_argument("--backup-prefix", dest="backup_prefix")
     common.add_argument("--dry-run", action="store_true", default=None, dest="dry_run")
-    common.add_argument("--older-than", dest="older_than",
-                        help="cleanup: keep backups younger than this (30m, 12h, 7d), or 'all' to keep none on "
-                             "that account; cleanup needs this or --keep-last")
-    common.add_argument("--keep-last", type=int, dest="keep_last",
-                        help="cleanup: keep the N newest backups of each table")
-    common.add_argument("--grace-period", dest="grace_period",
-                        help="cleanup: never delete a backup younger than this (30m, 1h, 1d)")
-    pin = common.add_mutually_exclusive_group()
-    pin.add_argument("--pin", metavar="RUN_ID", help="cleanup: pin the backup of this run (never cleaned)")
-    pin.add_argument("--unpin", metavar="RUN_ID", help="cleanup: unpin the backup of this run")
-    common.add_argument("--run-id", dest="rollback_run", metavar="RUN_ID",
-                        help="rollback: restore the backup of this run instead of the newest (refused when a later "
-                             "run changed the same partitions)")
-    common.add_argument("--quiet-period", dest="quiet_period",
-                        help="compact: skip partitions with a file younger than this (30s, 10m, 1h)")
-    common.add_argument("--deadline", dest="deadline",
-                        help="compact: the end of the maintenance window - a duration from now (90m, 2h), a time of "
-                             "day (05:30, UTC, the next one) or an ISO time (2026-11-26T05:30:00Z); the most useful "
-                             "work first, no unit started that would not end before it, what is left reported "
-                             "(code deadline)")
-    common.add_argument("--parallelism", type=int, dest="parallelism",
-                        help="units (partitions, tables) whose Spark jobs run at the same time in the application "
-                             "(default: one a core of the application, between 4 and 16); from 2, as many more "
-                             "(at most 8 more) may be swapping after their last job")
-    common.add_argument("--min-piece-mb", type=float, dest="min_piece_mb", metavar="MB",
-                        help="compact: when a partition's files are fewer than the cores, write each as pieces of at "
-                             "least this size on parallel tasks and join them (default 8; 0: never)")
-    common.add_argument("--sort-by", dest="sort_by", metavar="COL[ DESC][,COL]",
-                        help="compact: sort the rows inside each written file by these data columns "
-                             "(each ascending, or largest first with DESC)")
-    common.add_argument("--dedupe-keys", dest="dedupe_keys", metavar="COL[,COL]",
-                        help="compact: keep only the latest version of each key (per partition)")
-    common.add_argument("--dedupe-order-by", dest="dedupe_order_by", metavar="COL",
-                        help="compact --dedupe-keys: the column whose largest value is the latest version")
-    common.add_argument("--dedupe-delete-marker", dest="dedupe_delete_marker", metavar="COL",
-                        help="compact --dedupe-keys: a key whose latest version has this marker set is dropped")
-    common.add_argument("--dedupe-delete-value", dest="dedupe_delete_value", metavar="VALUE",
-                        help="the --dedupe-delete-marker value that marks a delete (default: a boolean true)")
-    common.add_argument("--merge-from", dest="merge_from", metavar="URI|DB.TABLE",
-                        help="compact --dedupe-keys: merge this batch (a directory of data files with the table's "
-                             "columns, partition columns included, or a non-partitioned table) into the partitions "
-                             "its rows belong to; only those are rewritten")
-    common.add_argument("--dedupe-trigger-ratio", dest="dedupe_trigger_ratio", type=float, metavar="RATIO",
-                        help="compact --dedupe-keys: also rewrite a partition the size rule skips when this share "
-                             "(0 < RATIO <= 1) of its rows are superseded versions or delete markers")
-    common.add_argument("--mode", dest="mode", type=str.lower,
-                        help="analyze/compact: " + ", ".join(MODES) + " (default ratio, the reference rule)")
-    common.add_argument("--verify", dest="verify", type=str.lower,
-                        help="compact: content (default: row checksums of the copy read back as readers decode it) "
-                             "or rows (row counts, schema and codec from metadata only)")
-    common.add_argument("--allow-by-name-projection", action="store_true", default=None,
-                        dest="allow_by_name_projection",
-                        help="compact: compact Parquet/ORC units whose files' columns drift from the table's "
-                             "(renamed, dropped, reordered columns, other types) by name, as Spark reads them, "
-                             "instead of refusing them (schema_drift)")
-    common.add_argument("--allow-owner-change", action="store_true", default=None, dest="allow_owner_change",
-                        help="compact, HDFS: compact units whose files or directory belong to another owner or group "
-                             "than this run (not the HDFS superuser) can give its copy anyway, with a warning, "
-                             "instead of refusing them (ownership)")
-    common.add_argument("--allow-replicated", action="store_true", default=None, dest="allow_replicated",
-                        help="compact/analyze: treat tables with Hive replication properties (repl.*: a replica "
-                             "that REPL LOAD keeps) like any other, instead of refusing them (replicated)")
-    common.add_argument("--lease-timeout", dest="lease_timeout",
-                        help="compact/rollback/cleanup/recover: a table's lease without heartbeat for this long is "
-                             "stale and is taken over (default 30m; a holder on this host whose process is gone: "
-                             "at once)")
-    common.add_argument("--break-lease", action="store_true", default=None, dest="break_lease",
-                        help="recover: take over the table's lease even if it looks live (its holder is known "
-                             "to be dead, e.g. its host is lost)")
-    common.add_argument("--min-input-files", type=int, dest="min_input_files",
-                        help="minor: fragment files needed (default 12)")
-    common.add_argument("--fragment-ratio", type=float, dest="fragment_ratio",
-                        help="fragment: smaller than target size x this (default 0.125)")
-    common.add_argument("--min-target-ratio", type=float, dest="min_target_ratio",
-                        help="undersized: smaller than target size x this (default 0.75)")
-    common.add_argument("--where", dest="where",
-                        help="analyze/compact/rollback: partition filter, e.g. \"dt >= '2024-09-01' AND region IN ('eu','us')\"")
-    common.add_argument("--history", type=int, dest="history", metavar="N",
-                        help="analyze: return the table's N newest history records (default 20; 0: none)")
-    common.add_argument("--log-level", dest="log_level", type=str.upper)
+    _contract_flags(common)
     common.add_argument("--result-file", help="also write the JSON result to this local file")
     common.add_argument("--state-dir", help="embedded Metastore and warehouse directory (plain python mode)")
-    common.add_argument("--progress-file", dest="progress_file", metavar="FILE",
-                        help="append progress records (JSON lines: start, tables, table, working, end) to this "
-                             "local file while the run goes on")
     common.add_argument("--new-run-id", dest="new_run_id", metavar="RUN_ID",
                         help="the run id of this application (its first table's run), chosen by the launcher "
                              "so that the application's name can carry it (the modules pass it under "
@@ -161,32 +178,16 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
     """Validated arguments, settings, and the explicit table list (empty for --database)."""
     args = _parser().parse_args(argv)
     file_values = load_config_file(args.config_file) if args.config_file else {}
-    overrides = {k: getattr(args, k) for k in (
-        "block_size_mb", "compaction_ratio_threshold", "target_file_size_mb", "backup_prefix",
-        "dry_run", "log_level", "older_than", "parallelism", "min_piece_mb", "quiet_period", "deadline",
-        "mode", "min_input_files", "fragment_ratio", "min_target_ratio", "where",
-        "keep_last", "grace_period", "pin", "unpin", "verify", "rollback_run", "lease_timeout", "break_lease",
-        "allow_by_name_projection", "allow_owner_change", "allow_replicated", "history")}
-    rewrite = ("sort_by", "dedupe_keys", "dedupe_order_by", "dedupe_delete_marker", "dedupe_delete_value",
-               "dedupe_trigger_ratio", "merge_from")
-    overrides.update({k: getattr(args, k) for k in rewrite})
+    overrides = {dest: getattr(args, dest) for _o, _f, dest, _k, _c, _r in ENGINE_FLAGS if dest not in NOT_SETTINGS}
+    overrides["dry_run"] = args.dry_run
     settings = build_settings(file_values, overrides)
-    for flag, value in (("--older-than", args.older_than), ("--keep-last", args.keep_last),
-                        ("--grace-period", args.grace_period)):
-        if value is not None and args.command not in ("cleanup", "analyze"):
-            raise UsageError(f"{flag} only applies to cleanup (and analyze, for its retention verdicts)")
-    if (args.pin or args.unpin) and args.command != "cleanup":
-        raise UsageError("--pin and --unpin only apply to cleanup")
-    if args.rollback_run is not None and args.command != "rollback":
-        raise UsageError("--run-id only applies to rollback")
+    misapplied = _misapplied(args)
+    if misapplied:
+        raise UsageError(misapplied)
     if args.command == "cleanup" and not (settings.pin or settings.unpin):
         missing = missing_policy(policy_of(settings))
         if missing:  # refused before Spark starts: deleting every backup must be asked for
             raise UsageError(missing)
-    if args.quiet_period is not None and args.command != "compact":
-        raise UsageError("--quiet-period only applies to compact")
-    if args.deadline is not None and args.command != "compact":
-        raise UsageError("--deadline only applies to compact")
     if settings.deadline is not None:
         from .policy.budget import parse_deadline
 
@@ -194,28 +195,11 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
     if args.new_run_id is not None and not is_run_id(args.new_run_id):
         raise UsageError(f"--new-run-id must look like 20240101T000000-a1b2c3 (UTC time, six hex digits), "
                          f"got {args.new_run_id!r}")
-    if args.history is not None and args.command != "analyze":
-        raise UsageError("--history only applies to analyze")
-    if args.break_lease and args.command != "recover":
-        raise UsageError("--break-lease only applies to recover")
-    if args.verify is not None and args.command != "compact":
-        raise UsageError("--verify only applies to compact")
-    if args.allow_by_name_projection is not None and args.command != "compact":
-        raise UsageError("--allow-by-name-projection only applies to compact")
-    if args.allow_owner_change is not None and args.command != "compact":
-        raise UsageError("--allow-owner-change only applies to compact")
-    if args.allow_replicated is not None and args.command not in ("compact", "analyze"):
-        raise UsageError("--allow-replicated only applies to compact and analyze")
-    # analyze takes the dedupe flags too: with --dedupe-trigger-ratio it measures what compact would select
-    wrong = [k for k in rewrite if getattr(args, k) is not None and args.command != "compact"
-             and not (args.command == "analyze" and k.startswith("dedupe_"))]
-    if wrong:
-        raise UsageError(f"--{wrong[0].replace('_', '-')} only applies to compact"
-                         + (" (analyze takes the --dedupe-* flags)" if args.command == "analyze" else ""))
     if settings.merge_from is not None and not args.table:
         raise UsageError("--merge-from merges one batch into one table: give --table, not --tables or --database")
-    if settings.where is not None and args.command not in ("analyze", "compact", "rollback"):
-        raise UsageError(f"where only applies to analyze, compact and rollback; {args.command} works on whole "
+    where_commands = next(c for _o, _f, dest, _k, c, _r in ENGINE_FLAGS if dest == "where")
+    if settings.where is not None and args.command not in where_commands:
+        raise UsageError(f"where only applies to {_listed(where_commands)}; {args.command} works on whole "
                          f"backups and runs, not on a selection of partitions")
     tables: list[str] = []
     if args.table:
