@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "plugins" / "module_utils" / "_lakekeeper_argv.py"
 TARGET = ROOT / "spark_app" / "lakekeeper_spark" / "flags.py"
 
-HEADER = '''"""The command/flag contract, as the engine reads it (cli.py): which engine
+HEADER = '''"""The command/flag contract, as the engine reads it (args.py): which engine
 command takes which flag, of which type. GENERATED from ENGINE_FLAGS in
 plugins/module_utils/_lakekeeper_argv.py (the one source, where the rows are
 described) by scripts/flag_contract.py: do not edit here.

@@ -1,4 +1,4 @@
-"""The command/flag contract, as the engine reads it (cli.py): which engine
+"""The command/flag contract, as the engine reads it (args.py): which engine
 command takes which flag, of which type. GENERATED from ENGINE_FLAGS in
 plugins/module_utils/_lakekeeper_argv.py (the one source, where the rows are
 described) by scripts/flag_contract.py: do not edit here.

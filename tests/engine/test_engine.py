@@ -582,7 +582,7 @@ def test_secret_properties_file_reads_the_same_in_java_and_the_engine(spark, tmp
     import importlib.util
     from pathlib import Path
 
-    from lakekeeper_spark.cli import parse_args
+    from lakekeeper_spark.args import parse_args
 
     spec = importlib.util.spec_from_file_location(
         "_lakekeeper_argv", Path(__file__).resolve().parents[2] / "plugins" / "module_utils" / "_lakekeeper_argv.py")

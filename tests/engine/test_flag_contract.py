@@ -1,6 +1,6 @@
 """The command/flag contract has one source, ENGINE_FLAGS in
 plugins/module_utils/_lakekeeper_argv.py: the modules write the engine's
-argv from it, the engine (cli.py) parses and checks the flags from its
+argv from it, the engine (args.py) parses and checks the flags from its
 generated copy, spark_app/lakekeeper_spark/flags.py. Pure: no Spark."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lakekeeper_spark import cli, flags
+from lakekeeper_spark import args, flags
 from lakekeeper_spark.report.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,7 +46,7 @@ def test_the_engine_copy_is_generated_from_the_one_source():
 
 
 def test_the_engine_parser_takes_exactly_the_contract_flags():
-    compact = cli._parser()._subparsers._group_actions[0].choices["compact"]  # pylint: disable=protected-access
+    compact = args._parser()._subparsers._group_actions[0].choices["compact"]  # pylint: disable=protected-access
     by_flag = {a.option_strings[0]: a for a in compact._actions if a.option_strings}  # pylint: disable=protected-access
     own = {"-h", "--table", "--tables", "--database", "--config-file", "--dry-run", "--result-file", "--state-dir",
            "--new-run-id", "--require-metastore", "--master", "--conf", "--properties-file"}
@@ -54,7 +54,7 @@ def test_the_engine_parser_takes_exactly_the_contract_flags():
     for _option, flag, dest, kind, commands, _render in flags.ENGINE_FLAGS:
         assert by_flag[flag].dest == dest and set(commands) <= set(flags.COMMANDS), flag
         assert (by_flag[flag].nargs == 0) == (kind == "switch"), flag
-    assert set(cli.HELP) == {row[2] for row in flags.ENGINE_FLAGS}
+    assert set(args.HELP) == {row[2] for row in flags.ENGINE_FLAGS}
 
 
 @pytest.mark.parametrize("row", flags.ENGINE_FLAGS, ids=lambda row: row[1])
@@ -65,7 +65,7 @@ def test_each_flag_is_refused_by_the_commands_that_do_not_take_it(row):
         argv = [command, "--table", "db.t", "--older-than", "7d"] if command == "cleanup" and dest != "older_than" \
             else [command, "--table", "db.t"]
         try:
-            cli.parse_args(argv + given)
+            args.parse_args(argv + given)
             refused = None
         except UsageError as exc:
             refused = str(exc)

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from lakekeeper_spark.report import history as H
-from lakekeeper_spark.cli import parse_args
+from lakekeeper_spark.args import parse_args
 from lakekeeper_spark.report.errors import UsageError
 from lakekeeper_spark.policy.retention import BackupFacts, RetentionPolicy, retention_verdicts
 

@@ -107,7 +107,7 @@ def test_merge_from_settings():
 
 
 def test_merge_from_command_line():
-    from lakekeeper_spark.cli import parse_args
+    from lakekeeper_spark.args import parse_args
 
     dedupe = ["--dedupe-keys", "id", "--dedupe-order-by", "ver"]
     _args, s, tables = parse_args(["compact", "--table", "db.t", "--merge-from", "hdfs://nn/in/b1"] + dedupe)

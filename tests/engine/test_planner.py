@@ -331,7 +331,7 @@ def test_dedupe_trigger_ratio_settings(tmp_path):
 
 
 def test_dedupe_trigger_ratio_flag_is_a_compact_and_analyze_flag():
-    from lakekeeper_spark.cli import parse_args
+    from lakekeeper_spark.args import parse_args
 
     _args, s, _tables = parse_args(["compact", "--table", "db.t", "--dedupe-keys", "id", "--dedupe-order-by", "ver",
                                     "--dedupe-trigger-ratio", "0.2"])
@@ -862,7 +862,7 @@ def test_serde_properties_are_layered_as_readers_layer_them():
 def test_the_application_run_id_chosen_by_the_launcher():
     """--new-run-id: the modules choose the application's run id so that its
     name can carry it; anything that is not a run id is a usage error."""
-    from lakekeeper_spark.cli import parse_args
+    from lakekeeper_spark.args import parse_args
 
     args = parse_args(["compact", "--table", "db.t", "--new-run-id", "20240301T020000-3f9a1c"])[0]
     assert args.new_run_id == "20240301T020000-3f9a1c"

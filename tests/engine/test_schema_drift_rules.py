@@ -129,7 +129,7 @@ def test_check_units_refuses_before_anything_and_reads_one_footer_per_job():
 
 
 def test_option_on_the_command_line_and_in_the_config_file():
-    from lakekeeper_spark.cli import parse_args
+    from lakekeeper_spark.args import parse_args
     from lakekeeper_spark.policy.config import build_settings
     from lakekeeper_spark.report.errors import UsageError
 
