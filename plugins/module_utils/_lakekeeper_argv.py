@@ -5,9 +5,17 @@
 
 """Private helpers of the lakekeeper.hive modules (not a public API): the argv.
 
+Why one file of more than 500 lines: the engine's tests
+(tests/engine/test_engine.py, test_flag_contract.py) and the security tests
+(tests/security/test_secrets_and_keytab.py) load it by path, on lanes
+without ansible-core and outside an ``ansible_collections`` tree, so it
+cannot import a sibling module_utils file; what it holds is one concern,
+the argv of an engine run (its two tables, then the builders by section).
+
 Pure functions that build the engine's argv (embedded ``python`` or
-``spark-submit``) from two declarative tables (ENGINE_OPTIONS for the
-engine's flags, SPARK_SUBMIT for the ``spark_submit`` settings, their
+``spark-submit``) from two declarative tables (ENGINE_FLAGS, the
+command/flag contract: the engine's flags, which command takes each and how
+it is written; SPARK_SUBMIT for the ``spark_submit`` settings, their
 argument spec and their spark-submit flags), merge and validate the
 ``spark_submit`` settings of a lakekeeper YAML file with the module's, and
 keep secrets off the command line. Nothing here touches the filesystem or
