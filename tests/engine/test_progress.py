@@ -1,4 +1,4 @@
-"""Progress records (lakekeeper_spark/progress.py): pure, no Spark."""
+"""Progress records (lakekeeper_spark/report/progress.py): pure, no Spark."""
 
 from __future__ import annotations
 
