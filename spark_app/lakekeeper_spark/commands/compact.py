@@ -4,6 +4,10 @@ write staging -> verify -> re-check the live listing -> swap -> repoint the
 backup, each step journaled first. A failing unit leaves its original
 untouched and its staging removed; other units go on. The swapped units'
 Metastore statistics are written in groups (``PendingStatistics``).
+
+Why one file of more than 500 lines: it is one flow, the command's steps in
+their order (a unit's steps are journaled one after the other here); what
+they call lives in the layers below (catalog, protocol, rewrite).
 """
 
 from __future__ import annotations
