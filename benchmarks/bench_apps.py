@@ -8,7 +8,7 @@
 Each prints one JSON line on stdout. The floor is a plain Spark copy at
 Spark's default settings: read the files once, write them once. With
 ``--content`` it also verifies the copy as the engine's ``verify: content``
-does, with the engine's own checksum (``lakekeeper_spark.content``): the
+does, with the engine's own checksum (``lakekeeper_spark.rewrite.content``): the
 rows' checksum observed on the write, the whole copy read back in one job
 and its checksum compared. That is the least a content-verified copy costs,
 without a Metastore, a journal or a swap.
@@ -124,7 +124,7 @@ def floor(args) -> dict:
     if args.content:  # the engine's checksum of the rows read, observed on the way to the writer
         from pyspark.sql import Observation
 
-        from lakekeeper_spark import content
+        from lakekeeper_spark.rewrite import content
 
         data = [c for c in df.columns if c != args.partition_column]
         observation = Observation("floor_content")

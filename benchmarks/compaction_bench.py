@@ -328,7 +328,7 @@ def floor_split_bytes(inputs: list[str], files: int | None, block_mb: int, maste
     Each split writes one file (per partition), so the floor writes what
     ours writes, as fast as a bare copy can."""
     sys.path.insert(0, os.path.join(ROOT, "spark_app"))
-    from lakekeeper_spark.planner import output_split, smallest_split  # pylint: disable=import-outside-toplevel
+    from lakekeeper_spark.policy.planner import output_split, smallest_split  # pylint: disable=import-outside-toplevel
 
     sizes = []
     for d in inputs:

@@ -33,7 +33,7 @@ def main() -> int:
     args = ap.parse_args()
     from pyspark.sql import SparkSession
 
-    from lakekeeper_spark.formats import _parquet_reader  # pylint: disable=protected-access
+    from lakekeeper_spark.storage.formats import _parquet_reader  # pylint: disable=protected-access
 
     spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")\
         .config("spark.ui.showConsoleProgress", "false").getOrCreate()

@@ -91,13 +91,16 @@ class Meter:
 
 
 def instrument(meter: Meter) -> None:
-    from lakekeeper_spark.catalog import Catalog
+    from lakekeeper_spark.catalog.catalog import Catalog
     from lakekeeper_spark.commands import compact
-    from lakekeeper_spark.fs import HadoopFS
-    from lakekeeper_spark.journal import Journal
+    from lakekeeper_spark.storage.fs import HadoopFS
+    from lakekeeper_spark.protocol.journal import Journal
 
     for cls, group in ((HadoopFS, "fs"), (Catalog, "catalog")):
-        for name, fn in list(vars(cls).items()):
+        calls: dict[str, Any] = {}
+        for klass in reversed(cls.__mro__[:-1]):  # with its bases: both classes are split by concern into mixins
+            calls.update(vars(klass))
+        for name, fn in list(calls.items()):
             if callable(fn) and not name.startswith("_") and not isinstance(fn, (staticmethod, classmethod)):
                 setattr(cls, name, meter.wrap(group, name, fn))
     for name in ("start", "table_step", "unit_step"):
@@ -116,7 +119,7 @@ def time_job_slots(meter: Meter, compact: Any) -> None:
     Metastore changes), which runs without the slot. In jobs per partition
     over wall per partition: how many units had Spark jobs at once, on
     average, of ``parallelism``."""
-    from lakekeeper_spark import context
+    from lakekeeper_spark.catalog import context
 
     released = threading.local()
     init, release, unit = context.JobSlot.__init__, context.JobSlot.release, compact._compact_unit  # pylint: disable=protected-access
@@ -212,7 +215,7 @@ def make_table(spark: Any, fs: Any, base: str, name: str, partitions: int, files
     of ``rows`` rows each (copies of one seed file, as a streaming writer
     leaves them) and ``columns`` columns, registered through the engine's
     ``Catalog.add_partitions``."""
-    from lakekeeper_spark.catalog import Catalog
+    from lakekeeper_spark.catalog.catalog import Catalog
 
     extra = extra_columns(columns)
     seed = f"{base}/_seed{columns}"
@@ -247,12 +250,12 @@ def hive_calls(spark: Any) -> int:
 
 
 def profile_one(spark: Any, meter: Meter, table: str, parallelism: int) -> dict[str, Any]:
-    from lakekeeper_spark.catalog import Catalog
+    from lakekeeper_spark.catalog.catalog import Catalog
     from lakekeeper_spark.cli import _run_tables
-    from lakekeeper_spark.config import build_settings
-    from lakekeeper_spark.context import Context
-    from lakekeeper_spark.fs import HadoopFS
-    from lakekeeper_spark.layout import new_run_id
+    from lakekeeper_spark.policy.config import build_settings
+    from lakekeeper_spark.catalog.context import Context
+    from lakekeeper_spark.storage.fs import HadoopFS
+    from lakekeeper_spark.storage.layout import new_run_id
 
     before, jobs_before, hive_before = meter.snapshot(), jobs(spark), hive_calls(spark)
     ctx = Context(spark, HadoopFS(spark), Catalog(spark), build_settings({}, {"parallelism": parallelism}),
@@ -320,7 +323,7 @@ def main() -> int:
         shutil.rmtree(args.state)
     os.makedirs(args.state, exist_ok=True)
     spark, base = session(args, args.state)
-    from lakekeeper_spark.fs import HadoopFS
+    from lakekeeper_spark.storage.fs import HadoopFS
 
     fs = HadoopFS(spark)
     tables = [make_table(spark, fs, base, f"t{p}", p, args.files, args.rows, args.columns) for p in (p1, p2)]

@@ -7,7 +7,7 @@
 compact (lakekeeper_analyze's tables[].space), read with a safety margin.
 
 The engine computes what the compacted copy needs in each directory with a
-quota and in the filesystem (spark_app/lakekeeper_spark/space.py: data x
+quota and in the filesystem (spark_app/lakekeeper_spark/storage/space.py: data x
 replication + the blocks HDFS reserves for open files, names); this filter
 does not recompute those figures, it multiplies them by 1 + margin and
 compares them with the free room the engine reported. The documentation is

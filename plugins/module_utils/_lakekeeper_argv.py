@@ -5,9 +5,17 @@
 
 """Private helpers of the lakekeeper.hive modules (not a public API): the argv.
 
+Why one file of more than 500 lines: the engine's tests
+(tests/engine/test_engine.py, test_flag_contract.py) and the security tests
+(tests/security/test_secrets_and_keytab.py) load it by path, on lanes
+without ansible-core and outside an ``ansible_collections`` tree, so it
+cannot import a sibling module_utils file; what it holds is one concern,
+the argv of an engine run (its two tables, then the builders by section).
+
 Pure functions that build the engine's argv (embedded ``python`` or
-``spark-submit``) from two declarative tables (ENGINE_OPTIONS for the
-engine's flags, SPARK_SUBMIT for the ``spark_submit`` settings, their
+``spark-submit``) from two declarative tables (ENGINE_FLAGS, the
+command/flag contract: the engine's flags, which command takes each and how
+it is written; SPARK_SUBMIT for the ``spark_submit`` settings, their
 argument spec and their spark-submit flags), merge and validate the
 ``spark_submit`` settings of a lakekeeper YAML file with the module's, and
 keep secrets off the command line. Nothing here touches the filesystem or
@@ -47,21 +55,9 @@ def _flag(name):
     return lambda value: [name, _text(value)]
 
 
-def _flag_joined(name):
-    """``name=value`` (one argument): a value such as the filter "-1 < hour" is
-    never taken for another flag by the engine's parser."""
-    return lambda value: ["%s=%s" % (name, _text(value))]
-
-
 def _conf(key):
     """``--conf key=value``."""
     return lambda value: ["--conf", "%s=%s" % (key, _text(value))]
-
-
-def _switch(name):
-    """``name`` alone when true; nothing when false (the config file's
-    value, else the engine's default, applies)."""
-    return lambda value: [name] if value else []
 
 
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
@@ -86,47 +82,94 @@ def _comma_list(name):
     return lambda value: [name, ",".join(str(v) for v in value)]
 
 
-# (module option, engine flags of a set value), in the order they are emitted
-# (as community.general's cmd_runner_fmt); an option left unset (None) is not
-# passed, so the config file's value, else the engine's default, applies.
-ENGINE_OPTIONS = (
-    ("block_size_mb", _flag("--block-size")),
-    ("compaction_ratio_threshold", _flag("--ratio-threshold")),
-    ("target_file_size_mb", _flag("--target-file-size")),
-    ("backup_prefix", _flag("--backup-prefix")),
-    ("older_than", _flag("--older-than")),
-    ("keep_last", _flag("--keep-last")),
-    ("grace_period", _flag("--grace-period")),
-    ("pin", _flag("--pin")),
-    ("unpin", _flag("--unpin")),
-    ("run_id", _flag("--run-id")),
-    ("log_level", _flag("--log-level")),
-    ("min_piece_mb", _flag("--min-piece-mb")),
-    ("quiet_period", _flag("--quiet-period")),
-    ("parallelism", _flag("--parallelism")),
-    ("deadline", lambda value: ["--deadline", absolute_deadline(value)]),
-    ("verify", _flag("--verify")),
-    ("allow_by_name_projection", _switch("--allow-by-name-projection")),
-    ("allow_owner_change", _switch("--allow-owner-change")),
-    ("allow_replicated", _switch("--allow-replicated")),
+# The command/flag contract: which engine command takes which flag, and how
+# the module writes it. The engine reads the same table from its generated
+# copy, spark_app/lakekeeper_spark/flags.py (scripts/flag_contract.py writes
+# it from this one; tests/engine/test_flag_contract.py proves it is current
+# and that the engine's parser takes exactly these flags). Rows:
+#   (module option, engine flag, engine dest, type, commands, render)
+# type, the engine's parse of the value: float, int, str, lower, upper
+# (str.lower/str.upper), switch (a flag without a value);
+# commands: the engine commands that take the flag (the engine refuses it
+# on the others: "--flag only applies to ...");
+# render, how the module writes a set value (as community.general's
+# cmd_runner_fmt): value (``flag value``), joined (``flag=value``: a value such
+# as the filter "-1 < hour" is never taken for another flag by the engine's
+# parser), switch (``flag`` alone when true; nothing when false: the config
+# file's value, else the engine's default, applies), deadline (``flag value``,
+# a duration made an absolute time: absolute_deadline), rewrite (compact's row
+# rewrite flags, written together by rewrite_args, which checks them
+# together; ``dedupe.keys`` is the key ``keys`` of the option ``dedupe``).
+# Rows are emitted in this order; an option left unset (None) is not passed,
+# so the config file's value, else the engine's default, applies.
+ALL = COMMANDS
+ENGINE_FLAGS = (
+    ("block_size_mb", "--block-size", "block_size_mb", "float", ALL, "value"),
+    ("compaction_ratio_threshold", "--ratio-threshold", "compaction_ratio_threshold", "float", ALL, "value"),
+    ("target_file_size_mb", "--target-file-size", "target_file_size_mb", "float", ALL, "value"),
+    ("backup_prefix", "--backup-prefix", "backup_prefix", "str", ALL, "value"),
+    # cleanup's retention policy; analyze reports its verdicts
+    ("older_than", "--older-than", "older_than", "str", ("cleanup", "analyze"), "value"),
+    ("keep_last", "--keep-last", "keep_last", "int", ("cleanup", "analyze"), "value"),
+    ("grace_period", "--grace-period", "grace_period", "str", ("cleanup", "analyze"), "value"),
+    ("pin", "--pin", "pin", "str", ("cleanup",), "value"),
+    ("unpin", "--unpin", "unpin", "str", ("cleanup",), "value"),
+    ("run_id", "--run-id", "rollback_run", "str", ("rollback",), "value"),
+    ("log_level", "--log-level", "log_level", "upper", ALL, "value"),
+    ("min_piece_mb", "--min-piece-mb", "min_piece_mb", "float", ALL, "value"),
+    ("quiet_period", "--quiet-period", "quiet_period", "str", ("compact",), "value"),
+    ("parallelism", "--parallelism", "parallelism", "int", ALL, "value"),
+    ("deadline", "--deadline", "deadline", "str", ("compact",), "deadline"),
+    ("verify", "--verify", "verify", "lower", ("compact",), "value"),
+    ("allow_by_name_projection", "--allow-by-name-projection", "allow_by_name_projection", "switch", ("compact",),
+     "switch"),
+    ("allow_owner_change", "--allow-owner-change", "allow_owner_change", "switch", ("compact",), "switch"),
+    ("allow_replicated", "--allow-replicated", "allow_replicated", "switch", ("compact", "analyze"), "switch"),
     # one run per table: when a lease is stale; recover only: take over a live one
-    ("lease_timeout", _flag("--lease-timeout")),
+    ("lease_timeout", "--lease-timeout", "lease_timeout", "str", ALL, "value"),
     # progress records for whoever watches a long (async) run
-    ("progress_file", _flag("--progress-file")),
-    ("break_lease", lambda value: ["--break-lease"] if value else []),
-    # compaction modes and the partition filter (analyze and compact)
-    ("mode", _flag("--mode")),
-    ("min_input_files", _flag("--min-input-files")),
-    ("fragment_ratio", _flag("--fragment-ratio")),
-    ("min_target_ratio", _flag("--min-target-ratio")),
-    ("where", _flag_joined("--where")),
+    ("progress_file", "--progress-file", "progress_file", "str", ALL, "value"),
+    ("break_lease", "--break-lease", "break_lease", "switch", ("recover",), "switch"),
+    # compaction modes and the partition filter
+    ("mode", "--mode", "mode", "lower", ALL, "value"),
+    ("min_input_files", "--min-input-files", "min_input_files", "int", ALL, "value"),
+    ("fragment_ratio", "--fragment-ratio", "fragment_ratio", "float", ALL, "value"),
+    ("min_target_ratio", "--min-target-ratio", "min_target_ratio", "float", ALL, "value"),
+    ("where", "--where", "where", "str", ("analyze", "compact", "rollback"), "joined"),
     # analyze: how many of the table's history records to return
-    ("history", _flag("--history")),
+    ("history", "--history", "history", "int", ("analyze",), "value"),
+    # compact's row rewrite, after the table; analyze takes the dedupe flags to measure trigger_ratio
+    ("sort_by", "--sort-by", "sort_by", "str", ("compact",), "rewrite"),
+    ("dedupe.keys", "--dedupe-keys", "dedupe_keys", "str", ("compact", "analyze"), "rewrite"),
+    ("dedupe.order_by", "--dedupe-order-by", "dedupe_order_by", "str", ("compact", "analyze"), "rewrite"),
+    ("dedupe.delete_marker", "--dedupe-delete-marker", "dedupe_delete_marker", "str", ("compact", "analyze"),
+     "rewrite"),
+    ("dedupe.delete_marker_value", "--dedupe-delete-value", "dedupe_delete_value", "str", ("compact", "analyze"),
+     "rewrite"),
+    ("dedupe.trigger_ratio", "--dedupe-trigger-ratio", "dedupe_trigger_ratio", "float", ("compact", "analyze"),
+     "rewrite"),
+    ("merge_from", "--merge-from", "merge_from", "str", ("compact",), "rewrite"),
 )
+# How a set value is written, by the row's render (rewrite: rewrite_args).
+RENDER = {
+    "value": lambda flag, value: [flag, _text(value)],
+    "joined": lambda flag, value: ["%s=%s" % (flag, _text(value))],
+    "switch": lambda flag, value: [flag] if value else [],
+    "deadline": lambda flag, value: [flag, absolute_deadline(value)],
+}
+# The engine flag of each option (and dedupe key).
+FLAG_OF = dict((row[0], row[1]) for row in ENGINE_FLAGS)
 # compact's row rewrite options, after the table (rewrite_args checks them together).
-REWRITE_OPTIONS = ("sort_by", "dedupe", "merge_from")
+REWRITE_OPTIONS = tuple(dict.fromkeys(row[0].split(".")[0] for row in ENGINE_FLAGS if row[5] == "rewrite"))
 # Every module option that becomes an engine flag.
-ENGINE_OPTION_NAMES = tuple(name for name, _fmt in ENGINE_OPTIONS) + REWRITE_OPTIONS
+ENGINE_OPTION_NAMES = tuple(row[0] for row in ENGINE_FLAGS if row[5] != "rewrite") + REWRITE_OPTIONS
+
+
+def option_commands(option):
+    """The engine commands that take a module option (of ``dedupe``: any of its keys)."""
+    return tuple(c for c in COMMANDS if any(c in row[4] for row in ENGINE_FLAGS
+                                            if row[0] == option or row[0].startswith(option + ".")))
+
 
 # The dedupe option of compact: its argument spec (rewrite_args checks the
 # rules between the keys: delete_marker_value needs delete_marker, ...).
@@ -326,7 +369,7 @@ def rewrite_args(sort_by=None, dedupe=None, merge_from=None):
     """
     argv = []
     if sort_by not in (None, [], ""):
-        argv += ["--sort-by", ",".join(_sort_columns(sort_by))]
+        argv += [FLAG_OF["sort_by"], ",".join(_sort_columns(sort_by))]
     if merge_from is not None and not str(merge_from).strip():
         merge_from = None
     if merge_from is not None:
@@ -347,23 +390,23 @@ def rewrite_args(sort_by=None, dedupe=None, merge_from=None):
     order_by = _column(dedupe.get("order_by"), "dedupe.order_by")
     if order_by.lower() in [k.lower() for k in keys]:
         raise LakekeeperError("dedupe.order_by %s must not be one of dedupe.keys" % order_by)
-    argv += ["--dedupe-keys", ",".join(keys), "--dedupe-order-by", order_by]
+    argv += [FLAG_OF["dedupe.keys"], ",".join(keys), FLAG_OF["dedupe.order_by"], order_by]
     marker = dedupe.get("delete_marker")
     value = dedupe.get("delete_marker_value")
     if marker not in (None, ""):
         marker = _column(marker, "dedupe.delete_marker")
         if marker.lower() in [k.lower() for k in keys] + [order_by.lower()]:
             raise LakekeeperError("dedupe.delete_marker %s must not be a key or the order_by column" % marker)
-        argv += ["--dedupe-delete-marker", marker]
+        argv += [FLAG_OF["dedupe.delete_marker"], marker]
         if value is not None:
-            argv += ["--dedupe-delete-value", _text(value)]
+            argv += [FLAG_OF["dedupe.delete_marker_value"], _text(value)]
     elif value is not None:
         raise LakekeeperError("dedupe.delete_marker_value needs dedupe.delete_marker")
     ratio = dedupe.get("trigger_ratio")
     if ratio is not None:
-        argv += ["--dedupe-trigger-ratio", _trigger_ratio(ratio)]
+        argv += [FLAG_OF["dedupe.trigger_ratio"], _trigger_ratio(ratio)]
     if merge_from is not None:
-        argv += ["--merge-from", merge_from.strip()]
+        argv += [FLAG_OF["merge_from"], merge_from.strip()]
     return argv
 
 
@@ -392,11 +435,11 @@ def engine_args(command, selectors, options=None, config_file=None, dry_run=Fals
         raise LakekeeperError("unknown engine command %r" % command)
     options = options or {}
     argv = [command] + list(selectors)
-    for name, fmt in ENGINE_OPTIONS:
-        if options.get(name) is not None:
-            argv += fmt(options[name])
+    for option, flag, _dest, _type, _commands, render in ENGINE_FLAGS:
+        if render in RENDER and options.get(option) is not None:
+            argv += RENDER[render](flag, options[option])
     if any(options.get(name) for name in REWRITE_OPTIONS):
-        if command != "compact" and (command != "analyze" or options.get("sort_by") or options.get("merge_from")):
+        if any(options.get(name) and command not in option_commands(name) for name in REWRITE_OPTIONS):
             raise LakekeeperError("sort_by and merge_from only apply to compact, dedupe to compact and analyze")
         if options.get("merge_from") and "--table" not in selectors:
             raise LakekeeperError("merge_from merges one batch into one table: give table, not tables or database")

@@ -1,38 +1,47 @@
 """Lakekeeper's Spark engine: safe small-file compaction of Hive external tables.
 
-Layout, from the bottom up (each step of the swap has its own module; a
-module imports only modules above it in this list: the import graph has no
-cycle, ``tests/engine/test_import_graph.py`` checks that):
+The engine is grouped by concern into packages that are layers, lowest
+first; a package imports only packages below it in this list, and no two
+import each other (``tests/engine/test_import_graph.py`` checks that, with
+the rules between modules: no cycle, no private name across modules):
 
-- ``errors``    error types and the text of (Java) exceptions
-- ``model``     plain data: listings, table facts, units, plans
-- ``names``     identifier validation and quoting (pure)
-- ``partition_filter`` the ``where`` partition filter (pure)
-- ``config``    settings, YAML config file, durations (pure)
-- ``columns``   the sort/dedupe columns checked against the table
-- ``layout``    where the hidden directories and the journal go, run ids, backup table names (pure)
-- ``planner``   what to compact and how: thresholds, target counts (pure)
-- ``retention`` which backups a cleanup deletes (pure)
-- ``sizes``     file-size histograms (pure)
-- ``faults``    the crash tests' fault hooks (unset in production)
-- ``session``   the SparkSession (cluster's, or the embedded default)
-- ``fs``        the one adapter over the Hadoop FileSystem API
-- ``formats``   file formats and codecs (footers, headers)
-- ``catalog``   the one adapter over the Hive Metastore (through Spark)
-- ``journal``   the per-run, per-unit journal on the table's filesystem
-- ``rewrite``   writing the compacted copy into the hidden staging directory
-- ``verify``    row counts and schema of the staged copy
-- ``swap``      the directory renames (move aside, move in, undo)
-- ``space``     the space pre-flight
-- ``backup``    the backup table (DDL clone, purge disabled)
-- ``context``   what a run shares (``Context``) and its bounded thread pools
-- ``tables``    loading a table, eligibility, its units and plan
-- ``delete_ratio`` dedupe's trigger_ratio: units the size rule skips, measured and selected
-- ``recovery``  the journal-driven state machines (recover, settle a unit, finish a
-  rollback), a backup's units and journal record, Metastore statistics
-- ``results``   the JSON result of a table and of its units
-- ``commands``  analyze, compact, rollback, cleanup, recover: each command's own flow
-- ``cli``       command line and the JSON result
+- ``report/``   errors, the plain data model, results, history, progress, byte counts
+- ``compat/``   the seams over Spark, Scala and the Hive client versions
+- ``storage/``  the one filesystem adapter (``HadoopFS``) and what it checks: layout
+  and names of hidden paths, file formats and codecs, HDFS checks, space
+- ``policy/``   settings and what decides from them alone: config, per-table policy,
+  planner, budget, retention, merge rules, partition filter, replication, names
+- ``catalog/``  the one Metastore adapter (``Catalog``), the backup table, the run's
+  ``Context`` and loading a table
+- ``protocol/`` what makes a run crash-safe and exclusive: fault points, journal,
+  lease, swap, recovery, merge mode's applied-batch record
+- ``rewrite/``  writing, reading back and verifying the compacted copy: rewrite,
+  content checksums, verify, columns, schema drift, unit formats, merge, delete ratio
+- ``commands/`` analyze, compact, rollback, cleanup, recover: each command's own flow
+
+and at the top, the entry point in this package itself: ``cli`` (``main``),
+``args`` (the command line), ``flags`` (the command/flag contract, a copy
+generated from the modules' table) and ``session`` (the SparkSession). This
+``__init__`` holds the version only and imports nothing.
+
+Where the code placed a file against the first sketch of this layout (each
+package's docstring says more):
+
+- ``formats`` is in storage, not rewrite: the catalog names a table's format
+  with it, and the catalog sits below the rewrite.
+- ``planner`` is in policy, not rewrite: it decides from the settings alone,
+  and loading a table (catalog) plans it.
+- ``group_commit`` is in storage, not protocol: the Metastore writer (catalog)
+  and the journal (protocol) both batch with it.
+- ``backup`` and ``context`` are in catalog: the backup table is Metastore
+  DDL, and the ``Context`` carries the catalog adapter to everything above.
+- ``delete_ratio`` and ``merge`` are in rewrite: both run Spark jobs through
+  the ``Context``; merge's applied-batch record, which recovery writes too,
+  is ``protocol/merge_record``.
+- ``sizes`` (byte counts as text, size histograms) is in report: the space
+  pre-flight (storage) and the planner (policy) both print bytes.
+
+The steps of a run and the file of each: README.md, "What it does, step by step".
 """
 
 __version__ = "0.1.0"

@@ -1,4 +1,5 @@
-"""Command line and the JSON result (see docs/engine-contract.md).
+"""The engine's entry point (``main``): one command over the tables, and the
+JSON result (see docs/engine-contract.md). The command line itself: args.py.
 
 Human logs go to stderr. The JSON document is the only thing written to
 stdout (and to ``--result-file`` when given); anything else that tries to
@@ -7,7 +8,6 @@ print to stdout during the run is sent to stderr.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import json
@@ -19,223 +19,15 @@ import time
 from typing import Any, Callable
 
 from . import __version__
-from .config import MODES, build_settings, load_config_file, parse_properties
-from .errors import LakekeeperError, UsageError, innermost_cause, java_message, root_cause
-from .faults import parking_enabled, run_parking
-from .history import RECORDED_COMMANDS
-from .layout import backup_table_pattern, is_run_id, new_run_id
-from .names import parse_table_list, parse_table_name, validate_ident
-from .progress import Progress
-from .retention import missing_policy, policy_of
+from .args import parse_args
+from .report.errors import LakekeeperError, UsageError, innermost_cause, java_message, root_cause
+from .protocol.faults import parking_enabled, run_parking
+from .report.history import RECORDED_COMMANDS
+from .storage.layout import backup_table_pattern, new_run_id
+from .report.progress import Progress
 
 log = logging.getLogger("lakekeeper")
 
-COMMANDS = ("analyze", "compact", "rollback", "cleanup", "recover")
-
-
-def _parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    sel = common.add_mutually_exclusive_group(required=True)
-    sel.add_argument("--table", help="one table: <database>.<table>")
-    sel.add_argument("--tables", help="comma-separated list of <database>.<table>")
-    sel.add_argument("--database", help="every table of a database")
-    common.add_argument("--config-file", "-c", help="YAML file with the reference configuration keys")
-    common.add_argument("--block-size", type=float, dest="block_size_mb", metavar="MB")
-    common.add_argument("--ratio-threshold", type=float, dest="compaction_ratio_threshold")
-    common.add_argument("--target-file-size", type=float, dest="target_file_size_mb", metavar="MB")
-    common.add_argument("--backup-prefix", dest="backup_prefix")
-    common.add_argument("--dry-run", action="store_true", default=None, dest="dry_run")
-    common.add_argument("--older-than", dest="older_than",
-                        help="cleanup: keep backups younger than this (30m, 12h, 7d), or 'all' to keep none on "
-                             "that account; cleanup needs this or --keep-last")
-    common.add_argument("--keep-last", type=int, dest="keep_last",
-                        help="cleanup: keep the N newest backups of each table")
-    common.add_argument("--grace-period", dest="grace_period",
-                        help="cleanup: never delete a backup younger than this (30m, 1h, 1d)")
-    pin = common.add_mutually_exclusive_group()
-    pin.add_argument("--pin", metavar="RUN_ID", help="cleanup: pin the backup of this run (never cleaned)")
-    pin.add_argument("--unpin", metavar="RUN_ID", help="cleanup: unpin the backup of this run")
-    common.add_argument("--run-id", dest="rollback_run", metavar="RUN_ID",
-                        help="rollback: restore the backup of this run instead of the newest (refused when a later "
-                             "run changed the same partitions)")
-    common.add_argument("--quiet-period", dest="quiet_period",
-                        help="compact: skip partitions with a file younger than this (30s, 10m, 1h)")
-    common.add_argument("--deadline", dest="deadline",
-                        help="compact: the end of the maintenance window - a duration from now (90m, 2h), a time of "
-                             "day (05:30, UTC, the next one) or an ISO time (2026-11-26T05:30:00Z); the most useful "
-                             "work first, no unit started that would not end before it, what is left reported "
-                             "(code deadline)")
-    common.add_argument("--parallelism", type=int, dest="parallelism",
-                        help="units (partitions, tables) whose Spark jobs run at the same time in the application "
-                             "(default: one a core of the application, between 4 and 16); from 2, as many more "
-                             "(at most 8 more) may be swapping after their last job")
-    common.add_argument("--min-piece-mb", type=float, dest="min_piece_mb", metavar="MB",
-                        help="compact: when a partition's files are fewer than the cores, write each as pieces of at "
-                             "least this size on parallel tasks and join them (default 8; 0: never)")
-    common.add_argument("--sort-by", dest="sort_by", metavar="COL[ DESC][,COL]",
-                        help="compact: sort the rows inside each written file by these data columns "
-                             "(each ascending, or largest first with DESC)")
-    common.add_argument("--dedupe-keys", dest="dedupe_keys", metavar="COL[,COL]",
-                        help="compact: keep only the latest version of each key (per partition)")
-    common.add_argument("--dedupe-order-by", dest="dedupe_order_by", metavar="COL",
-                        help="compact --dedupe-keys: the column whose largest value is the latest version")
-    common.add_argument("--dedupe-delete-marker", dest="dedupe_delete_marker", metavar="COL",
-                        help="compact --dedupe-keys: a key whose latest version has this marker set is dropped")
-    common.add_argument("--dedupe-delete-value", dest="dedupe_delete_value", metavar="VALUE",
-                        help="the --dedupe-delete-marker value that marks a delete (default: a boolean true)")
-    common.add_argument("--merge-from", dest="merge_from", metavar="URI|DB.TABLE",
-                        help="compact --dedupe-keys: merge this batch (a directory of data files with the table's "
-                             "columns, partition columns included, or a non-partitioned table) into the partitions "
-                             "its rows belong to; only those are rewritten")
-    common.add_argument("--dedupe-trigger-ratio", dest="dedupe_trigger_ratio", type=float, metavar="RATIO",
-                        help="compact --dedupe-keys: also rewrite a partition the size rule skips when this share "
-                             "(0 < RATIO <= 1) of its rows are superseded versions or delete markers")
-    common.add_argument("--mode", dest="mode", type=str.lower,
-                        help="analyze/compact: " + ", ".join(MODES) + " (default ratio, the reference rule)")
-    common.add_argument("--verify", dest="verify", type=str.lower,
-                        help="compact: content (default: row checksums of the copy read back as readers decode it) "
-                             "or rows (row counts, schema and codec from metadata only)")
-    common.add_argument("--allow-by-name-projection", action="store_true", default=None,
-                        dest="allow_by_name_projection",
-                        help="compact: compact Parquet/ORC units whose files' columns drift from the table's "
-                             "(renamed, dropped, reordered columns, other types) by name, as Spark reads them, "
-                             "instead of refusing them (schema_drift)")
-    common.add_argument("--allow-owner-change", action="store_true", default=None, dest="allow_owner_change",
-                        help="compact, HDFS: compact units whose files or directory belong to another owner or group "
-                             "than this run (not the HDFS superuser) can give its copy anyway, with a warning, "
-                             "instead of refusing them (ownership)")
-    common.add_argument("--allow-replicated", action="store_true", default=None, dest="allow_replicated",
-                        help="compact/analyze: treat tables with Hive replication properties (repl.*: a replica "
-                             "that REPL LOAD keeps) like any other, instead of refusing them (replicated)")
-    common.add_argument("--lease-timeout", dest="lease_timeout",
-                        help="compact/rollback/cleanup/recover: a table's lease without heartbeat for this long is "
-                             "stale and is taken over (default 30m; a holder on this host whose process is gone: "
-                             "at once)")
-    common.add_argument("--break-lease", action="store_true", default=None, dest="break_lease",
-                        help="recover: take over the table's lease even if it looks live (its holder is known "
-                             "to be dead, e.g. its host is lost)")
-    common.add_argument("--min-input-files", type=int, dest="min_input_files",
-                        help="minor: fragment files needed (default 12)")
-    common.add_argument("--fragment-ratio", type=float, dest="fragment_ratio",
-                        help="fragment: smaller than target size x this (default 0.125)")
-    common.add_argument("--min-target-ratio", type=float, dest="min_target_ratio",
-                        help="undersized: smaller than target size x this (default 0.75)")
-    common.add_argument("--where", dest="where",
-                        help="analyze/compact/rollback: partition filter, e.g. \"dt >= '2024-09-01' AND region IN ('eu','us')\"")
-    common.add_argument("--history", type=int, dest="history", metavar="N",
-                        help="analyze: return the table's N newest history records (default 20; 0: none)")
-    common.add_argument("--log-level", dest="log_level", type=str.upper)
-    common.add_argument("--result-file", help="also write the JSON result to this local file")
-    common.add_argument("--state-dir", help="embedded Metastore and warehouse directory (plain python mode)")
-    common.add_argument("--progress-file", dest="progress_file", metavar="FILE",
-                        help="append progress records (JSON lines: start, tables, table, working, end) to this "
-                             "local file while the run goes on")
-    common.add_argument("--new-run-id", dest="new_run_id", metavar="RUN_ID",
-                        help="the run id of this application (its first table's run), chosen by the launcher "
-                             "so that the application's name can carry it (the modules pass it under "
-                             "spark-submit); default: a new one")
-    common.add_argument("--require-metastore", action="store_true", dest="require_metastore",
-                        help="refuse to start when the driver has no Hive Metastore configured (it would "
-                             "otherwise use a private embedded catalog); the modules pass it under spark-submit")
-    common.add_argument("--master", help="Spark master in plain python mode (default local[*])")
-    common.add_argument("--conf", action="append", default=[], metavar="K=V", help="extra Spark conf (plain python mode)")
-    common.add_argument("--properties-file", metavar="FILE",
-                        help="extra Spark conf from a java properties file, e.g. secrets kept off the "
-                             "command line (plain python mode)")
-    p = argparse.ArgumentParser(prog="run_lakekeeper.py", description="Safe compaction of Hive external tables")
-    p.add_argument("--version", action="version", version=f"lakekeeper-spark {__version__}")
-    sub = p.add_subparsers(dest="command", required=True)
-    helps = {
-        "analyze": "report file counts, sizes and what compaction would do (no writes)",
-        "compact": "compact tables that need it (backup, staging, verify, swap)",
-        "rollback": "restore a table from its most recent backup",
-        "cleanup": "remove backups (original files and backup tables)",
-        "recover": "finish or undo runs that were interrupted",
-    }
-    for name in COMMANDS:
-        sub.add_parser(name, parents=[common], help=helps[name])
-    return p
-
-
-def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
-    """Validated arguments, settings, and the explicit table list (empty for --database)."""
-    args = _parser().parse_args(argv)
-    file_values = load_config_file(args.config_file) if args.config_file else {}
-    overrides = {k: getattr(args, k) for k in (
-        "block_size_mb", "compaction_ratio_threshold", "target_file_size_mb", "backup_prefix",
-        "dry_run", "log_level", "older_than", "parallelism", "min_piece_mb", "quiet_period", "deadline",
-        "mode", "min_input_files", "fragment_ratio", "min_target_ratio", "where",
-        "keep_last", "grace_period", "pin", "unpin", "verify", "rollback_run", "lease_timeout", "break_lease",
-        "allow_by_name_projection", "allow_owner_change", "allow_replicated", "history")}
-    rewrite = ("sort_by", "dedupe_keys", "dedupe_order_by", "dedupe_delete_marker", "dedupe_delete_value",
-               "dedupe_trigger_ratio", "merge_from")
-    overrides.update({k: getattr(args, k) for k in rewrite})
-    settings = build_settings(file_values, overrides)
-    for flag, value in (("--older-than", args.older_than), ("--keep-last", args.keep_last),
-                        ("--grace-period", args.grace_period)):
-        if value is not None and args.command not in ("cleanup", "analyze"):
-            raise UsageError(f"{flag} only applies to cleanup (and analyze, for its retention verdicts)")
-    if (args.pin or args.unpin) and args.command != "cleanup":
-        raise UsageError("--pin and --unpin only apply to cleanup")
-    if args.rollback_run is not None and args.command != "rollback":
-        raise UsageError("--run-id only applies to rollback")
-    if args.command == "cleanup" and not (settings.pin or settings.unpin):
-        missing = missing_policy(policy_of(settings))
-        if missing:  # refused before Spark starts: deleting every backup must be asked for
-            raise UsageError(missing)
-    if args.quiet_period is not None and args.command != "compact":
-        raise UsageError("--quiet-period only applies to compact")
-    if args.deadline is not None and args.command != "compact":
-        raise UsageError("--deadline only applies to compact")
-    if settings.deadline is not None:
-        from .budget import parse_deadline
-
-        parse_deadline(settings.deadline, time.time())  # a bad value stops the run before Spark starts
-    if args.new_run_id is not None and not is_run_id(args.new_run_id):
-        raise UsageError(f"--new-run-id must look like 20240101T000000-a1b2c3 (UTC time, six hex digits), "
-                         f"got {args.new_run_id!r}")
-    if args.history is not None and args.command != "analyze":
-        raise UsageError("--history only applies to analyze")
-    if args.break_lease and args.command != "recover":
-        raise UsageError("--break-lease only applies to recover")
-    if args.verify is not None and args.command != "compact":
-        raise UsageError("--verify only applies to compact")
-    if args.allow_by_name_projection is not None and args.command != "compact":
-        raise UsageError("--allow-by-name-projection only applies to compact")
-    if args.allow_owner_change is not None and args.command != "compact":
-        raise UsageError("--allow-owner-change only applies to compact")
-    if args.allow_replicated is not None and args.command not in ("compact", "analyze"):
-        raise UsageError("--allow-replicated only applies to compact and analyze")
-    # analyze takes the dedupe flags too: with --dedupe-trigger-ratio it measures what compact would select
-    wrong = [k for k in rewrite if getattr(args, k) is not None and args.command != "compact"
-             and not (args.command == "analyze" and k.startswith("dedupe_"))]
-    if wrong:
-        raise UsageError(f"--{wrong[0].replace('_', '-')} only applies to compact"
-                         + (" (analyze takes the --dedupe-* flags)" if args.command == "analyze" else ""))
-    if settings.merge_from is not None and not args.table:
-        raise UsageError("--merge-from merges one batch into one table: give --table, not --tables or --database")
-    if settings.where is not None and args.command not in ("analyze", "compact", "rollback"):
-        raise UsageError(f"where only applies to analyze, compact and rollback; {args.command} works on whole "
-                         f"backups and runs, not on a selection of partitions")
-    tables: list[str] = []
-    if args.table:
-        db, t = parse_table_name(args.table)
-        tables = [f"{db}.{t}"]
-    elif args.tables:
-        tables = parse_table_list(args.tables)
-    else:
-        args.database = validate_ident(args.database, "database name")
-    for item in args.conf:
-        if "=" not in item:
-            raise UsageError(f"--conf expects K=V, got {item!r}")
-    args.extra_conf = dict(item.split("=", 1) for item in args.conf)
-    if args.properties_file:
-        try:
-            with open(args.properties_file, encoding="utf-8") as fh:
-                args.extra_conf.update(parse_properties(fh.read()))
-        except OSError as exc:
-            raise UsageError(f"cannot read properties file {args.properties_file}: {exc.strerror}") from exc
-    return args, settings, tables
 
 
 def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None,
@@ -245,8 +37,8 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None,
     from .commands.compact import compact_table
     from .commands.recover import recover_command
     from .commands.rollback import rollback_table
-    from .context import bounded_map, unit_pool
-    from .results import error_result, table_result
+    from .catalog.context import bounded_map, unit_pool
+    from .report.results import error_result, table_result
 
     handlers: dict[str, Callable[[Any, str], dict[str, Any]]] = {
         "analyze": analyze_table,
@@ -262,7 +54,7 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None,
         backup_name = backup_table_pattern(ctx.settings.backup_prefix)
         tables = [f"{database}.{t}" for t in ctx.catalog.list_tables(database) if not backup_name.match(t)]
     if command == "compact" and ctx.settings.deadline and not ctx.settings.dry_run and ctx.budget is None:
-        from .budget import Budget, parse_deadline
+        from .policy.budget import Budget, parse_deadline
 
         ctx = dataclasses.replace(ctx, budget=Budget(parse_deadline(ctx.settings.deadline, time.time())))
     if ctx.budget is not None and len(tables) > 1:
@@ -273,7 +65,7 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None,
     ctx.job_slots()  # made now: the tables' contexts below share the one budget
     facts = None
     if command in RECORDED_COMMANDS and not ctx.settings.dry_run:
-        from .history import run_facts
+        from .report.history import run_facts
 
         facts = run_facts(ctx.spark, ctx.fs)  # who and where, for the tables' history records
     issued: set[str] = set()
@@ -348,8 +140,8 @@ def _by_benefit(ctx: Any, tables: list[str]) -> list[str]:
     """Tables in order of benefit (budget.table_benefit: small files removed
     per MB rewritten, from one content summary of each table's location);
     a table that cannot be looked at keeps its place after the others."""
-    from .budget import table_benefit
-    from .context import bounded_map
+    from .policy.budget import table_benefit
+    from .catalog.context import bounded_map
 
     def score(name: str) -> float:
         try:
@@ -371,9 +163,9 @@ def _record_history(ctx: Any, command: str, name: str, res: dict[str, Any], star
     """The run's record in the table's history, once its outcome is known
     (``history_record``: where it went). Best effort: a record that cannot
     be written is reported (``history_error``), never fails the run."""
-    from .history import build_record, should_record, write_record
-    from .layout import history_dir
-    from .tables import load_table
+    from .report.history import build_record, should_record, write_record
+    from .storage.layout import history_dir
+    from .catalog.tables import load_table
 
     if not should_record(command, res, ctx.settings.dry_run):
         return
@@ -395,9 +187,9 @@ def _record_history(ctx: Any, command: str, name: str, res: dict[str, Any], star
 def _take_lease(ctx: Any, command: str, name: str) -> Any:
     """The table's lease (lease.py), before anything (its recovery
     included) is done to it; raises ``LeaseHeld`` (status ``locked``)."""
-    from .layout import journal_dir
-    from .lease import acquire
-    from .tables import load_table
+    from .storage.layout import journal_dir
+    from .protocol.lease import acquire
+    from .catalog.tables import load_table
 
     info = load_table(ctx, name)
     return acquire(ctx.fs, journal_dir(info), ctx.run_id, name, command, ctx.settings.lease_timeout_seconds,
@@ -410,10 +202,10 @@ def _recover_after_error(ctx: Any, command: str, name: str, res: dict[str, Any])
     otherwise), so a failure leaves the table as it was."""
     if command not in ("compact", "rollback") or ctx.settings.dry_run:
         return
-    from .journal import Journal
-    from .layout import journal_dir
-    from .recovery import recover_table
-    from .tables import load_table
+    from .protocol.journal import Journal
+    from .storage.layout import journal_dir
+    from .protocol.recovery import recover_table
+    from .catalog.tables import load_table
 
     try:
         info = load_table(ctx, name)
@@ -464,9 +256,9 @@ def main(argv: list[str] | None = None) -> int:
         progress.start()
         with contextlib.redirect_stdout(sys.stderr):
             try:
-                from .catalog import Catalog
-                from .context import Context
-                from .fs import HadoopFS
+                from .catalog.catalog import Catalog
+                from .catalog.context import Context
+                from .storage.fs import HadoopFS
                 from .session import build_session, metastore_in_use, no_metastore_message
 
                 from .compat import runtime, unsupported_reason

@@ -15,10 +15,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "spark_app"))
 
-from lakekeeper_spark import faults as F  # noqa: E402
-from lakekeeper_spark import journal as J  # noqa: E402
-from lakekeeper_spark.config import Settings  # noqa: E402
-from lakekeeper_spark.model import Decision, FileEntry, FileStats, Listing, TablePlan, Unit  # noqa: E402
+from lakekeeper_spark.protocol import faults as F  # noqa: E402
+from lakekeeper_spark.protocol import journal as J  # noqa: E402
+from lakekeeper_spark.policy.config import Settings  # noqa: E402
+from lakekeeper_spark.report.model import Decision, FileEntry, FileStats, Listing, TablePlan, Unit  # noqa: E402
 
 
 class FakeFS:
@@ -459,7 +459,7 @@ def test_quiet_period():
     apply_quiet_period(p, 600, now)
     assert [u.decision.action for u in p.units] == ["compact", "skip"]
     assert "within the quiet period of 600s" in new.decision.reason and "30s old" in new.decision.reason
-    from lakekeeper_spark.config import build_settings
+    from lakekeeper_spark.policy.config import build_settings
     assert build_settings({"quiet_period": "10m"}, {}).quiet_period_seconds == 600
     assert build_settings({}, {"quiet_period": "30s"}).quiet_period_seconds == 30
     assert Settings().quiet_period_seconds is None

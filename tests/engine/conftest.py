@@ -82,12 +82,12 @@ class Engine:
         self.spark = spark
 
     def run(self, command: str, tables: list[str] | None = None, database: str | None = None, **settings: Any):
-        from lakekeeper_spark.catalog import Catalog
+        from lakekeeper_spark.catalog.catalog import Catalog
         from lakekeeper_spark.cli import _run_tables
-        from lakekeeper_spark.context import Context
-        from lakekeeper_spark.config import build_settings
-        from lakekeeper_spark.fs import HadoopFS
-        from lakekeeper_spark.layout import new_run_id
+        from lakekeeper_spark.catalog.context import Context
+        from lakekeeper_spark.policy.config import build_settings
+        from lakekeeper_spark.storage.fs import HadoopFS
+        from lakekeeper_spark.storage.layout import new_run_id
 
         ctx = Context(self.spark, HadoopFS(self.spark), Catalog(self.spark), build_settings({}, settings), new_run_id())
         results = _run_tables(ctx, command, tables or [], database)

@@ -12,7 +12,7 @@ class Files:
     """What the tests need to look at or break on the table's filesystem."""
 
     def __init__(self, spark: Any):
-        from lakekeeper_spark.fs import HadoopFS
+        from lakekeeper_spark.storage.fs import HadoopFS
 
         self.spark = spark
         self.fs = HadoopFS(spark)

@@ -6,8 +6,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from lakekeeper_spark.budget import Budget, benefit, parse_deadline, table_benefit
-from lakekeeper_spark.errors import UsageError
+from lakekeeper_spark.policy.budget import Budget, benefit, parse_deadline, table_benefit
+from lakekeeper_spark.report.errors import UsageError
 
 NOW = datetime(2026, 11, 26, 1, 0, 0, tzinfo=timezone.utc).timestamp()
 

@@ -49,7 +49,7 @@ def test_a_changed_value_is_caught_by_content_and_missed_by_rows(
 def test_content_is_verified_by_default_and_sees_null_apart_from_empty(spark, engine, files, warehouse):
     """NULL, '' and the text NULL marker are different checksums: a copy
     whose NULLs came back as empty strings is a mismatch, not a pass."""
-    from lakekeeper_spark import content
+    from lakekeeper_spark.rewrite import content
 
     df = spark.createDataFrame([(1, None), (2, "")], "id INT, s STRING")
     swapped = spark.createDataFrame([(1, ""), (2, None)], "id INT, s STRING")

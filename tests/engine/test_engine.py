@@ -13,14 +13,14 @@ pytestmark = pytest.mark.integration
 
 
 def location_of(spark, table: str) -> str:
-    from lakekeeper_spark.catalog import Catalog
+    from lakekeeper_spark.catalog.catalog import Catalog
 
     db, name = table.split(".")
     return Catalog(spark).get_table(db, name).location
 
 
 def partition_locations(spark, table: str) -> dict[str, str]:
-    from lakekeeper_spark.catalog import Catalog
+    from lakekeeper_spark.catalog.catalog import Catalog
 
     cat = Catalog(spark)
     db, name = table.split(".")
@@ -41,7 +41,7 @@ def backup_tables(spark, table: str) -> list[str]:
 
 
 def metastore_stats(spark, table: str, spec: dict[str, str] | None = None) -> dict[str, str]:
-    from lakekeeper_spark.catalog import Catalog
+    from lakekeeper_spark.catalog.catalog import Catalog
 
     db, name = table.split(".")
     return Catalog(spark).statistics(db, name, spec)
@@ -52,7 +52,7 @@ def test_non_partitioned_parquet_full_cycle(spark, engine, files, warehouse):
     """600 small ZSTD files: analyze and dry run write nothing; compact
     verifies and swaps in place; a second run changes nothing; rollback is
     byte-identical; cleanup frees the original."""
-    from lakekeeper_spark.formats import parquet_footer
+    from lakekeeper_spark.storage.formats import parquet_footer
 
     loc = make_table(spark, warehouse, "flat_pq", rows=6000, files=600, props={"parquet.compression": "ZSTD"})
     t = "lk.flat_pq"
@@ -174,7 +174,7 @@ FORMATS = {
 
 @pytest.mark.parametrize("case", sorted(FORMATS))
 def test_formats_keep_their_codec(spark, engine, files, warehouse, case):
-    from lakekeeper_spark.formats import detect_codec
+    from lakekeeper_spark.storage.formats import detect_codec
 
     spec = FORMATS[case]
     for k, v in spec.get("conf", {}).items():
@@ -262,7 +262,7 @@ def test_rename_and_delete_refuse_what_they_must_and_say_why(files, warehouse):
     ``file://`` here, on HDFS on the test bed, whose plain renames differ
     (a directory renamed onto an empty one replaces it on ``file://`` and
     goes inside it on HDFS; a missing parent is made on ``file://``)."""
-    from lakekeeper_spark.errors import LakekeeperError
+    from lakekeeper_spark.report.errors import LakekeeperError
 
     fs, base = files.fs, f"{warehouse}/rename_rules"
     fs.write_text(f"{base}/src/f1", "1")
@@ -294,7 +294,7 @@ def test_rename_and_delete_refuse_what_they_must_and_say_why(files, warehouse):
 
     # The adapter's HDFS clients retry a close in short steps (fs.HDFS_CLOSE_RETRY), unless the cluster's
     # configuration sets its own.
-    from lakekeeper_spark.fs import HDFS_CLOSE_RETRY, HadoopFS
+    from lakekeeper_spark.storage.fs import HDFS_CLOSE_RETRY, HadoopFS
 
     (name, ours), (retries, ours_retries) = HDFS_CLOSE_RETRY.items()
     session_conf = files.fs._conf
@@ -343,7 +343,7 @@ def test_local_permission_copy_matches_hadoops(files, warehouse, monkeypatch):
     data files."""
     import os
 
-    from lakekeeper_spark.fs import HadoopFS
+    from lakekeeper_spark.storage.fs import HadoopFS
 
     if not warehouse.startswith("file:"):
         pytest.skip("the local fast path is file:// only")
@@ -422,10 +422,10 @@ def test_verification_takes_rows_codec_and_schema_from_each_footer(spark, files,
     has), and a file whose schema differs from the table's fails."""
     import json
 
-    from lakekeeper_spark.errors import LakekeeperError
-    from lakekeeper_spark.formats import data_file_footer
-    from lakekeeper_spark.model import TableInfo
-    from lakekeeper_spark.verify import _check_schema
+    from lakekeeper_spark.report.errors import LakekeeperError
+    from lakekeeper_spark.storage.formats import data_file_footer
+    from lakekeeper_spark.report.model import TableInfo
+    from lakekeeper_spark.rewrite.verify import _check_schema
 
     def table(cols):
         schema = {"type": "struct", "fields": [{"name": n, "type": t, "nullable": True, "metadata": {}}
@@ -504,7 +504,7 @@ def test_backup_partitions_not_repointed_leave_the_run_for_recovery(spark, engin
     ``backup_not_repointed`` and ``pending_recovery`` on each unit, and the
     run stays open; the next command's recovery repoints them together
     (``repointed_backup``), and a rollback then restores the original files."""
-    from lakekeeper_spark.catalog import Catalog
+    from lakekeeper_spark.catalog.catalog import Catalog
 
     loc = make_table(spark, warehouse, "rp_fail", rows=400, partitions={"a": 12, "b": 9, "c": 7})
     original, rows = files.snapshot(loc), frozen(spark, "lk.rp_fail")
@@ -582,7 +582,7 @@ def test_secret_properties_file_reads_the_same_in_java_and_the_engine(spark, tmp
     import importlib.util
     from pathlib import Path
 
-    from lakekeeper_spark.cli import parse_args
+    from lakekeeper_spark.args import parse_args
 
     spec = importlib.util.spec_from_file_location(
         "_lakekeeper_argv", Path(__file__).resolve().parents[2] / "plugins" / "module_utils" / "_lakekeeper_argv.py")
@@ -775,10 +775,10 @@ def test_modes_and_where_smart_compaction(spark, engine, files, warehouse):
     # the copy check of minor mode catches a copy that differs in one byte only
     import hashlib
 
-    from lakekeeper_spark.errors import LakekeeperError
-    from lakekeeper_spark.model import Decision, Unit
-    from lakekeeper_spark.planner import file_stats
-    from lakekeeper_spark.verify import verify_copies
+    from lakekeeper_spark.report.errors import LakekeeperError
+    from lakekeeper_spark.report.model import Decision, Unit
+    from lakekeeper_spark.policy.planner import file_stats
+    from lakekeeper_spark.rewrite.verify import verify_copies
 
     src, stg = f"{warehouse}/copycheck/src", f"{warehouse}/copycheck/stg"
     files.mkdir(stg)
@@ -836,7 +836,7 @@ def test_files_fewer_than_the_cores_are_written_in_pieces_and_joined(spark, engi
     a format (Parquet before parquet-mr 1.13: Spark 3.3 and 3.4) the file is
     written whole and the result says why."""
     from lakekeeper_spark.compat.file_joins import join_support
-    from lakekeeper_spark.formats import data_file_footer, orc_footer, parquet_footer
+    from lakekeeper_spark.storage.formats import data_file_footer, orc_footer, parquet_footer
 
     cores = int(spark.sparkContext.defaultParallelism)
     for fmt, codec, props in (("orc", "ZLIB", {"orc.compress": "ZLIB"}),
@@ -902,8 +902,8 @@ def test_output_file_sizes_and_bulk_partition_listing(spark, engine, files, ware
     follow the input's payload share, not its raw bytes), and the bulk
     partition listing returns exactly what the per-partition calls return,
     also for values the bulk text cannot carry unambiguously."""
-    from lakekeeper_spark.catalog import Catalog
-    from lakekeeper_spark.model import spec_string
+    from lakekeeper_spark.catalog.catalog import Catalog
+    from lakekeeper_spark.report.model import spec_string
 
     loc = make_table(spark, warehouse, "sized", rows=600_000, files=150)
     before = sum(f.size for f in files.fs.list_dir(loc).files)

@@ -236,7 +236,7 @@ def test_each_partition_is_written_with_its_own_storage_descriptor(spark, engine
     descriptors come from the table's partition list here (the bulk read of
     ``Catalog.partition_storages``, from one partition on); the next test
     reads them one call each, and both reads give the same descriptors."""
-    from lakekeeper_spark import catalog as catalog_module
+    from lakekeeper_spark.catalog import catalog as catalog_module
 
     loc, lines = _two_descriptor_table(spark, files, warehouse, "own_descriptor")
     t = "lk.own_descriptor"

@@ -23,7 +23,7 @@ def _wait_until(cond, timeout=10.0):
 
 
 def test_items_that_arrive_during_a_write_go_together_in_the_next():
-    from lakekeeper_spark.group_commit import GroupCommit
+    from lakekeeper_spark.storage.group_commit import GroupCommit
 
     release = threading.Event()
     batches: list[list[str]] = []
@@ -61,7 +61,7 @@ def test_items_that_arrive_during_a_write_go_together_in_the_next():
 
 
 def test_a_failing_write_fails_every_item_of_its_batch_and_no_other():
-    from lakekeeper_spark.group_commit import GroupCommit
+    from lakekeeper_spark.storage.group_commit import GroupCommit
 
     calls = []
 
@@ -83,7 +83,7 @@ def test_partition_writer_writes_a_batch_and_isolates_a_dropped_partition(spark,
     """Against the real Metastore: two partitions' changes in one call; when
     one of the partitions was dropped meanwhile, the call fails, each change
     is written on its own, and only the dropped one's caller gets an error."""
-    from lakekeeper_spark.catalog import Catalog
+    from lakekeeper_spark.catalog.catalog import Catalog
 
     make_table(spark, warehouse, "gc_parts", rows=20, partitions={"a": 1, "b": 1, "c": 1})
     cat = Catalog(spark)
@@ -115,8 +115,8 @@ def test_a_recent_passing_check_answers_for_later_askers_and_a_failing_one_for_n
     check that passed and began at most ``max_age`` before a thread asked
     answers for it; an older one does not; a failing check is answered to
     its askers and then forgotten, so the next asker checks again."""
-    from lakekeeper_spark import group_commit
-    from lakekeeper_spark.group_commit import RecentCheck
+    from lakekeeper_spark.storage import group_commit
+    from lakekeeper_spark.storage.group_commit import RecentCheck
 
     clock = [100.0]
     monkeypatch.setattr(group_commit.time, "monotonic", lambda: clock[0])
@@ -150,8 +150,8 @@ def test_statistics_of_many_partitions_are_written_together(spark, warehouse):
     writes a group once enough units wait, the rest on ``flush``."""
     import types
 
-    from lakekeeper_spark.catalog import BULK_STORAGE, Catalog
-    from lakekeeper_spark.recovery import PendingStatistics
+    from lakekeeper_spark.catalog.catalog import BULK_STORAGE, Catalog
+    from lakekeeper_spark.protocol.recovery import PendingStatistics
 
     spark.sql("DROP TABLE IF EXISTS lk.gc_many")
     spark.sql(f"CREATE EXTERNAL TABLE lk.gc_many (id BIGINT) PARTITIONED BY (dt STRING) STORED AS PARQUET "
@@ -201,7 +201,7 @@ def test_prefetched_partitions_are_repointed_without_reading_them_again(spark, w
     takes its partition from it once, writing without a read of its own; a
     second change of the same partition reads the Metastore again, so it
     never writes back a stale copy."""
-    from lakekeeper_spark.catalog import Catalog
+    from lakekeeper_spark.catalog.catalog import Catalog
 
     spark.sql("DROP TABLE IF EXISTS lk.gc_backup")
     spark.sql(f"CREATE EXTERNAL TABLE lk.gc_backup (id BIGINT) PARTITIONED BY (dt STRING, hr STRING) "
@@ -239,10 +239,10 @@ def test_backup_partitions_are_repointed_in_groups_and_recovery_finishes_a_group
     others left alone; a second pass finds nothing to do."""
     import types
 
-    from lakekeeper_spark.backup import PendingRepoints
-    from lakekeeper_spark.catalog import Catalog
-    from lakekeeper_spark.fs import HadoopFS
-    from lakekeeper_spark.recovery import repoint_swapped
+    from lakekeeper_spark.catalog.backup import PendingRepoints
+    from lakekeeper_spark.catalog.catalog import Catalog
+    from lakekeeper_spark.storage.fs import HadoopFS
+    from lakekeeper_spark.protocol.recovery import repoint_swapped
 
     spark.sql("DROP TABLE IF EXISTS lk.gc_repoint")
     spark.sql(f"CREATE EXTERNAL TABLE lk.gc_repoint (id BIGINT) PARTITIONED BY (dt STRING) STORED AS PARQUET "
@@ -306,7 +306,7 @@ def test_a_hive_table_is_repointed_and_its_statistics_written_through_the_client
     number of rows is removed when the rows are unknown (Scala 2.12 and 2.13
     spell that differently). A data source table goes through the
     statements, and is repointed all the same."""
-    from lakekeeper_spark.catalog import Catalog
+    from lakekeeper_spark.catalog.catalog import Catalog
 
     spark.sql("DROP TABLE IF EXISTS lk.gc_flat")
     spark.sql(f"CREATE EXTERNAL TABLE lk.gc_flat (id BIGINT, s STRING) COMMENT 'kept' STORED AS PARQUET "

@@ -99,7 +99,7 @@ def test_open_files_zones_snapshots_and_carried_attributes(spark, engine, files,
     """(``owner_run``: the run as ``etl`` of the next test starts here and
     goes on in its own process meanwhile.)"""
     import lakekeeper_spark.commands.compact as compact_cmd
-    from lakekeeper_spark.fs import threaded
+    from lakekeeper_spark.storage.threads import threaded
 
     jvm = spark._jvm
     conf = spark._jsc.hadoopConfiguration()
@@ -218,12 +218,12 @@ OWNER_RUN = textwrap.dedent(
     """
     import json, sys
     sys.path.insert(0, sys.argv[1])
-    from lakekeeper_spark.catalog import Catalog
+    from lakekeeper_spark.catalog.catalog import Catalog
     from lakekeeper_spark.cli import _run_tables
-    from lakekeeper_spark.config import build_settings
-    from lakekeeper_spark.context import Context
-    from lakekeeper_spark.fs import HadoopFS
-    from lakekeeper_spark.layout import new_run_id
+    from lakekeeper_spark.policy.config import build_settings
+    from lakekeeper_spark.catalog.context import Context
+    from lakekeeper_spark.storage.fs import HadoopFS
+    from lakekeeper_spark.storage.layout import new_run_id
     from lakekeeper_spark.session import build_session
 
     spark = build_session("local[2]", None, json.loads(sys.argv[2]))

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from lakekeeper_spark.fs import parse_status_dump
-from lakekeeper_spark.hdfs_checks import (
+from lakekeeper_spark.storage.status import parse_status_dump
+from lakekeeper_spark.storage.hdfs_checks import (
     ENCRYPTION_ZONE,
     ERASURE_CODING,
     SNAPSHOTTABLE,
@@ -21,7 +21,7 @@ from lakekeeper_spark.hdfs_checks import (
     ownership_outcome,
     uri_path,
 )
-from lakekeeper_spark.model import FileEntry
+from lakekeeper_spark.report.model import FileEntry
 
 LOC = "hdfs://nn:8020/wh/t/dt=1"
 
@@ -102,7 +102,7 @@ def test_a_namenode_without_acls_is_asked_once_a_run():
     an exception, about 30 ms through the gateway: asked once per
     filesystem, the rest of the run skips it. Any other refusal is asked
     again and reported."""
-    from lakekeeper_spark.fs import HadoopFS
+    from lakekeeper_spark.storage.fs import HadoopFS
 
     class Refusal(Exception):
         pass
@@ -145,7 +145,7 @@ def test_threaded_keeps_order_waits_for_every_call_and_runs_nested_calls_inline(
     import threading
     import time as _time
 
-    from lakekeeper_spark import fs as fs_mod
+    from lakekeeper_spark.storage import threads as fs_mod
 
     seen: set[str] = set()
     assert fs_mod.threaded(lambda x: (seen.add(threading.current_thread().name), x * x)[1], list(range(20))) == [

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.integration
 
 
 def test_history_of_compact_rollback_compact_cleanup(spark, engine, files, warehouse):
-    from lakekeeper_spark.journal import Journal
+    from lakekeeper_spark.protocol.journal import Journal
 
     t = "lk.hist"
     loc = make_table(spark, warehouse, "hist", rows=200, partitions={"a": 6, "b": 4})
@@ -83,7 +83,7 @@ def test_history_of_compact_rollback_compact_cleanup(spark, engine, files, wareh
 def test_a_record_that_cannot_be_written_never_fails_the_run(spark, engine, files, warehouse, monkeypatch):
     """Best effort: the run's outcome stands, the result says why its record
     is missing (``history_error``); the next run records as usual."""
-    from lakekeeper_spark import history
+    from lakekeeper_spark.report import history
 
     loc = make_table(spark, warehouse, "hist_err", rows=100, files=6)
 

@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from lakekeeper_spark import history as H
-from lakekeeper_spark.cli import parse_args
-from lakekeeper_spark.errors import UsageError
-from lakekeeper_spark.retention import BackupFacts, RetentionPolicy, retention_verdicts
+from lakekeeper_spark.report import history as H
+from lakekeeper_spark.args import parse_args
+from lakekeeper_spark.report.errors import UsageError
+from lakekeeper_spark.policy.retention import BackupFacts, RetentionPolicy, retention_verdicts
 
 T0 = 1_795_225_800.0  # 2026-11-21T01:50:00Z
 FACTS = {"user": "etl", "host": "edge1", "spark_app_id": "local-1", "spark_master": "local[2]",

@@ -8,6 +8,10 @@ imports another ``commands/`` module (shared code lives below the
 commands), no module reaches for another module's private
 (``_underscore``) names, and every name is imported from the module that
 defines it (not through another module that happens to import it).
+
+The sub-packages are layers too (``LAYERS``, lowest first): every import
+from one package into another goes down the list, so no package imports
+one above it and no two packages import each other.
 """
 
 from __future__ import annotations
@@ -19,6 +23,15 @@ PKG_DIR = Path(__file__).resolve().parents[2] / "spark_app" / "lakekeeper_spark"
 PKG = PKG_DIR.name
 # Private attributes of pyspark/py4j objects, not of this package.
 PYSPARK_PRIVATE = {"_jvm", "_jsc", "_jsparkSession", "_jdf", "_gateway", "_gateway_client", "_active_spark_context"}
+
+
+# The engine's packages, lowest first (the package docstring of
+# lakekeeper_spark says what each holds and why it sits where it does).
+# The root's __init__ (only __version__, importing nothing) is below them
+# all; the root's own modules (cli, session: the entry point) above them all.
+LAYERS = ["report", "compat", "storage", "policy", "catalog", "protocol", "rewrite", "commands"]
+ROOT_INIT = "(version)"
+ENTRY = "(entry)"
 
 
 def _modules() -> dict[str, Path]:
@@ -105,7 +118,7 @@ def test_the_graph_is_read_from_every_import():
     absolute (guards the tests below against reading nothing)."""
     graph = _graph()
     assert f"{PKG}.cli" in MODULES and f"{PKG}.commands.compact" in MODULES
-    assert f"{PKG}.errors" in graph[f"{PKG}.cli"]  # module level
+    assert f"{PKG}.report.errors" in graph[f"{PKG}.cli"]  # module level
     assert f"{PKG}.session" in graph[f"{PKG}.cli"]  # inside main()
     assert f"{PKG}.commands.compact" in graph[f"{PKG}.cli"]  # inside _run_tables()
     assert any(f"{PKG}.commands." in t for t in graph[f"{PKG}.cli"])
@@ -153,7 +166,41 @@ def _defined(module: str) -> set[str]:
 
 
 def test_names_come_from_the_module_that_defines_them():
-    assert "recover_table" in _defined(f"{PKG}.recovery") and "__version__" in _defined(PKG)
+    assert "recover_table" in _defined(f"{PKG}.protocol.recovery") and "__version__" in _defined(PKG)
     borrowed = [f"{m}:{line} imports {n} from {target}" for m in MODULES for target, names, line in _imports(m)
                 for n in names if n not in _defined(target)]
     assert not borrowed, "names imported through a module that does not define them:\n" + "\n".join(borrowed)
+
+
+def _layer(module: str) -> str:
+    """The package ``module`` belongs to: a name of ``LAYERS``, ``ROOT_INIT`` or ``ENTRY``."""
+    if module == PKG:
+        return ROOT_INIT
+    parts = module.split(".")
+    if len(parts) == 2 and MODULES[module].name != "__init__.py":
+        return ENTRY
+    return parts[1]
+
+
+def _rank(layer: str) -> int:
+    order = [ROOT_INIT] + LAYERS + [ENTRY]
+    assert layer in order, f"package {layer} is not in LAYERS: place it among the layers"
+    return order.index(layer)
+
+
+def test_layers_are_read_from_the_tree():
+    """Every module's package is known, and the reader places modules where
+    they are (guards the test below against checking nothing)."""
+    assert _layer(PKG) == ROOT_INIT and _layer(f"{PKG}.cli") == ENTRY
+    assert _layer(f"{PKG}.report.errors") == "report" and _layer(f"{PKG}.commands.compact") == "commands"
+    assert _layer(f"{PKG}.compat") == "compat"
+    assert _rank("report") < _rank("storage") < _rank("catalog") < _rank("protocol") < _rank("commands")
+    assert {_layer(m) for m in MODULES} == set(LAYERS) | {ROOT_INIT, ENTRY}
+    assert not _imports(PKG), "the root __init__ holds the version only and imports nothing"
+
+
+def test_every_import_between_packages_goes_down():
+    upward = sorted(f"{m}:{line} ({_layer(m)}) imports {target} ({_layer(target)})"
+                    for m in MODULES for target, _names, line in _imports(m)
+                    if _layer(target) != _layer(m) and _rank(_layer(target)) > _rank(_layer(m)))
+    assert not upward, "imports that go up the layers (LAYERS, lowest first):\n" + "\n".join(upward)

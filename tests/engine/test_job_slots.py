@@ -30,7 +30,7 @@ class _Settings:
 
 
 def _ctx(parallelism: int):
-    from lakekeeper_spark.context import Context
+    from lakekeeper_spark.catalog.context import Context
 
     sc = _SparkContext()
     spark = type("Spark", (), {"sparkContext": sc})()
@@ -78,7 +78,7 @@ def _unit(rec: _Recorder, sc: _SparkContext, i: int, release: bool = True, fail:
 
 @pytest.mark.parametrize("parallelism", [2, 3])
 def test_at_most_parallelism_units_in_jobs_and_swaps_beside_them(parallelism):
-    from lakekeeper_spark.context import run_unit_jobs
+    from lakekeeper_spark.catalog.context import run_unit_jobs
 
     ctx, sc = _ctx(parallelism)
     rec = _Recorder()
@@ -92,7 +92,7 @@ def test_at_most_parallelism_units_in_jobs_and_swaps_beside_them(parallelism):
 
 
 def test_a_unit_that_keeps_its_slot_or_fails_gives_it_back_at_its_end():
-    from lakekeeper_spark.context import run_unit_jobs
+    from lakekeeper_spark.catalog.context import run_unit_jobs
 
     ctx, sc = _ctx(2)
     rec = _Recorder()
@@ -106,7 +106,7 @@ def test_a_unit_that_keeps_its_slot_or_fails_gives_it_back_at_its_end():
 
 
 def test_parallelism_one_is_one_unit_at_a_time():
-    from lakekeeper_spark.context import run_unit_jobs
+    from lakekeeper_spark.catalog.context import run_unit_jobs
 
     ctx, sc = _ctx(1)
     rec = _Recorder()
@@ -129,21 +129,21 @@ def test_parallelism_one_is_one_unit_at_a_time():
     ("spark://master:7077", {"spark.executor.instances": "x"}, 12, 12),
 ])
 def test_the_cores_an_unset_parallelism_comes_from(master, conf, default, cores):
-    from lakekeeper_spark.context import application_cores
+    from lakekeeper_spark.catalog.context import application_cores
 
     assert application_cores(master, conf, default) == cores
 
 
 @pytest.mark.parametrize("cores, parallelism", [(1, 4), (2, 4), (4, 4), (7, 7), (16, 16), (400, 16)])
 def test_an_unset_parallelism_is_one_unit_a_core_between_4_and_16(cores, parallelism):
-    from lakekeeper_spark.context import parallelism_for_cores
+    from lakekeeper_spark.catalog.context import parallelism_for_cores
 
     assert parallelism_for_cores(cores) == parallelism
 
 
 def test_a_context_resolves_an_unset_parallelism_from_its_sessions_cores():
-    from lakekeeper_spark.config import build_settings
-    from lakekeeper_spark.context import Context
+    from lakekeeper_spark.policy.config import build_settings
+    from lakekeeper_spark.catalog.context import Context
 
     class Conf:
         def getAll(self):  # noqa: N802 - Spark's name
@@ -167,8 +167,8 @@ def test_a_units_task_slots_count_the_configured_executors(conf, parallelism, un
     """On YARN the driver starts before (all) its executors: ``defaultParallelism``
     is 2 then, which left every unit one slot and never wrote in pieces."""
     from lakekeeper_spark.commands.compact import unit_slots
-    from lakekeeper_spark.config import build_settings
-    from lakekeeper_spark.context import Context
+    from lakekeeper_spark.policy.config import build_settings
+    from lakekeeper_spark.catalog.context import Context
 
     calls = []
 
@@ -187,8 +187,8 @@ def test_a_units_task_slots_count_the_configured_executors(conf, parallelism, un
 
 
 def test_on_the_tests_local_session_an_unset_parallelism_is_the_old_default(spark):
-    from lakekeeper_spark.config import build_settings
-    from lakekeeper_spark.context import Context
+    from lakekeeper_spark.policy.config import build_settings
+    from lakekeeper_spark.catalog.context import Context
 
     assert spark.sparkContext.master == "local[2]"
     assert Context(spark, None, None, build_settings({}, {}), "r").settings.parallelism == 4
@@ -196,13 +196,13 @@ def test_on_the_tests_local_session_an_unset_parallelism_is_the_old_default(spar
 
 @pytest.mark.parametrize("parallelism, threads", [(1, 1), (2, 4), (4, 8), (8, 16), (16, 24), (64, 72)])
 def test_a_tables_unit_threads(parallelism, threads):
-    from lakekeeper_spark.context import unit_threads
+    from lakekeeper_spark.catalog.context import unit_threads
 
     assert unit_threads(parallelism) == threads
 
 
 def test_the_tables_of_a_run_share_its_unit_threads():
-    from lakekeeper_spark.context import bounded_map, run_unit_jobs, unit_pool
+    from lakekeeper_spark.catalog.context import bounded_map, run_unit_jobs, unit_pool
 
     ctx, sc = _ctx(2)
     rec = _Recorder()
@@ -230,7 +230,7 @@ def test_the_tables_of_a_run_share_its_unit_threads():
 
 
 def test_a_table_goes_on_only_when_every_unit_has_settled():
-    from lakekeeper_spark.context import run_unit_jobs, unit_pool
+    from lakekeeper_spark.catalog.context import run_unit_jobs, unit_pool
 
     ctx, sc = _ctx(2)
     rec = _Recorder()
@@ -258,7 +258,7 @@ def test_a_real_compaction_swaps_beside_the_next_units_jobs(spark, warehouse, en
     a parallelism of 2: never more than two units hold a slot, and a unit
     that gave its slot back was still finishing when the next one took it."""
     from engine_helpers import make_table
-    from lakekeeper_spark import context
+    from lakekeeper_spark.catalog import context
     from lakekeeper_spark.commands import compact
 
     make_table(spark, warehouse, "slots_parts", rows=50, partitions={f"d{i}": 3 for i in range(6)})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from lakekeeper_spark.journal import unit_index, unit_log_index, unit_log_name
+from lakekeeper_spark.protocol.journal import unit_index, unit_log_index, unit_log_name
 
 
 @pytest.mark.parametrize("n", [0, 7, 999_999, 1_000_000, 12_345_678])

@@ -169,7 +169,7 @@ def test_a_partition_deleted_during_the_run_is_aborted_and_does_not_block_the_ta
 
 
 def test_an_error_after_the_swaps_reports_the_change(spark, engine, files, warehouse, monkeypatch):
-    from lakekeeper_spark.faults import HOOKS
+    from lakekeeper_spark.protocol.faults import HOOKS
 
     make_table(spark, warehouse, "late_error", rows=300, partitions={"a": 12, "b": 9})
     rows = frozen(spark, "lk.late_error")
@@ -211,7 +211,7 @@ def test_two_tables_over_one_location_get_their_own_run_ids(spark, engine, files
 
 
 def test_the_heartbeat_keeps_a_lease_fresh_and_release_removes_it(spark, files, warehouse):
-    from lakekeeper_spark.lease import LeaseHeld, acquire, read_holder
+    from lakekeeper_spark.protocol.lease import LeaseHeld, acquire, read_holder
 
     jdir = f"{warehouse}/.beat.lakekeeper"
     path = f"{jdir}/lease.json"
@@ -247,8 +247,8 @@ def test_a_run_that_lost_its_lease_does_not_swap(spark, engine, files, warehouse
 
 
 def test_lease_timeout_option():
-    from lakekeeper_spark.config import build_settings
-    from lakekeeper_spark.errors import UsageError
+    from lakekeeper_spark.policy.config import build_settings
+    from lakekeeper_spark.report.errors import UsageError
 
     assert build_settings({}, {}).lease_timeout_seconds == 1800
     assert build_settings({"lease_timeout": "45m"}, {}).lease_timeout_seconds == 2700

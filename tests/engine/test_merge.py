@@ -128,7 +128,7 @@ def test_merge_refuses_moving_keys_and_new_partitions(spark, engine, files, ware
 
 
 def test_merge_interrupted_after_the_first_swap(spark, engine, files, warehouse, monkeypatch):
-    from lakekeeper_spark.faults import HOOKS
+    from lakekeeper_spark.protocol.faults import HOOKS
 
     t, loc, base = _table(spark, warehouse, "merge_crash")
     batch = _batch(spark, f"{warehouse}/merge_crash_batch", BATCH)
@@ -181,12 +181,12 @@ def test_merge_interrupted_after_the_first_swap(spark, engine, files, warehouse,
 
 def _compact_directly(spark, table: str, **settings):
     """compact of one table without the CLI's error handling (which recovers right away)."""
-    from lakekeeper_spark.catalog import Catalog
+    from lakekeeper_spark.catalog.catalog import Catalog
     from lakekeeper_spark.commands.compact import compact_table
-    from lakekeeper_spark.config import build_settings
-    from lakekeeper_spark.context import Context
-    from lakekeeper_spark.fs import HadoopFS
-    from lakekeeper_spark.layout import new_run_id
+    from lakekeeper_spark.policy.config import build_settings
+    from lakekeeper_spark.catalog.context import Context
+    from lakekeeper_spark.storage.fs import HadoopFS
+    from lakekeeper_spark.storage.layout import new_run_id
 
     ctx = Context(spark, HadoopFS(spark), Catalog(spark), build_settings({}, settings), new_run_id())
     return compact_table(ctx, table)
@@ -200,7 +200,7 @@ def test_merge_verification_checks_the_staged_rows_against_the_expected_merge(
     expected merge, before any swap."""
     from pyspark.sql import functions as F
 
-    from lakekeeper_spark import rewrite
+    from lakekeeper_spark.rewrite import rewrite
 
     t, loc, base = _table(spark, warehouse, "merge_verify")
     batch = _batch(spark, f"{warehouse}/merge_verify_batch", BATCH)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from lakekeeper_spark import merge_rules as mr
-from lakekeeper_spark.config import build_settings
-from lakekeeper_spark.errors import Refused, UsageError
-from lakekeeper_spark.model import Decision, FileEntry, FileStats, Listing, Unit
+from lakekeeper_spark.policy import merge_rules as mr
+from lakekeeper_spark.policy.config import build_settings
+from lakekeeper_spark.report.errors import Refused, UsageError
+from lakekeeper_spark.report.model import Decision, FileEntry, FileStats, Listing, Unit
 
 
 def unit(spec: str, action: str = "skip", code: str | None = None) -> Unit:
@@ -107,7 +107,7 @@ def test_merge_from_settings():
 
 
 def test_merge_from_command_line():
-    from lakekeeper_spark.cli import parse_args
+    from lakekeeper_spark.args import parse_args
 
     dedupe = ["--dedupe-keys", "id", "--dedupe-order-by", "ver"]
     _args, s, tables = parse_args(["compact", "--table", "db.t", "--merge-from", "hdfs://nn/in/b1"] + dedupe)
@@ -121,7 +121,7 @@ def test_merge_from_command_line():
 
 
 def test_a_units_share_of_the_batch_sizes_its_output():
-    from lakekeeper_spark.merge import MergePlan
+    from lakekeeper_spark.rewrite.merge import MergePlan
 
     routing = mr.Routing(todo={"dt=a": mr.BatchPart(rows=6), "dt=b": mr.BatchPart(rows=2)}, already=[])
     plan = MergePlan("file:/b", "parquet", [FileEntry("f0", 100, 1), FileEntry("f1", 300, 1)], "id", "file:/r", routing,

@@ -27,7 +27,7 @@ def _backup_partitions(spark, backup: str) -> list[str]:
 
 
 def test_rollback_of_the_partitions_a_filter_selects(spark, engine, files, warehouse, monkeypatch):
-    from lakekeeper_spark.faults import HOOKS
+    from lakekeeper_spark.protocol.faults import HOOKS
 
     t = "lk.partial_rb"
     loc = make_table(spark, warehouse, "partial_rb", rows=200, partitions={"a": 9, "b": 11, "c": 7, "d": 8})

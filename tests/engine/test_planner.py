@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from lakekeeper_spark.config import Settings, build_settings, parse_duration
-from lakekeeper_spark.errors import UsageError
-from lakekeeper_spark.fs import parse_status_dump
-from lakekeeper_spark.model import FileEntry, Listing, TableInfo
-from lakekeeper_spark.names import parse_table_list, parse_table_name, sql_path_literal, sql_string_literal
-from lakekeeper_spark import layout, planner
+from lakekeeper_spark.policy.config import Settings, build_settings, parse_duration
+from lakekeeper_spark.report.errors import UsageError
+from lakekeeper_spark.storage.status import parse_status_dump
+from lakekeeper_spark.report.model import FileEntry, Listing, TableInfo
+from lakekeeper_spark.policy.names import parse_table_list, parse_table_name, sql_path_literal, sql_string_literal
+from lakekeeper_spark.policy import planner
+from lakekeeper_spark.storage import layout
 
 MB = 1024 * 1024
 
@@ -73,7 +74,7 @@ def test_settings_precedence_and_defaults():
 
 
 def test_config_file(tmp_path):
-    from lakekeeper_spark.config import load_config_file
+    from lakekeeper_spark.policy.config import load_config_file
 
     f = tmp_path / "lk.yaml"
     f.write_text("block_size_mb: 256\ncompaction_ratio_threshold: 5\nspark_submit:\n  enabled: true\n")
@@ -211,8 +212,8 @@ def test_parse_status_dump():
 def test_eligibility_rules():
     """Insert-only tables cannot be created on the embedded Hive 2.3
     Metastore, so this rule is checked on catalog facts directly."""
-    from lakekeeper_spark.tables import check_eligible
-    from lakekeeper_spark.errors import Refused
+    from lakekeeper_spark.catalog.tables import check_eligible
+    from lakekeeper_spark.report.errors import Refused
 
     def info(**kw):
         base = dict(db="db", name="t", table_type="EXTERNAL", location="file:/t", provider="hive", serde=None,
@@ -245,8 +246,8 @@ def test_eligibility_rules():
 
 
 def test_space_needs_charge_every_ancestor():
-    from lakekeeper_spark.model import Decision, FileStats, Unit
-    from lakekeeper_spark.space import ancestors, needs
+    from lakekeeper_spark.report.model import Decision, FileStats, Unit
+    from lakekeeper_spark.storage.space import ancestors, needs
 
     assert ancestors("hdfs://nn:8020/wh/db/t/dt=1") == [
         "hdfs://nn:8020/wh/db/t", "hdfs://nn:8020/wh/db", "hdfs://nn:8020/wh", "hdfs://nn:8020/"]
@@ -265,7 +266,7 @@ def test_space_needs_charge_every_ancestor():
 
 
 def test_sort_by_and_dedupe_settings(tmp_path):
-    from lakekeeper_spark.config import load_config_file
+    from lakekeeper_spark.policy.config import load_config_file
 
     s = build_settings({"sort_by": ["B", "a"]}, {"dedupe_keys": "id, Region", "dedupe_order_by": "ts"})
     assert s.sort_by == ["b", "a"] and s.dedupe_keys == ["id", "region"] and s.dedupe_order_by == "ts" and s.dedupe
@@ -299,9 +300,9 @@ DEDUPE = {"dedupe_keys": ["id"], "dedupe_order_by": "ver", "dedupe_delete_marker
 
 
 def test_dedupe_trigger_ratio_settings(tmp_path):
-    from lakekeeper_spark.config import load_config_file
-    from lakekeeper_spark.errors import Refused
-    from lakekeeper_spark.policy import apply_policy, table_policy
+    from lakekeeper_spark.policy.config import load_config_file
+    from lakekeeper_spark.report.errors import Refused
+    from lakekeeper_spark.policy.table_policy import apply_policy, table_policy
 
     assert Settings().dedupe_trigger_ratio is None
     assert build_settings({}, {**DEDUPE, "dedupe_trigger_ratio": "0.25"}).dedupe_trigger_ratio == 0.25
@@ -330,7 +331,7 @@ def test_dedupe_trigger_ratio_settings(tmp_path):
 
 
 def test_dedupe_trigger_ratio_flag_is_a_compact_and_analyze_flag():
-    from lakekeeper_spark.cli import parse_args
+    from lakekeeper_spark.args import parse_args
 
     _args, s, _tables = parse_args(["compact", "--table", "db.t", "--dedupe-keys", "id", "--dedupe-order-by", "ver",
                                     "--dedupe-trigger-ratio", "0.2"])
@@ -349,7 +350,7 @@ def test_dedupe_trigger_ratio_flag_is_a_compact_and_analyze_flag():
 
 
 def test_delete_ratio_counts_and_rule():
-    from lakekeeper_spark.model import Decision, FileStats, Unit
+    from lakekeeper_spark.report.model import Decision, FileStats, Unit
 
     c = planner.DedupeCounts(rows=1000, keys=950, deletes=10)  # 50 superseded versions, 10 deleted keys
     assert (c.removed, c.ratio) == (60, 0.06)
@@ -383,8 +384,8 @@ def test_delete_ratio_counts_and_rule():
 
 
 def test_rewrite_columns_checked_against_the_table():
-    from lakekeeper_spark.columns import resolve_columns
-    from lakekeeper_spark.errors import Refused
+    from lakekeeper_spark.rewrite.columns import resolve_columns
+    from lakekeeper_spark.report.errors import Refused
 
     t = TableInfo(db="db", name="t", table_type="EXTERNAL", location="file:/t", provider="hive", serde=None,
                   input_format=None, output_format=None, serde_properties={}, properties={},
@@ -562,7 +563,7 @@ def test_modes_share_the_early_checks_and_ratio_stays_the_default():
 
 
 def test_unit_rewrite_and_kept_files():
-    from lakekeeper_spark.model import Unit
+    from lakekeeper_spark.report.model import Unit
 
     lst = named(MB, 200 * MB, MB)
     d = planner.Decision("compact", "x", 2, "minor", ("f000", "f002"))
@@ -573,7 +574,7 @@ def test_unit_rewrite_and_kept_files():
 
 
 def test_read_paths_is_the_directory_only_when_its_read_takes_exactly_the_rewritten_files():
-    from lakekeeper_spark.model import Unit
+    from lakekeeper_spark.report.model import Unit
 
     def paths(names, hidden=(), subdirs=(), rewrite=None):
         lst = Listing("file:/t/dt=a", files=[FileEntry(n, MB, 0) for n in names], subdirs=list(subdirs),
@@ -609,7 +610,7 @@ def test_mode_settings_validated(kw, words):
 
 
 def test_mode_settings_from_the_config_file(tmp_path):
-    from lakekeeper_spark.config import load_config_file
+    from lakekeeper_spark.policy.config import load_config_file
 
     f = tmp_path / "lk.yaml"
     f.write_text("mode: Smart\nmin_input_files: 20\nfragment_ratio: 0.25\nmin_target_ratio: 0.5\n"
@@ -624,7 +625,7 @@ def test_mode_settings_from_the_config_file(tmp_path):
 
 import re  # noqa: E402
 
-from lakekeeper_spark import partition_filter as pf  # noqa: E402
+from lakekeeper_spark.policy import partition_filter as pf  # noqa: E402
 
 
 def sel(where: str, *specs: dict) -> list[bool]:
@@ -757,7 +758,7 @@ def test_pack_splits_follows_spark():
 
 
 def test_parse_partition_text():
-    from lakekeeper_spark.catalog import parse_partition_text
+    from lakekeeper_spark.catalog.partition_names import parse_partition_text
 
     text = ("CatalogPartition(\n\tPartition Values: [b=x, a=1]\n\tLocation: hdfs://nn/t/a=1/b=x\n"
             "\tSerde Library: org.x\n\tPartition Parameters: {k=v}\n)")
@@ -771,7 +772,7 @@ def test_parse_partition_text():
 
 
 def test_plain_uri_is_qualified_without_the_gateway_only_when_unambiguous():
-    from lakekeeper_spark.fs import _plain_uri
+    from lakekeeper_spark.storage.status import plain_uri as _plain_uri
 
     assert _plain_uri("file:///w/t/dt=2024-01-01") == ("file://", "file:/w/t/dt=2024-01-01")
     assert _plain_uri("file:/w/t") == ("file://", "file:/w/t")
@@ -828,8 +829,8 @@ def test_serde_properties_are_layered_as_readers_layer_them():
     """Table SerDe properties < table properties < a partition's SerDe
     properties < its parameters (Hive's getSchema and SerDeUtils' overlay,
     Spark's HadoopTableReader); statistics and Spark's keys left out."""
-    from lakekeeper_spark.formats import detect_format, reader_properties, unfaithful_properties
-    from lakekeeper_spark.model import Storage
+    from lakekeeper_spark.storage.formats import detect_format, reader_properties, unfaithful_properties
+    from lakekeeper_spark.report.model import Storage
 
     lazy, text_in = "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe", "org.apache.hadoop.mapred.TextInputFormat"
     info = TableInfo(db="d", name="t", table_type="EXTERNAL", location="file:/t", provider="hive", serde=lazy,
@@ -861,7 +862,7 @@ def test_serde_properties_are_layered_as_readers_layer_them():
 def test_the_application_run_id_chosen_by_the_launcher():
     """--new-run-id: the modules choose the application's run id so that its
     name can carry it; anything that is not a run id is a usage error."""
-    from lakekeeper_spark.cli import parse_args
+    from lakekeeper_spark.args import parse_args
 
     args = parse_args(["compact", "--table", "db.t", "--new-run-id", "20240301T020000-3f9a1c"])[0]
     assert args.new_run_id == "20240301T020000-3f9a1c"
@@ -872,7 +873,7 @@ def test_the_application_run_id_chosen_by_the_launcher():
 
 
 def test_sort_by_takes_a_direction_per_column():
-    from lakekeeper_spark.config import sort_key
+    from lakekeeper_spark.policy.config import sort_key
 
     s = build_settings({"sort_by": ["Region", "ts DESC", "id asc"]}, {})
     assert s.sort_by == ["region", "ts desc", "id"]
@@ -907,13 +908,13 @@ def test_the_result_document_is_indented_while_small_and_compact_when_large():
     ("k=%C3%BC", "k=\u00c3\u00bc"),  # one char per escape, as Hive decodes (names escape only ASCII)
 ])
 def test_partition_names_are_decoded_as_hive_decodes_them(name, decoded):
-    from lakekeeper_spark.catalog import unescape_path_name
+    from lakekeeper_spark.catalog.partition_names import unescape_path_name
 
     assert unescape_path_name(name) == decoded
 
 
 def test_partition_names_give_specs_in_the_tables_column_order():
-    from lakekeeper_spark.catalog import parse_partition_name
+    from lakekeeper_spark.catalog.partition_names import parse_partition_name
 
     assert parse_partition_name("B=x%2Fy/a=1", ["a", "b"]) == {"a": "1", "b": "x/y"}
     assert parse_partition_name("a=1", ["a", "b"]) is None

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from lakekeeper_spark.config import build_settings
-from lakekeeper_spark.errors import Refused
-from lakekeeper_spark.policy import apply_policy, excluded, table_policy
+from lakekeeper_spark.policy.config import build_settings
+from lakekeeper_spark.report.errors import Refused
+from lakekeeper_spark.policy.table_policy import apply_policy, excluded, table_policy
 
 from engine_helpers import frozen, same_rows
 

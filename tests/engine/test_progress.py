@@ -1,11 +1,11 @@
-"""Progress records (lakekeeper_spark/progress.py): pure, no Spark."""
+"""Progress records (lakekeeper_spark/report/progress.py): pure, no Spark."""
 
 from __future__ import annotations
 
 import json
 import time
 
-from lakekeeper_spark.progress import Progress
+from lakekeeper_spark.report.progress import Progress
 
 
 def records(path) -> list[dict]:

@@ -28,7 +28,7 @@ SHIPPED = ROOT / "roles" / "maintenance" / "files" / "lakekeeper-distcp-filters.
 
 
 def test_the_shipped_filter_file_is_the_engines():
-    from lakekeeper_spark.replication import distcp_filter_file
+    from lakekeeper_spark.policy.replication import distcp_filter_file
 
     assert SHIPPED.read_text() == distcp_filter_file()
     assert not any(line.startswith("#") for line in SHIPPED.read_text().splitlines())  # distcp compiles every line
@@ -37,15 +37,15 @@ def test_the_shipped_filter_file_is_the_engines():
 def _ours(rel: str) -> bool:
     """Whether a path (relative to the warehouse) is inside one of the
     engine's hidden directories, by the engine's own name parser."""
-    from lakekeeper_spark.layout import JOURNAL_DIR_NAME, parse_hidden_name
+    from lakekeeper_spark.storage.layout import JOURNAL_DIR_NAME, parse_hidden_name
 
     return any(parse_hidden_name(seg) is not None or (seg.startswith(".") and seg.endswith(JOURNAL_DIR_NAME))
                for seg in rel.split("/"))
 
 
 def test_replicas_are_refused_and_distcp_leaves_out_the_hidden_directories(spark, engine, files, warehouse):
-    from lakekeeper_spark.layout import staging_path, trash_path
-    from lakekeeper_spark.replication import distcp_filters
+    from lakekeeper_spark.storage.layout import staging_path, trash_path
+    from lakekeeper_spark.policy.replication import distcp_filters
 
     # a replica, as REPL LOAD leaves it: the last replicated event id on the table
     t = "lk.repl_replica"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from lakekeeper_spark import sizes
-from lakekeeper_spark.config import build_settings
-from lakekeeper_spark.errors import UsageError
-from lakekeeper_spark.cli import parse_args
-from lakekeeper_spark.retention import BackupFacts, RetentionPolicy, missing_policy, policy_of, retention_verdicts
+from lakekeeper_spark.report import sizes
+from lakekeeper_spark.policy.config import build_settings
+from lakekeeper_spark.report.errors import UsageError
+from lakekeeper_spark.args import parse_args
+from lakekeeper_spark.policy.retention import BackupFacts, RetentionPolicy, missing_policy, policy_of, retention_verdicts
 
 NOW = 1_000_000.0
 H = 3600

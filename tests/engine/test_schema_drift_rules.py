@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from lakekeeper_spark import schema_drift
-from lakekeeper_spark.model import Decision, FileEntry, FileStats, Listing, TableInfo, Unit
+from lakekeeper_spark.rewrite import schema_drift
+from lakekeeper_spark.report.model import Decision, FileEntry, FileStats, Listing, TableInfo, Unit
 
 TABLE = [("id", "bigint"), ("b", "string"), ("c", "int")]
 
@@ -129,9 +129,9 @@ def test_check_units_refuses_before_anything_and_reads_one_footer_per_job():
 
 
 def test_option_on_the_command_line_and_in_the_config_file():
-    from lakekeeper_spark.cli import parse_args
-    from lakekeeper_spark.config import build_settings
-    from lakekeeper_spark.errors import UsageError
+    from lakekeeper_spark.args import parse_args
+    from lakekeeper_spark.policy.config import build_settings
+    from lakekeeper_spark.report.errors import UsageError
 
     _args, settings, _tables = parse_args(["compact", "--table", "d.t", "--allow-by-name-projection"])
     assert settings.allow_by_name_projection is True

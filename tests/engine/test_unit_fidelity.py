@@ -92,7 +92,7 @@ def test_text_units_read_their_own_directory_with_their_own_codec(spark, engine,
 
 
 def _parquet_facts(spark, files, loc: str) -> list[tuple[str, str | None]]:
-    from lakekeeper_spark.formats import file_facts
+    from lakekeeper_spark.storage.formats import file_facts
 
     return sorted({(file_facts(spark, "parquet", uri)["codec"], file_facts(spark, "parquet", uri)["layout"])
                    for uri in files.data_files(loc)}, key=str)
@@ -124,7 +124,7 @@ def test_parquet_units_keep_their_own_codec_and_layout_and_rollback_leaves_dropp
     standard, dt=d was compacted into one layout. And the rollback
     re-created dt=b (a partition the user had dropped) and refused the whole
     table (``live_changed``) for dt=c."""
-    from lakekeeper_spark.faults import HOOKS
+    from lakekeeper_spark.protocol.faults import HOOKS
 
     loc = f"{warehouse}/unit_codecs"
     t = "lk.unit_codecs"
@@ -247,7 +247,7 @@ def test_avro_units_keep_their_own_codec_and_writer_schema(spark, engine, files,
     table's schema, could not see it)."""
     import json
 
-    from lakekeeper_spark.formats import avro_header
+    from lakekeeper_spark.storage.formats import avro_header
 
     loc = f"{warehouse}/unit_avro"
     t = "lk.unit_avro"

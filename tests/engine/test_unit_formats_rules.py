@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 
-from lakekeeper_spark import unit_formats
-from lakekeeper_spark.model import Decision, FileEntry, FileStats, Listing, TableInfo, Unit
+from lakekeeper_spark.rewrite import unit_formats
+from lakekeeper_spark.report.model import Decision, FileEntry, FileStats, Listing, TableInfo, Unit
 
 JOB = "part-{:05d}-0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b-c000.snappy.parquet"
 
@@ -94,7 +94,7 @@ def test_avro_writer_schemas_refused_naming_what_differs_codecs_not():
 
 
 def test_text_codecs_from_the_names():
-    from lakekeeper_spark.formats import text_codec
+    from lakekeeper_spark.storage.formats import text_codec
 
     unit = _unit("h", [("part-0", 1), ("batch-1.csv.gz", 3), ("batch-0.csv.gz", 2)])
     codecs, notes, _read = _resolve("text", [unit], lambda uri: {"codec": text_codec(uri)})

@@ -3,7 +3,7 @@
 Every call that hands a string to Spark's SQL parser (``.sql``, ``.table``,
 ``.selectExpr``, ``expr``, ``col``) anywhere in spark_app is found by
 walking the syntax tree, and its argument must be built only from constants,
-numbers and the quoting helpers of ``lakekeeper_spark.names`` (``qualified``,
+numbers and the quoting helpers of ``lakekeeper_spark.policy.names`` (``qualified``,
 ``quote_ident``, ``sql_path_literal``, ``sql_string_literal`` and
 ``Catalog.partition_clause``, which uses them), directly or through local
 variables assigned that way. A new call site that interpolates anything
@@ -154,9 +154,9 @@ def test_sql_is_built_only_from_validated_or_quoted_parts(site):
 
 
 def test_the_helpers_refuse_or_escape_injection_shaped_input():
-    from lakekeeper_spark.errors import UsageError
-    from lakekeeper_spark.names import (parse_table_name, qualified, quote_ident, sql_path_literal,
-                                        sql_string_literal, validate_ident)
+    from lakekeeper_spark.report.errors import UsageError
+    from lakekeeper_spark.policy.names import (parse_table_name, qualified, quote_ident, sql_path_literal,
+                                               sql_string_literal, validate_ident)
 
     for bad in ("t;DROP", "t`", "a b", "t'x", "", "ä", "x" * 129, "t--", "t/*"):
         with pytest.raises(UsageError):
@@ -171,7 +171,7 @@ def test_the_helpers_refuse_or_escape_injection_shaped_input():
         with pytest.raises(UsageError):
             sql_path_literal(bad)
     assert sql_string_literal("it's \\ here") == "'it\\'s \\\\ here'"
-    from lakekeeper_spark.names import quote_column
+    from lakekeeper_spark.policy.names import quote_column
 
     assert quote_column("a`b") == "`a``b`" and quote_column("Weird Name") == "`Weird Name`"
     for bad in ("", "a\nb", None):

@@ -9,23 +9,23 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .. import sizes
-from ..backup import find_backups
-from ..context import Context
-from ..delete_ratio import apply_delete_ratio
-from ..errors import java_message
-from ..history import read_history, summarize, trim_units
-from ..journal import Journal
-from ..layout import history_dir
-from ..lease import lease_path, read_holder, describe
-from ..model import TableInfo, Unit
-from ..recovery import backup_units, pending_runs
-from ..results import partition_result, table_result
-from ..retention import backup_verdicts
-from ..replication import check_replication
-from ..space import space_check
-from ..policy import EXCLUDE, excluded
-from ..tables import check_rewritable, leftovers, load_table, plan, with_policy
+from ..report import sizes
+from ..catalog.backup import find_backups
+from ..catalog.context import Context
+from ..rewrite.delete_ratio import apply_delete_ratio
+from ..report.errors import java_message
+from ..report.history import read_history, summarize, trim_units
+from ..protocol.journal import Journal
+from ..storage.layout import history_dir
+from ..protocol.lease import lease_path, read_holder, describe
+from ..report.model import TableInfo, Unit
+from ..protocol.recovery import backup_units, pending_runs
+from ..report.results import partition_result, table_result
+from ..policy.retention import backup_verdicts
+from ..policy.replication import check_replication
+from ..storage.space import space_check
+from ..policy.table_policy import EXCLUDE, excluded
+from ..catalog.tables import check_rewritable, leftovers, load_table, plan, with_policy
 
 
 def lease_facts(ctx: Context, journal_dir: str) -> dict[str, Any] | None:

@@ -15,16 +15,16 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..backup import BackupRef, find_backups, set_pinned
-from ..context import Context
-from ..errors import Refused
-from ..journal import Journal
-from ..layout import journal_dir
-from ..recovery import backup_record, backup_units, recover_table
-from ..results import table_result
-from ..retention import backup_verdicts, missing_policy, policy_of
-from ..swap import adopt_files
-from ..tables import load_table, with_policy
+from ..catalog.backup import BackupRef, find_backups, set_pinned
+from ..catalog.context import Context
+from ..report.errors import Refused
+from ..protocol.journal import Journal
+from ..storage.layout import journal_dir
+from ..protocol.recovery import backup_record, backup_units, recover_table
+from ..report.results import table_result
+from ..policy.retention import backup_verdicts, missing_policy, policy_of
+from ..protocol.swap import adopt_files
+from ..catalog.tables import load_table, with_policy
 
 
 def pin_table(ctx: Context, full_name: str, backups: list[BackupRef], run: str, pinned: bool) -> dict[str, Any]:

@@ -4,6 +4,10 @@ write staging -> verify -> re-check the live listing -> swap -> repoint the
 backup, each step journaled first. A failing unit leaves its original
 untouched and its staging removed; other units go on. The swapped units'
 Metastore statistics are written in groups (``PendingStatistics``).
+
+Why one file of more than 500 lines: it is one flow, the command's steps in
+their order (a unit's steps are journaled one after the other here); what
+they call lives in the layers below (catalog, protocol, rewrite).
 """
 
 from __future__ import annotations
@@ -12,37 +16,38 @@ import logging
 import time
 from typing import Any
 
-from ..backup import BackupInProgress, PendingRepoints, create_backup, repoint
-from ..budget import DEADLINE, benefit
-from ..columns import RewriteColumns, resolve_columns
-from ..context import Context, JobSlot, run_unit_jobs
-from ..delete_ratio import apply_delete_ratio
-from ..errors import LakekeeperError, Refused, UsageError, java_message, root_cause
-from ..content import compare as compare_content
-from ..content import UnitTable, staged_checksum
-from ..faults import alter_staged_value, tamper_staging
-from ..group_commit import RecentCheck
-from ..formats import file_columns, file_facts, payload_fraction, spark_codec_name
-from ..hdfs_checks import carry_attributes
-from ..hdfs_checks import check_units as check_hdfs_units
-from ..journal import Journal
-from ..merge import MergePlan, prepare_merge, record_applied
-from ..merge_rules import ALREADY_APPLIED
-from ..model import Decision, TableInfo, TablePlan, Unit
-from ..names import sql_path_literal
-from ..recovery import PendingStatistics, recover_table, settle_unit, update_statistics
-from ..results import partition_result, table_result
-from ..rewrite import write_staging
-from ..schema_drift import CODE as SCHEMA_DRIFT
-from ..schema_drift import check_units as check_schema_drift
-from ..replication import check_replication
-from ..space import space_check
-from ..swap import adopt_late_files, check_unchanged, swap_in
-from ..policy import EXCLUDE, excluded
-from ..tables import check_rewritable, leftovers, load_table, plan, resolve_storage, with_policy
-from ..unit_formats import read_facts
-from ..unit_formats import resolve_units as resolve_unit_formats
-from ..verify import verify_staging
+from ..catalog.backup import BackupInProgress, PendingRepoints, create_backup, repoint
+from ..policy.budget import DEADLINE, benefit
+from ..rewrite.columns import RewriteColumns, resolve_columns
+from ..catalog.context import Context, JobSlot, run_unit_jobs
+from ..rewrite.delete_ratio import apply_delete_ratio
+from ..report.errors import LakekeeperError, Refused, UsageError, java_message, root_cause
+from ..rewrite.content import compare as compare_content
+from ..rewrite.content import UnitTable, staged_checksum
+from ..protocol.faults import alter_staged_value, tamper_staging
+from ..storage.group_commit import RecentCheck
+from ..storage.formats import file_columns, file_facts, payload_fraction, spark_codec_name
+from ..storage.hdfs_checks import carry_attributes
+from ..storage.hdfs_checks import check_units as check_hdfs_units
+from ..protocol.journal import Journal
+from ..rewrite.merge import MergePlan, prepare_merge
+from ..protocol.merge_record import record_applied
+from ..policy.merge_rules import ALREADY_APPLIED
+from ..report.model import Decision, TableInfo, TablePlan, Unit
+from ..policy.names import sql_path_literal
+from ..protocol.recovery import PendingStatistics, recover_table, settle_unit, update_statistics
+from ..report.results import partition_result, table_result
+from ..rewrite.rewrite import write_staging
+from ..rewrite.schema_drift import CODE as SCHEMA_DRIFT
+from ..rewrite.schema_drift import check_units as check_schema_drift
+from ..policy.replication import check_replication
+from ..storage.space import space_check
+from ..protocol.swap import adopt_late_files, check_unchanged, swap_in
+from ..policy.table_policy import EXCLUDE, excluded
+from ..catalog.tables import check_rewritable, leftovers, load_table, plan, resolve_storage, with_policy
+from ..rewrite.unit_formats import read_facts
+from ..rewrite.unit_formats import resolve_units as resolve_unit_formats
+from ..rewrite.verify import verify_staging
 
 log = logging.getLogger(__name__)
 

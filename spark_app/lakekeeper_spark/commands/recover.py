@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..context import Context
-from ..recovery import pending_runs, recover_table
-from ..results import table_result
-from ..tables import load_table
+from ..catalog.context import Context
+from ..protocol.recovery import pending_runs, recover_table
+from ..report.results import table_result
+from ..catalog.tables import load_table
 
 
 def recover_command(ctx: Context, full_name: str) -> dict[str, Any]:

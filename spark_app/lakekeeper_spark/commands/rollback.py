@@ -36,14 +36,14 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from ..backup import find_backups
-from ..context import Context
-from ..errors import LakekeeperError, Refused
-from ..journal import Journal
-from ..layout import journal_dir, trash_path
-from ..recovery import PARTITION_DROPPED, backup_record, backup_units, finish_rollback, recover_table, update_statistics
-from ..results import table_result
-from ..tables import load_table, where_selection
+from ..catalog.backup import find_backups
+from ..catalog.context import Context
+from ..report.errors import LakekeeperError, Refused
+from ..protocol.journal import Journal
+from ..storage.layout import journal_dir, trash_path
+from ..protocol.recovery import PARTITION_DROPPED, backup_record, backup_units, finish_rollback, recover_table, update_statistics
+from ..report.results import table_result
+from ..catalog.tables import load_table, where_selection
 
 
 def _selected(ctx: Context, info: Any, b: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

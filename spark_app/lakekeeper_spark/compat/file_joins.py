@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import LakekeeperError
+from ..report.errors import LakekeeperError
 from .jvm import java_class
 
 

@@ -37,10 +37,10 @@ def merged_rows(rows, batch):
 
 
 def merge_checks(spark, ctx, fs, full, exp, f, templates):
-    from lakekeeper_spark.layout import journal_dir
-    from lakekeeper_spark.merge import MERGED_DIR, load_record
-    from lakekeeper_spark.merge_rules import batch_identity
-    from lakekeeper_spark.tables import load_table
+    from lakekeeper_spark.storage.layout import journal_dir
+    from lakekeeper_spark.protocol.merge_record import MERGED_DIR, load_record
+    from lakekeeper_spark.policy.merge_rules import batch_identity
+    from lakekeeper_spark.catalog.tables import load_table
 
     t = exp["spec"]
     problems = f["problems"]

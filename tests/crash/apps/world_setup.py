@@ -406,12 +406,12 @@ def main():
     spark = build_session(spec.get("master", "local[2]"), spec.get("state_dir"),
                           {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"})
     timings["session"] = round(time.time() - t0, 1)
-    from lakekeeper_spark.catalog import Catalog
+    from lakekeeper_spark.catalog.catalog import Catalog
     from lakekeeper_spark.cli import _run_tables
-    from lakekeeper_spark.context import Context
-    from lakekeeper_spark.config import build_settings
-    from lakekeeper_spark.fs import HadoopFS
-    from lakekeeper_spark.layout import new_run_id
+    from lakekeeper_spark.catalog.context import Context
+    from lakekeeper_spark.policy.config import build_settings
+    from lakekeeper_spark.storage.fs import HadoopFS
+    from lakekeeper_spark.storage.layout import new_run_id
 
     global POOL  # pylint: disable=global-statement
     from concurrent.futures import ThreadPoolExecutor

@@ -53,7 +53,7 @@ def scan_hidden(fs, roots, unit_dirs):
     """Hidden Lakekeeper entries (``.<dir>.lk_<tag>_<run>``) of this table: in
     its roots and their visible subdirectories, and next to each root and
     each unit directory (a flat table's or an outside partition's siblings)."""
-    from lakekeeper_spark.layout import parse_hidden_name
+    from lakekeeper_spark.storage.layout import parse_hidden_name
 
     found = {}
 
@@ -115,11 +115,11 @@ def unit_state(live, originals, extra_shas):
 
 
 def check_table(spark, ctx, fs, full, exp, extras, late, templates, prefix):
-    from lakekeeper_spark.backup import find_backups
-    from lakekeeper_spark.journal import Journal
-    from lakekeeper_spark.layout import journal_dir
-    from lakekeeper_spark.recovery import backup_units, recover_table
-    from lakekeeper_spark.tables import load_table
+    from lakekeeper_spark.catalog.backup import find_backups
+    from lakekeeper_spark.protocol.journal import Journal
+    from lakekeeper_spark.storage.layout import journal_dir
+    from lakekeeper_spark.protocol.recovery import backup_units, recover_table
+    from lakekeeper_spark.catalog.tables import load_table
 
     db, name = full.split(".")
     t = exp["spec"]
@@ -359,11 +359,11 @@ def main(adjust=None):
     expect = json.load(open(expect_path))
     extras = json.load(open(extras_path)) if os.path.exists(extras_path) else {}
     t0 = time.time()
-    from lakekeeper_spark.catalog import Catalog
-    from lakekeeper_spark.context import Context
-    from lakekeeper_spark.config import build_settings
-    from lakekeeper_spark.fs import HadoopFS
-    from lakekeeper_spark.layout import new_run_id
+    from lakekeeper_spark.catalog.catalog import Catalog
+    from lakekeeper_spark.catalog.context import Context
+    from lakekeeper_spark.policy.config import build_settings
+    from lakekeeper_spark.storage.fs import HadoopFS
+    from lakekeeper_spark.storage.layout import new_run_id
     from lakekeeper_spark.session import build_session
 
     spark = build_session(spec.get("master", "local[2]"), spec.get("state_dir"),

@@ -1,0 +1,210 @@
+"""The command line: the engine's parser and ``parse_args`` (validated
+arguments, settings and the tables). The flags of the command/flag contract
+(which command takes which flag, of which type) come from flags.py, the
+engine's copy of the one table (scripts/flag_contract.py); the run's own
+flags (selection, config file, result file, Spark in plain python mode) are
+declared here. See docs/engine-contract.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any, Callable
+
+from . import __version__
+from .flags import COMMANDS, ENGINE_FLAGS
+from .policy.config import MODES, build_settings, load_config_file, parse_properties
+from .policy.names import parse_table_list, parse_table_name, validate_ident
+from .policy.retention import missing_policy, policy_of
+from .report.errors import UsageError
+from .storage.layout import is_run_id
+
+
+# The engine's own words for the contract flags (flags.py): (metavar, help) by dest.
+HELP: dict[str, tuple[str | None, str | None]] = {
+    "block_size_mb": ("MB", None),
+    "compaction_ratio_threshold": (None, None),
+    "target_file_size_mb": ("MB", None),
+    "backup_prefix": (None, None),
+    "older_than": (None, "cleanup: keep backups younger than this (30m, 12h, 7d), or 'all' to keep none on "
+                         "that account; cleanup needs this or --keep-last"),
+    "keep_last": (None, "cleanup: keep the N newest backups of each table"),
+    "grace_period": (None, "cleanup: never delete a backup younger than this (30m, 1h, 1d)"),
+    "pin": ("RUN_ID", "cleanup: pin the backup of this run (never cleaned)"),
+    "unpin": ("RUN_ID", "cleanup: unpin the backup of this run"),
+    "rollback_run": ("RUN_ID", "rollback: restore the backup of this run instead of the newest (refused when a "
+                               "later run changed the same partitions)"),
+    "log_level": (None, None),
+    "min_piece_mb": ("MB", "compact: when a partition's files are fewer than the cores, write each as pieces of at "
+                           "least this size on parallel tasks and join them (default 8; 0: never)"),
+    "quiet_period": (None, "compact: skip partitions with a file younger than this (30s, 10m, 1h)"),
+    "parallelism": (None, "units (partitions, tables) whose Spark jobs run at the same time in the application "
+                          "(default: one a core of the application, between 4 and 16); from 2, as many more "
+                          "(at most 8 more) may be swapping after their last job"),
+    "deadline": (None, "compact: the end of the maintenance window - a duration from now (90m, 2h), a time of "
+                       "day (05:30, UTC, the next one) or an ISO time (2026-11-26T05:30:00Z); the most useful "
+                       "work first, no unit started that would not end before it, what is left reported "
+                       "(code deadline)"),
+    "verify": (None, "compact: content (default: row checksums of the copy read back as readers decode it) "
+                     "or rows (row counts, schema and codec from metadata only)"),
+    "allow_by_name_projection": (None, "compact: compact Parquet/ORC units whose files' columns drift from the "
+                                       "table's (renamed, dropped, reordered columns, other types) by name, as "
+                                       "Spark reads them, instead of refusing them (schema_drift)"),
+    "allow_owner_change": (None, "compact, HDFS: compact units whose files or directory belong to another owner or "
+                                 "group than this run (not the HDFS superuser) can give its copy anyway, with a "
+                                 "warning, instead of refusing them (ownership)"),
+    "allow_replicated": (None, "compact/analyze: treat tables with Hive replication properties (repl.*: a replica "
+                               "that REPL LOAD keeps) like any other, instead of refusing them (replicated)"),
+    "lease_timeout": (None, "compact/rollback/cleanup/recover: a table's lease without heartbeat for this long is "
+                            "stale and is taken over (default 30m; a holder on this host whose process is gone: "
+                            "at once)"),
+    "progress_file": ("FILE", "append progress records (JSON lines: start, tables, table, working, end) to this "
+                              "local file while the run goes on"),
+    "break_lease": (None, "recover: take over the table's lease even if it looks live (its holder is known "
+                          "to be dead, e.g. its host is lost)"),
+    "mode": (None, "analyze/compact: " + ", ".join(MODES) + " (default ratio, the reference rule)"),
+    "min_input_files": (None, "minor: fragment files needed (default 12)"),
+    "fragment_ratio": (None, "fragment: smaller than target size x this (default 0.125)"),
+    "min_target_ratio": (None, "undersized: smaller than target size x this (default 0.75)"),
+    "where": (None, "analyze/compact/rollback: partition filter, e.g. \"dt >= '2024-09-01' AND region IN "
+                    "('eu','us')\""),
+    "history": ("N", "analyze: return the table's N newest history records (default 20; 0: none)"),
+    "sort_by": ("COL[ DESC][,COL]", "compact: sort the rows inside each written file by these data columns "
+                                    "(each ascending, or largest first with DESC)"),
+    "dedupe_keys": ("COL[,COL]", "compact: keep only the latest version of each key (per partition)"),
+    "dedupe_order_by": ("COL", "compact --dedupe-keys: the column whose largest value is the latest version"),
+    "dedupe_delete_marker": ("COL", "compact --dedupe-keys: a key whose latest version has this marker set is "
+                                    "dropped"),
+    "dedupe_delete_value": ("VALUE", "the --dedupe-delete-marker value that marks a delete (default: a boolean "
+                                     "true)"),
+    "dedupe_trigger_ratio": ("RATIO", "compact --dedupe-keys: also rewrite a partition the size rule skips when "
+                                      "this share (0 < RATIO <= 1) of its rows are superseded versions or delete "
+                                      "markers"),
+    "merge_from": ("URI|DB.TABLE", "compact --dedupe-keys: merge this batch (a directory of data files with the "
+                                   "table's columns, partition columns included, or a non-partitioned table) into "
+                                   "the partitions its rows belong to; only those are rewritten"),
+}
+# The contract's value types (flags.py) as argparse reads them.
+TYPES: dict[str, Callable[[str], Any] | None] = {"float": float, "int": int, "str": None, "lower": str.lower,
+                                                  "upper": str.upper}
+# Contract flags of which one at most is given.
+EXCLUSIVE = (("pin", "unpin"),)
+# Contract flags that are not settings (build_settings) but the run's own.
+NOT_SETTINGS = ("progress_file",)
+
+
+def _contract_flags(common: argparse.ArgumentParser) -> None:
+    """The flags of the command/flag contract (flags.py), in its order."""
+    groups = {dest: common.add_mutually_exclusive_group() for names in EXCLUSIVE for dest in names[:1]}
+    groups.update({dest: groups[names[0]] for names in EXCLUSIVE for dest in names[1:]})
+    for _option, flag, dest, kind, _commands, _render in ENGINE_FLAGS:
+        metavar, text = HELP[dest]
+        extra: dict[str, Any] = {"help": text} if text else {}
+        if metavar:
+            extra["metavar"] = metavar
+        if kind == "switch":
+            extra.update(action="store_true", default=None)
+        elif TYPES[kind] is not None:
+            extra["type"] = TYPES[kind]
+        groups.get(dest, common).add_argument(flag, dest=dest, **extra)
+
+
+def _listed(names: tuple[str, ...]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _misapplied(args: argparse.Namespace) -> str | None:
+    """Why a contract flag given does not apply to the command (flags.py:
+    the commands that take it), or None. ``where`` is checked on the settings
+    (a config file may set it too)."""
+    for _option, flag, dest, _kind, commands, _render in ENGINE_FLAGS:
+        if dest != "where" and getattr(args, dest) is not None and args.command not in commands:
+            return f"{flag} only applies to {_listed(commands)}"
+    return None
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    sel = common.add_mutually_exclusive_group(required=True)
+    sel.add_argument("--table", help="one table: <database>.<table>")
+    sel.add_argument("--tables", help="comma-separated list of <database>.<table>")
+    sel.add_argument("--database", help="every table of a database")
+    common.add_argument("--config-file", "-c", help="YAML file with the reference configuration keys")
+    common.add_argument("--dry-run", action="store_true", default=None, dest="dry_run")
+    _contract_flags(common)
+    common.add_argument("--result-file", help="also write the JSON result to this local file")
+    common.add_argument("--state-dir", help="embedded Metastore and warehouse directory (plain python mode)")
+    common.add_argument("--new-run-id", dest="new_run_id", metavar="RUN_ID",
+                        help="the run id of this application (its first table's run), chosen by the launcher "
+                             "so that the application's name can carry it (the modules pass it under "
+                             "spark-submit); default: a new one")
+    common.add_argument("--require-metastore", action="store_true", dest="require_metastore",
+                        help="refuse to start when the driver has no Hive Metastore configured (it would "
+                             "otherwise use a private embedded catalog); the modules pass it under spark-submit")
+    common.add_argument("--master", help="Spark master in plain python mode (default local[*])")
+    common.add_argument("--conf", action="append", default=[], metavar="K=V", help="extra Spark conf (plain python mode)")
+    common.add_argument("--properties-file", metavar="FILE",
+                        help="extra Spark conf from a java properties file, e.g. secrets kept off the "
+                             "command line (plain python mode)")
+    p = argparse.ArgumentParser(prog="run_lakekeeper.py", description="Safe compaction of Hive external tables")
+    p.add_argument("--version", action="version", version=f"lakekeeper-spark {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+    helps = {
+        "analyze": "report file counts, sizes and what compaction would do (no writes)",
+        "compact": "compact tables that need it (backup, staging, verify, swap)",
+        "rollback": "restore a table from its most recent backup",
+        "cleanup": "remove backups (original files and backup tables)",
+        "recover": "finish or undo runs that were interrupted",
+    }
+    for name in COMMANDS:
+        sub.add_parser(name, parents=[common], help=helps[name])
+    return p
+
+
+def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
+    """Validated arguments, settings, and the explicit table list (empty for --database)."""
+    args = _parser().parse_args(argv)
+    file_values = load_config_file(args.config_file) if args.config_file else {}
+    overrides = {dest: getattr(args, dest) for _o, _f, dest, _k, _c, _r in ENGINE_FLAGS if dest not in NOT_SETTINGS}
+    overrides["dry_run"] = args.dry_run
+    settings = build_settings(file_values, overrides)
+    misapplied = _misapplied(args)
+    if misapplied:
+        raise UsageError(misapplied)
+    if args.command == "cleanup" and not (settings.pin or settings.unpin):
+        missing = missing_policy(policy_of(settings))
+        if missing:  # refused before Spark starts: deleting every backup must be asked for
+            raise UsageError(missing)
+    if settings.deadline is not None:
+        from .policy.budget import parse_deadline
+
+        parse_deadline(settings.deadline, time.time())  # a bad value stops the run before Spark starts
+    if args.new_run_id is not None and not is_run_id(args.new_run_id):
+        raise UsageError(f"--new-run-id must look like 20240101T000000-a1b2c3 (UTC time, six hex digits), "
+                         f"got {args.new_run_id!r}")
+    if settings.merge_from is not None and not args.table:
+        raise UsageError("--merge-from merges one batch into one table: give --table, not --tables or --database")
+    where_commands = next(c for _o, _f, dest, _k, c, _r in ENGINE_FLAGS if dest == "where")
+    if settings.where is not None and args.command not in where_commands:
+        raise UsageError(f"where only applies to {_listed(where_commands)}; {args.command} works on whole "
+                         f"backups and runs, not on a selection of partitions")
+    tables: list[str] = []
+    if args.table:
+        db, t = parse_table_name(args.table)
+        tables = [f"{db}.{t}"]
+    elif args.tables:
+        tables = parse_table_list(args.tables)
+    else:
+        args.database = validate_ident(args.database, "database name")
+    for item in args.conf:
+        if "=" not in item:
+            raise UsageError(f"--conf expects K=V, got {item!r}")
+    args.extra_conf = dict(item.split("=", 1) for item in args.conf)
+    if args.properties_file:
+        try:
+            with open(args.properties_file, encoding="utf-8") as fh:
+                args.extra_conf.update(parse_properties(fh.read()))
+        except OSError as exc:
+            raise UsageError(f"cannot read properties file {args.properties_file}: {exc.strerror}") from exc
+    return args, settings, tables

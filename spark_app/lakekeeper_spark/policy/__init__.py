@@ -1,0 +1,15 @@
+"""Settings and everything that decides from them alone (pure, no I/O but
+reading the config file): above storage (hidden names), below the catalog.
+
+- ``names``            identifier validation and quoting
+- ``partition_filter`` the ``where`` partition filter
+- ``config``           settings, the YAML config file, durations
+- ``table_policy``     a table's ``lakekeeper.*`` properties over the run's settings
+- ``planner``          what to compact and how: thresholds, target counts; here, not
+  in rewrite, because it decides from the settings alone and loading a table
+  (catalog) plans it
+- ``budget``           the maintenance window (deadline, most useful work first)
+- ``retention``        which backups a cleanup deletes
+- ``merge_rules``      merge mode's rules (routing, moved keys, the applied record)
+- ``replication``      Hive replication: the refusal and distcp's filters
+"""

@@ -1,0 +1,485 @@
+"""Settings: defaults, the YAML config file, command-line overrides, durations.
+
+Pure: no Spark here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+from ..report.errors import UsageError
+from .names import validate_ident
+
+MB = 1024 * 1024
+MODES = ("ratio", "minor", "major", "smart")
+# compact: what the staged copy is checked for before its swap (content.py)
+VERIFY_MODES = ("content", "rows")
+
+_DURATION = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_duration(value: str | int | float | None) -> int | None:
+    """``30m``, ``12h``, ``7d`` (also ``s`` and ``w``) -> seconds.
+
+    A bare number is taken as days, like the reference's ``--older-than 7``.
+    """
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise UsageError(f"invalid duration {value!r}")
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise UsageError(f"invalid duration {value!r}: must not be negative")
+        return int(value * 86400)
+    text = str(value).strip().lower()
+    if text.isdigit():
+        return int(text) * 86400
+    m = _DURATION.match(text)
+    if not m:
+        raise UsageError(
+            f"invalid duration {value!r}: use a number and a unit, e.g. 30m, 12h, 7d"
+        )
+    return int(m.group(1)) * _UNIT_SECONDS[m.group(2)]
+
+
+_PROPERTY_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _logical_lines(text: str) -> list[str]:
+    """java.util.Properties lines: comments dropped, continuations joined."""
+    out: list[str] = []
+    pending = None
+    for raw in text.splitlines():
+        line = raw.lstrip(" \t\f")
+        if pending is None and (not line or line[0] in "#!"):
+            continue
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1:  # an odd number of backslashes: the line goes on
+            pending = (pending or "") + line[:-1]
+            continue
+        out.append((pending or "") + line)
+        pending = None
+    if pending is not None:
+        out.append(pending)
+    return out
+
+
+def _unescape_property(text: str) -> str:
+    out, i = [], 0
+    while i < len(text):
+        char = text[i]
+        if char != "\\" or i + 1 == len(text):
+            out.append(char)
+            i += 1
+            continue
+        nxt = text[i + 1]
+        if nxt == "u":
+            digits = text[i + 2:i + 6]
+            if len(digits) != 4 or any(c not in "0123456789abcdefABCDEF" for c in digits):
+                raise UsageError(f"properties file: malformed \\u escape {text[i:i + 6]!r}")
+            out.append(chr(int(digits, 16)))
+            i += 6
+            continue
+        out.append(_PROPERTY_ESCAPES.get(nxt, nxt))
+        i += 2
+    joined = "".join(out)
+    # surrogate pairs written as two \u escapes
+    return joined.encode("utf-16", "surrogatepass").decode("utf-16")
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """A java.util.Properties file (the ``--properties-file`` format of
+    spark-submit): ``key=value``, ``key: value`` or ``key value``."""
+    props: dict[str, str] = {}
+    for line in _logical_lines(text):
+        i, key_end = 0, None
+        while i < len(line):
+            if line[i] == "\\":
+                i += 2
+                continue
+            if line[i] in "=: \t\f":
+                key_end = i
+                break
+            i += 1
+        if key_end is None:
+            props[_unescape_property(line)] = ""
+            continue
+        rest = line[key_end:].lstrip(" \t\f")
+        if rest[:1] in ("=", ":") and line[key_end] not in "=:":
+            rest = rest[1:].lstrip(" \t\f")
+        elif line[key_end] in "=:":
+            rest = line[key_end + 1:].lstrip(" \t\f")
+        props[_unescape_property(line[:key_end])] = _unescape_property(rest)
+    return props
+
+
+@dataclasses.dataclass
+class Settings:
+    block_size_mb: float = 128.0
+    compaction_ratio_threshold: float = 10.0
+    target_file_size_mb: float | None = None
+    backup_prefix: str = "__bkp"
+    dry_run: bool = False
+    log_level: str = "INFO"
+    older_than_seconds: int | None = None  # cleanup: keep backups younger than this; 0 is "all"
+    keep_last: int | None = None  # cleanup: keep the N newest backups of a table
+    grace_seconds: int = 0  # cleanup: never delete a backup younger than this
+    pin: str | None = None  # cleanup: run id (or backup table name) to pin instead of cleaning
+    unpin: str | None = None  # cleanup: run id (or backup table name) to unpin
+    rollback_run: str | None = None  # rollback: restore this run's backup, not the newest (--run-id)
+    quiet_period_seconds: int | None = None  # compact: skip units with a file younger than this
+    deadline: str | None = None  # compact: the maintenance window's end (budget.py)
+    # units (partitions) in their Spark jobs at the same time (context.JobSlot); None: from the application's
+    # cores (context.parallelism_for_cores), resolved when the run's Context is made
+    parallelism: int | None = None
+    # compact: a file may be written as pieces of at least this size by parallel tasks, then joined (0: never)
+    min_piece_mb: float = 8.0
+    # compact only: order rows inside each written file; keep the latest
+    # version of each key (see docs/engine-contract.md, "Sort order" and "Dedupe")
+    sort_by: list[str] = dataclasses.field(default_factory=list)
+    dedupe_keys: list[str] = dataclasses.field(default_factory=list)
+    dedupe_order_by: str | None = None
+    dedupe_delete_marker: str | None = None
+    dedupe_delete_value: str | None = None
+    # compact/analyze, dedupe: also rewrite a unit the size rule skips when this share of its rows (0 < r <= 1)
+    # are superseded versions or delete markers, i.e. rows the dedupe would remove (delete_ratio.py)
+    dedupe_trigger_ratio: float | None = None
+    # compact, dedupe: merge this batch (a directory URI or a non-partitioned db.table) into the partitions its
+    # rows belong to (merge.py); only those partitions are rewritten
+    merge_from: str | None = None
+
+    # Compaction modes (see planner.decide): "ratio" is the reference rule;
+    # minor/major/smart classify files against the target size as Amoro does.
+    mode: str = "ratio"
+    min_input_files: int = 12  # minor: at least this many fragment files
+    fragment_ratio: float = 0.125  # fragment: smaller than target x this
+    min_target_ratio: float = 0.75  # undersized: smaller than target x this (and not a fragment)
+    where: str | None = None  # partition filter (partition_filter.py); analyze and compact only
+    # compact: "content" (row checksums read back as readers decode them) or "rows" (metadata only)
+    verify: str = "content"
+    # compact: compact units whose files' columns drift from the table's (renamed/dropped columns) by name
+    # anyway, as Spark and Hive read them (schema_drift.py); off: such units are refused
+    allow_by_name_projection: bool = False
+    # compact, HDFS: compact units whose files or directory belong to another owner or group than this run can
+    # give its copy (it is not the HDFS superuser) anyway, with a warning; off: such units are refused (ownership)
+    allow_owner_change: bool = False
+    allow_replicated: bool = False  # compact/analyze: tables with repl.* properties (Hive replication replicas)
+    # one run per table (lease.py): a lease whose heartbeat is older than this is stale
+    lease_timeout_seconds: int = 30 * 60
+    break_lease: bool = False  # recover: take over the lease even if it looks live (holder known dead)
+    history: int = 20  # analyze: the table's newest history records returned (history.py); 0: none
+
+    @property
+    def dedupe(self) -> bool:
+        return bool(self.dedupe_keys)
+
+    @property
+    def block_size_bytes(self) -> int:
+        return int(self.block_size_mb * MB)
+
+    @property
+    def target_file_bytes(self) -> int:
+        mb = self.target_file_size_mb if self.target_file_size_mb else self.block_size_mb
+        return int(mb * MB)
+
+    @property
+    def min_piece_bytes(self) -> int:
+        return int(self.min_piece_mb * MB)
+
+    @property
+    def fragment_bytes(self) -> float:
+        return self.target_file_bytes * self.fragment_ratio
+
+    @property
+    def min_target_bytes(self) -> float:
+        return self.target_file_bytes * self.min_target_ratio
+
+    @property
+    def small_file_threshold_bytes(self) -> float:
+        """The reference rule: compact when average file size < block / ratio."""
+        return self.block_size_bytes / self.compaction_ratio_threshold
+
+    def validate(self) -> "Settings":
+        if self.block_size_mb <= 0:
+            raise UsageError("block_size_mb must be > 0")
+        if self.compaction_ratio_threshold <= 0:
+            raise UsageError("compaction_ratio_threshold must be > 0")
+        if self.parallelism is not None and not 1 <= self.parallelism <= 64:
+            raise UsageError("parallelism must be between 1 and 64")
+        if self.min_piece_mb < 0:
+            raise UsageError("min_piece_mb must be >= 0 (0: files are never written in pieces)")
+        if self.history < 0:
+            raise UsageError("history must be >= 0 (0: no history)")
+        if self.keep_last is not None and self.keep_last < 0:
+            raise UsageError("keep_last must be >= 0")
+        if self.target_file_size_mb is not None and self.target_file_size_mb <= 0:
+            raise UsageError("target_file_size_mb must be > 0")
+        self.mode = str(self.mode).strip().lower()
+        if self.lease_timeout_seconds < 5:
+            raise UsageError("lease_timeout must be at least 5s (the heartbeat comes every timeout/5)")
+        if self.verify not in VERIFY_MODES:
+            raise UsageError(f"invalid verify {self.verify!r}: {', '.join(VERIFY_MODES)}")
+        if self.mode not in MODES:
+            raise UsageError(f"invalid mode {self.mode!r}: {', '.join(MODES)}")
+        if self.min_input_files < 2:
+            raise UsageError("min_input_files must be at least 2")
+        if not 0 < self.fragment_ratio <= 1:
+            raise UsageError("fragment_ratio must be > 0 and <= 1")
+        if not 0 < self.min_target_ratio <= 1:
+            raise UsageError("min_target_ratio must be > 0 and <= 1")
+        if self.fragment_ratio > self.min_target_ratio:
+            raise UsageError(f"fragment_ratio ({self.fragment_ratio:g}) must not exceed min_target_ratio "
+                             f"({self.min_target_ratio:g})")
+        if self.where is not None:
+            from .partition_filter import parse_where
+
+            if not str(self.where).strip():
+                self.where = None
+            else:
+                parse_where(self.where)  # syntax errors are usage errors, before anything runs
+        prefix = self.backup_prefix
+        if not prefix or not re.match(r"^[A-Za-z0-9_]{1,40}$", prefix):
+            raise UsageError(f"invalid backup_prefix {prefix!r}: letters, digits, underscore, max 40")
+        validate_ident(prefix + "_x", "backup prefix")
+        level = str(self.log_level).upper()
+        if level not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+            raise UsageError(f"invalid log_level {self.log_level!r}: DEBUG, INFO, WARNING or ERROR")
+        self.log_level = level
+        self._validate_rewrite_options()
+        return self
+
+    def _validate_rewrite_options(self) -> None:
+        self.sort_by = _sort_list(self.sort_by)
+        self.dedupe_keys = _column_list(self.dedupe_keys, "dedupe keys")
+        for attr, what in (("dedupe_order_by", "dedupe order_by"), ("dedupe_delete_marker", "dedupe delete_marker")):
+            value = getattr(self, attr)
+            if value in (None, ""):
+                setattr(self, attr, None)
+            else:
+                setattr(self, attr, validate_ident(str(value).strip(), f"{what} column"))
+        if isinstance(self.dedupe_delete_value, bool):  # YAML true/false: as Spark casts a boolean
+            self.dedupe_delete_value = "true" if self.dedupe_delete_value else "false"
+        elif self.dedupe_delete_value is not None:
+            self.dedupe_delete_value = str(self.dedupe_delete_value)
+        self.dedupe_trigger_ratio = _trigger_ratio(self.dedupe_trigger_ratio)
+        if self.merge_from is not None and not str(self.merge_from).strip():
+            self.merge_from = None
+        if self.merge_from is not None:
+            self.merge_from = str(self.merge_from).strip()
+            if not self.dedupe_keys:
+                raise UsageError("merge_from (--merge-from) needs dedupe keys and order_by (--dedupe-keys, "
+                                 "--dedupe-order-by): they say which rows are versions of the same key")
+            if self.where is not None:
+                raise UsageError("merge_from (--merge-from) cannot be combined with where: the batch's rows decide "
+                                 "which partitions are rewritten")
+        if not self.dedupe_keys:
+            if self.dedupe_trigger_ratio is not None:
+                raise UsageError("dedupe trigger_ratio (--dedupe-trigger-ratio) needs dedupe keys and order_by: "
+                                 "it measures the rows the dedupe would remove")
+            if self.dedupe_order_by or self.dedupe_delete_marker or self.dedupe_delete_value is not None:
+                raise UsageError("dedupe needs its key columns (dedupe keys / --dedupe-keys)")
+            return
+        if not self.dedupe_order_by:
+            raise UsageError("dedupe needs an ordering column (dedupe order_by / --dedupe-order-by) "
+                             "that tells which version of a key is the latest")
+        if self.dedupe_order_by in self.dedupe_keys:
+            raise UsageError(f"dedupe order_by {self.dedupe_order_by} must not be one of the key columns")
+        marker = self.dedupe_delete_marker
+        if marker and (marker in self.dedupe_keys or marker == self.dedupe_order_by):
+            raise UsageError(f"dedupe delete_marker {marker} must not be a key or the ordering column")
+        if self.dedupe_delete_value is not None and not marker:
+            raise UsageError("dedupe delete_marker_value needs dedupe delete_marker")
+
+
+def _trigger_ratio(value: Any) -> float | None:
+    """dedupe trigger_ratio: None (not set) or a float in (0, 1]."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, bool):
+        raise UsageError(f"invalid dedupe trigger_ratio {value!r}: a number greater than 0 and at most 1")
+    try:
+        ratio = float(value)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"invalid dedupe trigger_ratio {value!r}: a number greater than 0 and at most 1") from exc
+    if not 0 < ratio <= 1:  # also NaN
+        raise UsageError(f"dedupe trigger_ratio must be greater than 0 and at most 1 (the share of a unit's rows "
+                         f"that the dedupe would remove), got {value!r}")
+    return ratio
+
+
+def sort_key(item: str) -> tuple[str, bool]:
+    """A sort_by item (``col`` or ``col desc``, as validated) -> (column, descending)."""
+    name, _sep, direction = item.partition(" ")
+    return name, direction == "desc"
+
+
+def _sort_list(value: Any) -> list[str]:
+    """sort_by: ``a, b DESC`` or ``[a, "b desc"]`` -> ``["a", "b desc"]``:
+    validated column names, each optionally followed by ASC (dropped) or
+    DESC (largest first), without repeats."""
+    items = value.split(",") if isinstance(value, str) else value
+    if isinstance(items, (list, tuple)):
+        plain, directions = [], []
+        for item in items:
+            words = str(item if item is not None else "").split()
+            direction = words[1].lower() if len(words) == 2 else ""
+            if len(words) > 2 or direction not in ("", "asc", "desc"):
+                raise UsageError(f"sort_by: {item!r} is not a column name, optionally followed by ASC or DESC")
+            plain.append(words[0] if words else "")
+            directions.append(direction)
+        names = _column_list(plain, "sort_by")
+        return [n + (" desc" if d == "desc" else "") for n, d in zip(names, directions)]
+    return _column_list(value, "sort_by")
+
+
+def _column_list(value: Any, what: str) -> list[str]:
+    """``a,b`` or ``[a, b]`` -> validated, lower-cased, without repeats."""
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        items = [v.strip() for v in value.split(",")]
+    elif isinstance(value, (list, tuple)):
+        items = [str(v).strip() if v is not None else "" for v in value]
+    else:
+        raise UsageError(f"{what} must be a list of column names, got {value!r}")
+    out: list[str] = []
+    for item in items:
+        name = validate_ident(item, f"{what} column")
+        if name in out:
+            raise UsageError(f"{what}: column {name} is given twice")
+        out.append(name)
+    return out
+
+
+# Keys of the reference configuration file that the engine reads. The
+# ``spark_submit`` section belongs to the launcher (the Ansible modules) and is
+# ignored here.
+_FILE_KEYS = {
+    "block_size_mb": float,
+    "compaction_ratio_threshold": float,
+    "target_file_size_mb": float,
+    "backup_prefix": str,
+    "dry_run": bool,
+    "log_level": str,
+    "older_than": str,
+    "keep_last": int,
+    "grace_period": str,
+    "quiet_period": str,
+    "deadline": str,
+    "parallelism": int,
+    "min_piece_mb": float,
+    "sort_by": list,
+    "mode": str,
+    "min_input_files": int,
+    "fragment_ratio": float,
+    "min_target_ratio": float,
+    "where": str,
+    "verify": str,
+    "allow_by_name_projection": bool,
+    "allow_owner_change": bool,
+    "allow_replicated": bool,
+    "lease_timeout": str,
+}
+# ``dedupe:`` in the file is a mapping of these keys -> Settings attributes.
+_DEDUPE_KEYS = {"keys": "dedupe_keys", "order_by": "dedupe_order_by", "delete_marker": "dedupe_delete_marker",
+                "delete_marker_value": "dedupe_delete_value", "trigger_ratio": "dedupe_trigger_ratio"}
+_LAUNCHER_KEYS = {"spark_submit"}
+
+
+def load_config_file(path: str) -> dict[str, Any]:
+    import yaml  # only needed when a config file is used
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh) or {}
+    except OSError as exc:
+        raise UsageError(f"cannot read config file {path}: {exc.strerror}") from exc
+    except yaml.YAMLError as exc:
+        raise UsageError(f"config file {path} is not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise UsageError(f"config file {path} must hold a mapping of settings")
+    unknown = sorted(set(data) - set(_FILE_KEYS) - _LAUNCHER_KEYS - {"dedupe"})
+    if unknown:
+        raise UsageError(f"config file {path}: unknown key(s) {', '.join(unknown)}")
+    out = {k: v for k, v in data.items() if k in _FILE_KEYS}
+    out.update(dedupe_file_values(data.get("dedupe"), f"config file {path}"))
+    return out
+
+
+def dedupe_file_values(section: Any, where: str = "config file") -> dict[str, Any]:
+    """The ``dedupe:`` mapping (keys, order_by, delete_marker,
+    delete_marker_value, trigger_ratio) -> Settings attributes."""
+    if section is None:
+        return {}
+    if not isinstance(section, dict):
+        raise UsageError(f"{where}: dedupe must be a mapping (keys, order_by, delete_marker, delete_marker_value, "
+                         f"trigger_ratio)")
+    unknown = sorted(str(k) for k in set(section) - set(_DEDUPE_KEYS))
+    if unknown:
+        raise UsageError(f"{where}: unknown dedupe key(s) {', '.join(unknown)}")
+    return {_DEDUPE_KEYS[k]: v for k, v in section.items()}
+
+
+def build_settings(file_values: dict[str, Any], overrides: dict[str, Any]) -> Settings:
+    """Defaults < config file < command line (``None`` means not given)."""
+    merged: dict[str, Any] = {}
+    for source in (file_values, overrides):
+        for key, value in source.items():
+            if value is not None:
+                merged[key] = value
+    return apply_values(Settings(), merged)
+
+
+def apply_values(s: Settings, merged: dict[str, Any]) -> Settings:
+    """``s`` with config-file-style values set on it (durations parsed,
+    types coerced), validated. Also how a table's policy (policy.py)
+    lands on the run's settings."""
+    for key, value in merged.items():
+        if key == "older_than":
+            # "all": every unpinned backup outside the grace period (retention.OLDER_THAN_ALL)
+            all_ = isinstance(value, str) and value.strip().lower() == "all"
+            s.older_than_seconds = 0 if all_ else parse_duration(value)
+            continue
+        if key in ("pin", "unpin", "rollback_run"):  # command line only
+            setattr(s, key, str(value))
+            continue
+        if key == "grace_period":
+            s.grace_seconds = parse_duration(value) or 0
+            continue
+        if key == "lease_timeout":
+            s.lease_timeout_seconds = parse_duration(value) or 0
+            continue
+        if key == "history":  # command line only
+            try:
+                s.history = int(value)
+            except (TypeError, ValueError) as exc:
+                raise UsageError(f"invalid value for history: {value!r}") from exc
+            continue
+        if key == "break_lease":  # command line only
+            s.break_lease = bool(value)
+            continue
+        if key == "quiet_period":
+            s.quiet_period_seconds = parse_duration(value)
+            continue
+        if key in _DEDUPE_KEYS.values():
+            setattr(s, key, value)  # checked by validate()
+            continue
+        if key == "merge_from":  # command line only (the batch of one run)
+            s.merge_from = str(value)
+            continue
+        if key not in _FILE_KEYS:
+            continue
+        caster = _FILE_KEYS[key]
+        if caster is list:
+            setattr(s, key, value)  # checked by validate()
+            continue
+        try:
+            if caster is bool and isinstance(value, str):
+                value = value.strip().lower() in ("1", "true", "yes", "on")
+            setattr(s, key, caster(value))
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"invalid value for {key}: {value!r}") from exc
+    return s.validate()

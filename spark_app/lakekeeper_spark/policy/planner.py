@@ -1,0 +1,456 @@
+"""What to compact and into how many files.
+
+Pure functions only: the commands feed them listings from the filesystem
+adapter and catalog facts, and act on the plan they return.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+
+from .config import Settings
+from ..storage.layout import backup_table_name, journal_dir, old_path, staging_path
+from ..report.sizes import human_bytes
+from ..report.model import Decision, FileEntry, FileStats, Listing, TableInfo, TablePlan, Unit
+
+
+def file_stats(listing: Listing) -> FileStats:
+    sizes = [f.size for f in listing.files]
+    if not sizes:
+        return FileStats(0, 0, 0.0, 0.0)
+    total = sum(sizes)
+    return FileStats(len(sizes), total, total / len(sizes), float(statistics.median(sizes)))
+
+
+def target_file_count(total_bytes: int, target_bytes: int) -> int:
+    if total_bytes <= 0:
+        return 0
+    return max(1, math.ceil(total_bytes / target_bytes))
+
+
+def pack_splits(sizes: list[int], split_bytes: int, open_cost: int = 1) -> list[int]:
+    """Bytes of each read split Spark makes of these files with
+    ``maxPartitionBytes = split_bytes`` (``FilePartition.getFilePartitions``:
+    files cut into chunks of at most ``split_bytes``, largest first, a split
+    closed when the next chunk would overflow it)."""
+    chunks = []
+    for size in sizes:
+        off = 0
+        while off < size:
+            chunks.append(min(split_bytes, size - off))
+            off += split_bytes
+    chunks.sort(reverse=True)
+    splits: list[int] = []
+    current = data = 0
+    for c in chunks:
+        if current + c > split_bytes and data:
+            splits.append(data)
+            current = data = 0
+        current += c + open_cost
+        data += c
+    if data:
+        splits.append(data)
+    return splits
+
+
+def smallest_split(sizes: list[int], count: int) -> int:
+    """The smallest split size with which Spark's packing makes no more than
+    ``count`` splits of these files (so the splits are even: no small
+    remainder)."""
+    lo, hi = max(1, math.ceil(sum(sizes) / count)), sum(sizes) + len(sizes) + 1
+    while lo < hi:  # the packing's split count falls (almost) monotonically with the split size
+        mid = (lo + hi) // 2
+        if len(pack_splits(sizes, mid)) <= count:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def _output_share(shrink: float) -> float:
+    """Expected output bytes per input byte, kept to a sane range."""
+    return min(1.0, max(0.05, shrink))
+
+
+def output_split(sizes: list[int], target_bytes: int, shrink: float = 1.0) -> tuple[int, int]:
+    """How to pack a unit's files into read splits so that each split (one
+    read task, one output file) writes about ``target_bytes``.
+
+    ``shrink`` is the expected output bytes per input byte (estimated from
+    the input files' own footers: merged rows no longer carry per-file
+    footers and indexes). Returns (output files, split bytes): the nearest
+    file count ``n``, so that every file lands within +-25% of the target
+    once there are two or more, and the smallest split size with which
+    Spark's packing makes no more than ``n`` splits, so the files are even
+    (no small remainder file).
+    """
+    sizes = [s for s in sizes if s > 0]
+    if not sizes or target_bytes <= 0:
+        return 0, max(1, target_bytes)
+    n = max(1, min(len(sizes), int(sum(sizes) * _output_share(shrink) / target_bytes + 0.5)))
+    return n, smallest_split(sizes, n)
+
+
+@dataclasses.dataclass(frozen=True)
+class WriteLayout:
+    """How a unit's output is written: ``files`` output files, each written
+    as ``pieces`` pieces by as many parallel read tasks (read splits of
+    ``split_bytes``), joined afterwards without decoding (ORC stripes,
+    Parquet row groups: ``compat.file_joins.join_files``)."""
+
+    files: int
+    pieces: int
+    split_bytes: int
+
+    @property
+    def tasks(self) -> int:
+        return self.files * self.pieces
+
+
+def write_layout(sizes: list[int], target_bytes: int, shrink: float = 1.0, slots: int = 1,
+                 min_piece_bytes: int = 0) -> WriteLayout:
+    """The output files (``output_split``) and how many pieces to write
+    each in, given the task slots the unit can count on.
+
+    One task encodes one output file, so a unit whose files are fewer than
+    its slots (or do not divide evenly among them) leaves slots idle for
+    the whole write: one 128 MB file on an 8-core executor uses one core.
+    Writing each file as ``k`` pieces of 1/k of it takes ``ceil(files * k /
+    slots) / k`` rounds of one whole file's time; the smallest ``k`` with
+    the fewest rounds is taken, as long as each piece still holds
+    ``min_piece_bytes`` (the pieces become the joined file's stripes or row
+    groups) and Spark's packing makes exactly ``files * k`` even splits.
+    ``min_piece_bytes <= 0`` turns pieces off.
+    """
+    files, split = output_split(sizes, target_bytes, shrink)
+    sizes = [s for s in sizes if s > 0]
+    if files == 0 or slots <= 1 or min_piece_bytes <= 0:
+        return WriteLayout(files, 1, split)
+    out_bytes = sum(sizes) * _output_share(shrink)
+    max_k = min(int(out_bytes / files / min_piece_bytes), len(sizes) // files, slots)
+    best, best_rounds = 1, math.ceil(files / slots)
+    for k in range(2, max_k + 1):
+        rounds = math.ceil(files * k / slots) / k
+        if rounds < best_rounds - 1e-9:
+            best, best_rounds = k, rounds
+    while best > 1:  # exactly files * k splits, else the pieces cannot be grouped evenly
+        piece_split = smallest_split(sizes, files * best)
+        if len(pack_splits(sizes, piece_split)) == files * best:
+            return WriteLayout(files, best, piece_split)
+        best -= 1
+    return WriteLayout(files, 1, split)
+
+
+def spark_skips(name: str) -> bool:
+    """Whether Spark's file sources leave a file of this name out when they
+    read its directory (``HadoopFSUtils.shouldFilterOutPathName``): ``.x``,
+    ``_x`` without ``=``, ``x._COPYING_``. Parquet summary files
+    (``_metadata``, ``_common_metadata``) are not skipped there."""
+    if name.startswith(("_metadata", "_common_metadata")):
+        return False
+    return name.startswith(".") or (name.startswith("_") and "=" not in name) or name.endswith("._COPYING_")
+
+
+def read_paths(unit: Unit) -> list[str]:
+    """What a Parquet or ORC rewrite of ``unit`` reads: its directory itself
+    when that read takes exactly the files it rewrites (every file there is
+    rewritten, none is kept, no subdirectory, every hidden name one Spark
+    skips, no data file it would skip); else each file by name. Spark checks
+    that each named path exists and lists each one (2,000 files: about 1.9 s
+    on ``file://``, two NameNode calls a file on HDFS); a directory is one
+    listing. A file added or removed meanwhile changes what a directory read
+    takes, and it changes the listing that the check before the swap
+    compares (``swap.check_unchanged``), so that unit is not swapped."""
+    loc = unit.location.rstrip("/")
+    files = unit.rewrite_files
+    whole = (bool(files) and not unit.kept_files and not unit.listing.subdirs
+             and not any(spark_skips(f.name) for f in files)
+             and all(spark_skips(h) for h in unit.listing.hidden_files))
+    return [loc] if whole else [f"{loc}/{f.name}" for f in files]
+
+
+def group_pieces(sizes: list[int], files: int) -> list[list[int]]:
+    """Indexes of the written pieces, grouped into ``files`` joined files of
+    about equal bytes (largest piece first into the lightest group); each
+    group in index order, the groups ordered by their first piece."""
+    files = max(1, min(files, len(sizes)))
+    groups: list[list[int]] = [[] for _g in range(files)]
+    load = [0] * files
+    for i in sorted(range(len(sizes)), key=lambda i: (-sizes[i], i)):
+        g = min(range(files), key=lambda g: (load[g], g))
+        groups[g].append(i)
+        load[g] += sizes[i]
+    return sorted((sorted(g) for g in groups if g), key=lambda g: g[0])
+
+
+def decide(stats: FileStats, settings: Settings, listing: Listing | None = None,
+           fmt: str | None = None) -> Decision:
+    """Whether and how to compact one unit, by ``settings.mode``:
+
+    ``ratio`` (default, the reference rule, made idempotent): compact when
+    there is more than one file, the average file size is below
+    ``block_size / ratio``, and rewriting would reduce the number of files.
+    ``minor``, ``major``, ``smart``: see ``minor_rule``, ``major_rule`` and
+    ``smart_rule`` (they need the listing: file sizes, not only averages).
+    """
+    mode = settings.mode
+    target = target_file_count(stats.bytes, settings.target_file_bytes)
+    early = None
+    if listing is not None and not listing.exists:
+        early = Decision("skip", "directory does not exist", 0)
+    elif listing is not None and listing.subdirs:
+        early = Decision(
+            "skip",
+            "directory has subdirectories ("
+            + ", ".join(sorted(listing.subdirs)[:3])
+            + "); nested layouts are not compacted",
+            0,
+        )
+    elif stats.files == 0:
+        early = Decision("skip", "no data files", 0)
+    elif stats.files == 1:
+        early = Decision("skip", "a single file", 1)
+    if early is not None:
+        early.rule = mode
+        return early
+    if mode != "ratio":
+        if listing is None:
+            raise ValueError(f"mode {mode} needs the unit's listing")
+        if mode == "minor":
+            return minor_rule(listing, settings, fmt)
+        if mode == "major":
+            return major_rule(listing, settings)
+        return smart_rule(listing, settings, fmt)
+    threshold = settings.small_file_threshold_bytes
+    if stats.avg_bytes >= threshold:
+        return Decision(
+            "skip",
+            f"average file size {human_bytes(stats.avg_bytes)} is not below the threshold "
+            f"{human_bytes(threshold)} (block {settings.block_size_mb:g} MB / ratio "
+            f"{settings.compaction_ratio_threshold:g})",
+            target,
+        )
+    if target >= stats.files:
+        return Decision(
+            "skip", f"rewriting {stats.files} files would not reduce the file count (target {target})", target
+        )
+    return Decision(
+        "compact",
+        f"{stats.files} files averaging {human_bytes(stats.avg_bytes)} (< {human_bytes(threshold)}); "
+        f"rewrite into {target}",
+        target,
+    )
+
+
+# ---------------------------------------------------------------- compaction modes
+#
+# Files are classified against the target file size T (Amoro's evaluator, as
+# Hive's Iceberg compaction uses it):
+#   fragment:   size <  T x fragment_ratio             (default 1/8)
+#   undersized: T x fragment_ratio <= size < T x min_target_ratio (default 3/4)
+#   segment:    size >= T x min_target_ratio
+
+
+@dataclasses.dataclass
+class FileClasses:
+    fragments: list[FileEntry]
+    undersized: list[FileEntry]
+    segments: list[FileEntry]
+
+
+def classify(files: list[FileEntry], settings: Settings) -> FileClasses:
+    frag, low = settings.fragment_bytes, settings.min_target_bytes
+    out = FileClasses([], [], [])
+    for f in files:
+        if f.size < frag:
+            out.fragments.append(f)
+        elif f.size < low:
+            out.undersized.append(f)
+        else:
+            out.segments.append(f)
+    return out
+
+
+def _sizes(settings: Settings) -> str:
+    return (f"fragment < {human_bytes(settings.fragment_bytes)}, undersized < "
+            f"{human_bytes(settings.min_target_bytes)}, target {human_bytes(settings.target_file_bytes)}")
+
+
+def minor_rule(listing: Listing, settings: Settings, fmt: str | None = None, smart: bool = False) -> Decision:
+    """Minor: rewrite only the fragment files, when there are at least
+    ``min_input_files`` of them; every other file is copied unchanged.
+
+    Text and Avro are rewritten through the table's SerDe, which reads whole
+    partitions, and dedupe must see every row of a partition: an explicit
+    minor skips such a partition when there are files to keep; smart
+    rewrites the whole partition instead."""
+    c = classify(listing.files, settings)
+    T = settings.target_file_bytes
+    n = len(c.fragments)
+    if n < settings.min_input_files:
+        return Decision("skip", f"minor: {n} fragment file(s), fewer than min_input_files "
+                                f"{settings.min_input_files} ({_sizes(settings)})", len(listing.files), "minor")
+    frag_bytes = sum(f.size for f in c.fragments)
+    merged = target_file_count(frag_bytes, T)
+    if merged >= n:
+        return Decision("skip", f"minor: rewriting {n} fragment files would not reduce the file count "
+                                f"(target {merged})", len(listing.files), "minor")
+    kept = len(listing.files) - n
+    why = f"minor: {n} fragment files ({human_bytes(frag_bytes)}, each < {human_bytes(settings.fragment_bytes)})"
+    if not kept:
+        return Decision("compact", f"{why}; rewrite into {merged}", merged, "minor")
+    whole = None
+    if fmt in ("text", "avro"):
+        whole = (fmt, "rewriting only some files of a partition needs Parquet or ORC")
+    elif settings.dedupe_keys:
+        whole = ("dedupe", "dedupe must see every row of the partition")
+    if whole:
+        if not smart:
+            return Decision("skip", f"{why}, but {whole[1]}; use mode major or smart", len(listing.files), "minor")
+        total = listing.total_bytes
+        target = target_file_count(total, T)
+        if target >= len(listing.files):
+            return Decision("skip", f"{why}; {whole[0]}: rewriting the whole partition would not reduce the file "
+                                    f"count", len(listing.files), "minor")
+        return Decision("compact", f"{why}; {whole[0]}: the whole partition ({len(listing.files)} files) is "
+                                   f"rewritten into {target}", target, "minor")
+    return Decision("compact", f"{why}; rewrite them into {merged}, copy the other {kept} file(s) unchanged",
+                    merged + kept, "minor", tuple(sorted(f.name for f in c.fragments)))
+
+
+def major_rule(listing: Listing, settings: Settings) -> Decision:
+    """Major: rewrite every file of the unit when its undersized files add up
+    to more than the target size, or when the two smallest of them fit in
+    one target file (and the rewrite reduces the file count)."""
+    c = classify(listing.files, settings)
+    T = settings.target_file_bytes
+    sizes = sorted(f.size for f in c.undersized)
+    total_u = sum(sizes)
+    if total_u > T:
+        why = f"major: {len(sizes)} undersized files add up to {human_bytes(total_u)} (> target {human_bytes(T)})"
+    elif len(sizes) >= 2 and sizes[0] + sizes[1] < T:
+        why = (f"major: the two smallest undersized files ({human_bytes(sizes[0])} + {human_bytes(sizes[1])}) "
+               f"fit in one target file of {human_bytes(T)}")
+    else:
+        return Decision("skip", f"major: {len(sizes)} undersized file(s), {human_bytes(total_u)} in all, not above "
+                                f"the target and no two fit in one target file ({_sizes(settings)})",
+                        len(listing.files), "major")
+    total = listing.total_bytes
+    target = target_file_count(total, T)
+    if target >= len(listing.files):
+        return Decision("skip", f"{why}, but rewriting {len(listing.files)} files would not reduce the file count "
+                                f"(target {target})", len(listing.files), "major")
+    return Decision("compact", f"{why}; rewrite all {len(listing.files)} files into {target}", target, "major")
+
+
+def smart_rule(listing: Listing, settings: Settings, fmt: str | None = None) -> Decision:
+    """Smart: major when its rule holds, else minor when its rule holds,
+    else skip with both reasons."""
+    major = major_rule(listing, settings)
+    if major.action == "compact":
+        return major
+    minor = minor_rule(listing, settings, fmt, smart=True)
+    if minor.action == "compact":
+        return minor
+    return Decision("skip", f"smart: {major.reason}; {minor.reason}", len(listing.files), "smart")
+
+
+# ---------------------------------------------------------------- dedupe: the delete-ratio trigger
+#
+# A partition compacted once (few big files) that then receives a small
+# batch of updates or delete markers is not selected by any size rule, so
+# readers keep seeing the superseded versions and the markers. With
+# ``dedupe_trigger_ratio`` such a unit is rewritten anyway when the share of
+# its rows that the dedupe would remove reaches the trigger.
+
+DELETE_RATIO = "delete_ratio"
+
+
+@dataclasses.dataclass(frozen=True)
+class DedupeCounts:
+    """What a column-pruned read of a unit's key, ordering and marker
+    columns counts: its rows, distinct keys, and keys whose latest version
+    is a delete marker (as the rewrite's own dedupe counts them)."""
+
+    rows: int
+    keys: int
+    deletes: int
+
+    @property
+    def removed(self) -> int:
+        """Rows the dedupe would remove: superseded versions, and every row of a deleted key."""
+        return self.rows - (self.keys - self.deletes)
+
+    @property
+    def ratio(self) -> float:
+        return self.removed / self.rows if self.rows else 0.0
+
+
+def delete_ratio_candidates(units: list[Unit]) -> list[Unit]:
+    """The units the trigger may still select: skipped by the size rule
+    (not refused, not a skip that is a refusal), an existing directory with
+    data files and no subdirectories."""
+    return [u for u in units if u.decision.action == "skip" and u.decision.code is None and u.listing.exists
+            and not u.listing.subdirs and u.listing.files]
+
+
+def delete_ratio_rule(decision: Decision, counts: DedupeCounts, trigger: float, unit_bytes: int,
+                      target_bytes: int) -> Decision:
+    """A unit the size rule skipped (``decision``), given its measured
+    ``counts``: compacted (rule ``delete_ratio``, every file rewritten)
+    when the share of its rows the dedupe would remove reaches ``trigger``
+    (0 < trigger <= 1), else the same skip with the measured share added to
+    its reason."""
+    ratio = counts.ratio
+    measured = (f"{counts.removed} of {counts.rows} rows ({ratio:.2%}) are superseded versions or delete "
+                f"markers")
+    if counts.rows <= 0 or counts.removed <= 0 or ratio < trigger:
+        return dataclasses.replace(decision, reason=f"{decision.reason}; {DELETE_RATIO}: {measured}, below the "
+                                                    f"trigger {trigger:g}")
+    # the output is sized by the rows that survive (as the rewrite sizes it)
+    target = max(1, target_file_count(int(unit_bytes * (counts.rows - counts.removed) / counts.rows), target_bytes))
+    return Decision("compact", f"{DELETE_RATIO}: {measured}, at or above the trigger {trigger:g}; every file is "
+                               f"rewritten with dedupe into about {target} (size rule: {decision.reason})",
+                    target, DELETE_RATIO)
+
+
+# ---------------------------------------------------------------- plan
+
+
+def plan_table(
+    table: TableInfo,
+    units: list[tuple[str, dict[str, str] | None, str, Listing]],
+    settings: Settings,
+    run_id: str,
+) -> TablePlan:
+    """Build the plan of one table from its units' listings.
+
+    ``units``: (spec, partition spec dict or None, location, listing).
+    """
+    planned = []
+    for spec, part, location, listing in units:
+        stats = file_stats(listing)
+        planned.append(
+            Unit(
+                spec=spec,
+                partition=part,
+                location=location,
+                listing=listing,
+                stats=stats,
+                decision=decide(stats, settings, listing, table.format),
+                staging=staging_path(location, run_id),
+                old=old_path(location, run_id),
+            )
+        )
+    return TablePlan(
+        table=table.full_name,
+        run_id=run_id,
+        format=table.format or "unknown",
+        location=table.location or "",
+        partitioned=table.is_partitioned,
+        units=planned,
+        backup_table=f"{table.db}.{backup_table_name(settings.backup_prefix, table.name, run_id)}",
+        journal_dir=journal_dir(table),
+    )

@@ -1,0 +1,15 @@
+"""What makes a run crash-safe and exclusive: every step journaled before
+it happens, renames that are checked, one run per table, and recovery that
+finishes or undoes whatever a crash left. Above the catalog (recovery
+repoints the backup table through the ``Context``), below the rewrite (the
+rewrite's fault points, merge's record).
+
+- ``faults``       the crash tests' fault points (unset in production)
+- ``journal``      the per-run, per-unit journal on the table's filesystem
+- ``lease``        one run per table: the lease file and its heartbeat
+- ``swap``         the directory renames (move aside, move in, undo)
+- ``merge_record`` merge mode's applied-batch record (split from rewrite/merge:
+  recovery finishes a merge run through it)
+- ``recovery``     the journal-driven state machines (recover, settle a unit, finish a
+  rollback), a backup's units and journal record, Metastore statistics
+"""

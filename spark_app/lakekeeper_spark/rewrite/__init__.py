@@ -1,0 +1,13 @@
+"""The compacted copy: written into the hidden staging directory, read back
+and verified, before the protocol swaps it in.
+
+- ``rewrite``       writing the copy (splits, pieces joined, sort, dedupe)
+- ``unit_formats``  each unit's own codec, Parquet layout and Avro schema
+- ``columns``       the sort/dedupe columns checked against the table
+- ``schema_drift``  files whose columns drift from the table's
+- ``content``       content verification: the rows' checksum read back
+- ``verify``        row counts, schema and codec of the staged copy
+- ``merge``         merge mode's batch: located, routed, read beside each unit
+- ``delete_ratio``  dedupe's trigger_ratio: units the size rule skips, measured
+  and selected (Spark jobs through the ``Context``, hence here, not in policy)
+"""

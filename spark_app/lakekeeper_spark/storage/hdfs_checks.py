@@ -1,0 +1,247 @@
+"""HDFS pre-flight: what a unit directory holds that its compacted copy (a new
+directory inode written next to it, then renamed into its place) would lose,
+or that makes the swap unsafe. Decided per unit before anything is written:
+
+* a file still open for write (Flume's ``FlumeData.<n>.tmp``, ``hdfs dfs
+  -put``'s ``._COPYING_``, a hidden ``.x.tmp``): its length and time are not
+  final, so the listing checks see nothing change, and the writer would go on
+  writing into the moved-aside original: the unit is skipped (``open_files``),
+  and checked again right before its swap (swap.check_unchanged);
+* the root of an encryption zone: the copy would be written outside the zone,
+  unencrypted, and the zone moved aside (``encryption_zone``; a unit inside a
+  zone has its copy in the same zone and compacts normally);
+* another erasure coding policy than its parent's (``erasure_coding``: the
+  copy would take the parent's);
+* a snapshottable directory (``snapshottable``: HDFS refuses to rename one
+  with snapshots, and the new directory would not be snapshottable);
+* files or directory of another owner or group than this run can give its
+  copy (not the HDFS superuser, tried for real on a probe file):
+  ``ownership``, unless ``allow_owner_change`` (then a warning);
+* carried onto the copy before the swap (``HdfsCarry``): the directory's own
+  storage policy, its extended attributes, the replication the rewritten
+  files shared; its ACL and quotas (fs.copy_dir_attributes), owner, group
+  and mode (fs.copy_permissions) as before.
+
+Only units on ``hdfs://`` that are to be compacted are looked at: a few
+NameNode calls per unit directory (status, ``.snapshot``, extended
+attributes; the zone and erasure coding policy only where the status flags
+them) plus one ``isFileClosed`` per file, on a few threads. Nothing on other
+filesystems. The rules are pure functions; ``check_units`` feeds them.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ..report.errors import LakekeeperError
+from .fs import HadoopFS
+from .threads import threaded
+from .layout import split_path
+from ..report.model import Decision, FileEntry, HdfsCarry, TablePlan, Unit
+
+log = logging.getLogger(__name__)
+
+OPEN_FILES = "open_files"
+ENCRYPTION_ZONE = "encryption_zone"
+ERASURE_CODING = "erasure_coding"
+SNAPSHOTTABLE = "snapshottable"
+OWNERSHIP = "ownership"
+CARRIED_XATTR_NAMESPACES = ("user.", "trusted.")
+
+
+def uri_path(uri: str) -> str:
+    """``hdfs://nn:8020/a/b/`` -> ``/a/b``."""
+    rest = uri.split("://", 1)[1] if "://" in uri else uri
+    path = "/" + rest.split("/", 1)[1] if "/" in rest else "/"
+    return path.rstrip("/") or "/"
+
+
+# ---------------------------------------------------------------- pure rules
+
+
+def dir_refusal(location: str, unit: dict[str, Any], parent: dict[str, Any]) -> tuple[str, str] | None:
+    """(code, reason) when the unit directory itself carries what a swap by
+    rename cannot keep. ``unit``/``parent``: the facts ``check_units``
+    gathers (``zone``: root path of the encryption zone or None; ``ec``:
+    erasure coding policy name or None; ``snapshottable``)."""
+    if unit.get("zone") is not None and unit["zone"] == uri_path(location):
+        return (ENCRYPTION_ZONE,
+                f"{location} is the root of an HDFS encryption zone: its compacted copy would be written next to "
+                f"it, outside the zone (unencrypted), and the swap would move the zone aside; nothing was written "
+                f"(directories inside a zone compact normally)")
+    if unit.get("ec") != parent.get("ec"):
+        return (ERASURE_CODING,
+                f"{location} has the erasure coding policy {unit.get('ec') or '(none: replicated)'}, its parent "
+                f"{parent.get('ec') or '(none: replicated)'}: the compacted copy, written next to it, would take "
+                f"the parent's; nothing was written")
+    if unit.get("snapshottable"):
+        return (SNAPSHOTTABLE,
+                f"{location} is snapshottable (hdfs dfsadmin -allowSnapshot): HDFS does not rename a snapshottable "
+                f"directory that has snapshots, and the compacted directory would not be snapshottable; nothing "
+                f"was written")
+    return None
+
+
+def open_files_reason(held: list[str]) -> str:
+    shown = ", ".join(held[:3]) + (f" and {len(held) - 3} more" if len(held) > 3 else "")
+    return (f"{len(held)} file(s) still open for write on HDFS ({shown}): a writer has not closed them, their "
+            f"length is not final and the writer would go on writing into the moved-aside original; compacted "
+            f"once they are closed")
+
+
+def carry_plan(unit: dict[str, Any], parent: dict[str, Any], policy_names: dict[int, str],
+               files: list[FileEntry]) -> HdfsCarry:
+    """What the copy must be given: the directory's own storage policy (its
+    effective one when it differs from its parent's, which the copy would
+    inherit), its extended attributes, and the replication factor the
+    rewritten files share (none when they differ)."""
+    carry = HdfsCarry()
+    mine, theirs = unit.get("storage_policy"), parent.get("storage_policy")
+    if mine is not None and theirs is not None and mine != theirs and mine in policy_names:
+        carry.storage_policy = policy_names[mine]
+    carry.xattrs = {k: v for k, v in sorted((unit.get("xattrs") or {}).items())
+                    if k.startswith(CARRIED_XATTR_NAMESPACES)}
+    factors = {f.replication for f in files}
+    if len(factors) == 1 and None not in factors:
+        carry.replication = factors.pop()
+    return carry
+
+
+def owner_targets(dir_owner: str, dir_group: str, files: list[FileEntry]) -> list[tuple[str, str]]:
+    """The (owner, group) pairs the copy is to be given (the directory's and
+    its files')."""
+    found = {(dir_owner, dir_group)} | {(f.owner, f.group) for f in files if f.owner is not None and f.group is not None}
+    return sorted(found)
+
+
+def ownership_outcome(location: str, targets: list[tuple[str, str]], refused: dict[tuple[str, str], str],
+                      user: str, new_group: str, allow: bool) -> tuple[str | None, str | None]:
+    """(refusal reason, warning): the targets this run may not give its copy
+    (``refused``: the NameNode's answer per target) make the unit refused, or
+    with ``allow`` compacted with a warning naming the change."""
+    failed = [t for t in targets if refused.get(t)]
+    if not failed:
+        return None, None
+    whose = ", ".join(f"{o}:{g}" for o, g in failed)
+    why = refused[failed[0]]
+    if allow:
+        return None, (f"owner change (allow_owner_change): {location} and its files belonged to {whose}, the "
+                      f"compacted copy belongs to {user}:{new_group} ({why}); check that their writers can "
+                      f"still write there")
+    return (f"{location}: its directory or files belong to {whose}; this run ({user}) cannot give its compacted "
+            f"copy that owner ({why}), so they would belong to {user}:{new_group} and their writer could lose "
+            f"write access; nothing was written. Run as the HDFS superuser or the owner, or set "
+            f"allow_owner_change"), None
+
+
+# ---------------------------------------------------------------- the NameNode's facts
+
+
+def _dir_facts(fs: HadoopFS, uri: str, unit: bool) -> dict[str, Any]:
+    facts = fs.dir_facts(uri)
+    facts["ec"] = None
+    if unit:
+        facts["snapshottable"] = fs.is_snapshottable(uri)
+        facts["xattrs"] = fs.xattrs(uri)
+        facts["zone"] = fs.encryption_zone(uri) if facts["encrypted"] else None
+    return facts
+
+
+def check_units(fs: HadoopFS, p: TablePlan, settings: Any, probe: str | None) -> None:
+    """Decide each ``hdfs://`` unit to compact: refused, skipped or given an
+    ``HdfsCarry`` (see the module). ``probe``: a path for the ownership probe
+    file in a directory this run holds (the table's journal directory under
+    its lease); None (dry runs) leaves ownership unchecked."""
+    units = [u for u in p.to_compact if fs.is_hdfs(u.location)]
+    if not units:
+        return
+    parents = sorted({split_path(u.location)[0] for u in units})
+    parent_facts = dict(zip(parents, threaded(lambda d: _dir_facts(fs, d, False), parents)))
+    unit_facts = threaded(lambda u: _dir_facts(fs, u.location, True), units)
+    policies: dict[int, str] = {}
+    if any(f["storage_policy"] != parent_facts[split_path(u.location)[0]]["storage_policy"]
+           for u, f in zip(units, unit_facts)):
+        policies = fs.storage_policy_names(units[0].location)
+    kept: list[tuple[Unit, dict[str, Any]]] = []
+    for u, facts in zip(units, unit_facts):
+        parent = parent_facts[split_path(u.location)[0]]
+        if facts["erasure_coded"] or parent["erasure_coded"]:  # Hadoop 3 only; a 2.7 NameNode never flags it
+            facts["ec"] = fs.erasure_coding_policy(u.location)
+            if "ec_known" not in parent:
+                parent["ec"], parent["ec_known"] = fs.erasure_coding_policy(split_path(u.location)[0]), True
+        refusal = dir_refusal(u.location, facts, parent)
+        if refusal:
+            u.decision = Decision("refuse", refusal[1], u.stats.files, u.decision.rule, code=refusal[0])
+            continue
+        u.hdfs = carry_plan(facts, parent, policies, u.rewrite_files)
+        kept.append((u, facts))
+
+    held = fs.open_files({u.location: [f.name for f in u.listing.files] + list(u.listing.hidden_files)
+                          for u, _f in kept})
+    owned = []
+    for u, facts in kept:
+        if held[u.location]:
+            u.decision = Decision("skip", open_files_reason(held[u.location]), u.decision.target_files,
+                                  u.decision.rule, code=OPEN_FILES)
+            u.hdfs = None
+        else:
+            owned.append((u, facts))
+    if probe is None or not owned:
+        return
+    user = fs.current_user()
+    need: dict[str, list[tuple[str, str]]] = {}
+    for u, facts in owned:  # what differs from what this run's copy gets anyway: its user, the parent's group
+        group = parent_facts[split_path(u.location)[0]]["group"]
+        need[u.location] = [t for t in owner_targets(facts["owner"], facts["group"], u.listing.files)
+                            if t != (user, group)]
+    targets = sorted({t for ts in need.values() for t in ts})
+    if not targets:
+        return
+    try:
+        answers = fs.owner_probe(probe, targets)
+    except Exception as exc:  # noqa: BLE001
+        raise LakekeeperError("error", f"could not check which owners this run may give its files ({exc})") from exc
+    for u, _facts in owned:
+        group = parent_facts[split_path(u.location)[0]]["group"]
+        refusal, note = ownership_outcome(u.location, need[u.location], {t: a for t, a in answers.items() if a},
+                                          user, group, settings.allow_owner_change)
+        if refusal:
+            u.decision = Decision("refuse", refusal, u.stats.files, u.decision.rule, code=OWNERSHIP)
+            u.hdfs = None
+        elif note and u.hdfs is not None:
+            u.hdfs.keep_owner, u.hdfs.owner_note = False, note
+
+
+def carry_attributes(fs: HadoopFS, u: Unit, copied: set[str]) -> dict[str, Any]:
+    """Give the staged copy what the pre-flight found on the original
+    directory (``u.hdfs``), before the swap. Returns what was carried (the
+    partition result's ``carried``). A refusal by the NameNode fails the
+    unit: its original stays as it was."""
+    c = u.hdfs
+    if c is None:
+        return {}
+    done: dict[str, Any] = {}
+    try:
+        if c.storage_policy:
+            fs.set_storage_policy(u.staging, c.storage_policy)
+            done["storage_policy"] = c.storage_policy
+        for name, value in c.xattrs.items():
+            fs.set_xattr(u.staging, name, value)
+        if c.xattrs:
+            done["xattrs"] = sorted(c.xattrs)
+        if c.replication is not None:
+            changed = [f.name for f in fs.list_dir(u.staging).files
+                       if f.name not in copied and f.replication is not None and f.replication != c.replication]
+            for name in changed:
+                fs.set_replication(f"{u.staging.rstrip('/')}/{name}", c.replication)
+            if changed:
+                done["replication"] = c.replication
+    except LakekeeperError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - Py4JJavaError: the NameNode's refusal
+        from ..report.errors import java_message
+
+        raise LakekeeperError("write_failed", f"could not give the compacted copy {u.staging} the attributes of "
+                                              f"{u.location} ({java_message(exc)}); nothing was swapped") from exc
+    return done
