@@ -91,10 +91,12 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None,
         started = time.time()
         log.info("%s %s", command, name)
         tctx = dataclasses.replace(ctx, run_id=table_run_id(), lease=None)
+        fence = None
         try:
             try:
                 if command in LEASED_COMMANDS and not ctx.settings.dry_run:
                     tctx.lease = _take_lease(tctx, command, name)
+                    fence = _fence(tctx, name)
                 res = handlers[command](tctx, name)
             except LakekeeperError as exc:
                 res = error_result(name, exc, tctx.run_id)
@@ -102,22 +104,29 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None,
                     res["lease_holder"] = exc.holder
                 if getattr(exc, "partial", None):  # the error came after units had changed
                     res.update(exc.partial, changed=True)
-                if database_mode and exc.status == "refused":
+                if exc.code == "lease_lost" or _lost_meanwhile(tctx, res):
+                    # stop at once: the table's holder now finishes the journal
+                    res["changed"] = bool(res.get("changed")) or bool(fence is not None and fence.changed)
+                elif database_mode and exc.status == "refused":
                     res["status"] = "skipped"  # a database run passes over what it may not touch
                 elif exc.status not in ("refused", "locked") and exc.code != "not_found":
                     _recover_after_error(tctx, command, name, res)
             except Exception as exc:  # noqa: BLE001 - one table's failure must not stop the others
                 log.exception("%s %s failed", command, name)
                 res = table_result(name, "failed", root_cause(exc), code="error", run_id=tctx.run_id)
-                _recover_after_error(tctx, command, name, res)
+                if _lost_meanwhile(tctx, res):
+                    res["changed"] = bool(fence is not None and fence.changed)
+                else:
+                    _recover_after_error(tctx, command, name, res)
         finally:
             if tctx.lease is not None:
                 tctx.lease.release()
         if tctx.lease is not None and tctx.lease.taken_over:
             res["lease_taken_over"] = tctx.lease.taken_over
         res["seconds"] = round(time.time() - started, 3)
-        if facts is not None:
-            _record_history(tctx, command, name, res, started, facts)
+        if facts is not None:  # a record of its own, written once the lease is given up: not fenced
+            _record_history(dataclasses.replace(tctx, fs=ctx.fs, catalog=ctx.catalog), command, name, res, started,
+                            facts)
         log.info("%s %s: %s (%s)", command, name, res["status"], res["reason"])
         return res
 
@@ -194,6 +203,36 @@ def _take_lease(ctx: Any, command: str, name: str) -> Any:
     info = load_table(ctx, name)
     return acquire(ctx.fs, journal_dir(info), ctx.run_id, name, command, ctx.settings.lease_timeout_seconds,
                    break_lease=command == "recover" and ctx.settings.break_lease)
+
+
+def _fence(tctx: Any, name: str) -> Any:
+    """From the lease on, the table's run sees the filesystem and the
+    catalog through fenced views (protocol/fence.py): each step that changes
+    the table first proves the run still holds the lease."""
+    from .protocol.fence import Fence, fenced_catalog, fenced_fs
+
+    fence = Fence(tctx.lease.check, name)
+    tctx.fs = fenced_fs(tctx.fs, fence)
+    tctx.catalog = fenced_catalog(tctx.catalog, fence)
+    return fence
+
+
+def _lost_meanwhile(tctx: Any, res: dict[str, Any]) -> bool:
+    """A run that failed because another run changed the table under it
+    (a guard found the original or the staging gone) may have lost its
+    lease while it was stopped: then that is what it reports, ``lease_lost``
+    with the error it met, and it touches nothing more (no recovery after
+    the error: the journal belongs to the table's holder now)."""
+    if tctx.lease is None:
+        return False
+    try:
+        tctx.lease.check()
+    except LakekeeperError as lost:
+        if lost.code != "lease_lost":
+            raise
+        res.update(status="failed", code="lease_lost", reason=f"{lost.message} (it had stopped at: {res['reason']})")
+        return True
+    return False
 
 
 def _recover_after_error(ctx: Any, command: str, name: str, res: dict[str, Any]) -> None:

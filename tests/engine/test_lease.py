@@ -30,8 +30,12 @@ def lease_file(loc: str, partitioned: bool) -> str:
 
 
 def plant(files, path: str, run_id: str, host: str, pid: int, age_seconds: float = 0.0) -> dict:
+    from lakekeeper_spark.protocol.lease import boot_id, pid_namespace
+
     doc = {"run_id": run_id, "table": "x", "command": "compact", "host": host, "pid": pid, "pid_start": None,
            "started": time.time() - age_seconds}
+    if host == socket.gethostname():  # as a run on this host records itself
+        doc.update(boot_id=boot_id(), pid_ns=pid_namespace())
     files.mkdir(path.rsplit("/", 1)[0])
     files.write_bytes(path, json.dumps(doc).encode())
     files.fs.touch(path, int((time.time() - age_seconds) * 1000))
@@ -215,13 +219,18 @@ def test_the_heartbeat_keeps_a_lease_fresh_and_release_removes_it(spark, files, 
 
     jdir = f"{warehouse}/.beat.lakekeeper"
     path = f"{jdir}/lease.json"
-    lease = acquire(files.fs, jdir, "20240101T000000-dddddd", "lk.beat", "compact", timeout=5)
+    lease = acquire(files.fs, jdir, "20240101T000000-dddddd", "lk.beat", "compact", timeout=6)
+    beat = f"{jdir}/lease.beat-20240101T000000-dddddd"
     try:
-        files.fs.touch(path, int((time.time() - 60) * 1000))  # as if the heartbeat had stopped a minute ago
+        files.fs.touch(path, int((time.time() - 60) * 1000))  # the lease file is never the heartbeat
         deadline = time.time() + 30
         while time.time() - read_holder(files.fs, path)["heartbeat"] > 10 and time.time() < deadline:
             time.sleep(0.2)
-        assert time.time() - read_holder(files.fs, path)["heartbeat"] < 10  # touched again (every timeout/5)
+        assert time.time() - read_holder(files.fs, path)["heartbeat"] < 10  # its heartbeat file (every timeout/6)
+        written = files.fs.mtime(beat)
+        while files.fs.mtime(beat) == written and time.time() < deadline:
+            time.sleep(0.2)
+        assert files.fs.mtime(beat) > written  # rewritten: its time is the filesystem's
         with pytest.raises(LeaseHeld, match="20240101T000000-dddddd"):
             acquire(files.fs, jdir, "20240101T000000-eeeeee", "lk.beat", "cleanup", timeout=5)
     finally:
@@ -239,8 +248,7 @@ def test_a_run_that_lost_its_lease_does_not_swap(spark, engine, files, warehouse
         plant(files, path, "20240101T000000-ffffff", "elsewhere.example", 1)
 
     res = _paused_run(engine, monkeypatch, tmp_path, "lk.lease_lost", "verifying", take_over)
-    (part,) = res["partitions"]
-    assert res["status"] == "failed" and part["code"] == "lease_lost" and not res["changed"], res
+    assert res["status"] == "failed" and res["code"] == "lease_lost" and not res["changed"], res
     assert files.snapshot(loc) == original
     assert "20240101T000000-ffffff" in files.read_bytes(path).decode()  # the new holder's lease untouched
     files.rmtree(path)
@@ -255,6 +263,9 @@ def test_lease_timeout_option():
     assert build_settings({"lease_timeout": "45m"}, {"lease_timeout": "2h"}).lease_timeout_seconds == 7200
     with pytest.raises(UsageError, match="lease_timeout"):
         build_settings({}, {"lease_timeout": "2s"})
+    with pytest.raises(UsageError, match="at least 30s"):
+        build_settings({}, {"lease_timeout": "29s"})
+    assert build_settings({}, {"lease_timeout": "30s"}).lease_timeout_seconds == 30
 
 
 def test_a_file_that_comes_and_goes_before_the_swap_is_never_compacted_in(spark, engine, files, warehouse,

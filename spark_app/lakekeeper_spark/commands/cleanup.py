@@ -90,7 +90,7 @@ def cleanup_table(ctx: Context, full_name: str) -> dict[str, Any]:
     if not chosen:
         reason = "no backups" if not backups else f"{len(kept)} backup(s) kept, none to clean"
         return table_result(full_name, "skipped", reason, changed=bool(recovered), run_id=ctx.run_id,
-                            kept=kept, freed_bytes=0, backups_removed=[])
+                            kept=kept, freed_bytes=0, backups_removed=[], recovered=recovered)
     removed, freed = [], 0
     for b, v in chosen:
         units = backup_units(ctx, info, b)

@@ -340,6 +340,8 @@ def _compact_unit(
         if backup is not None and backup.failed():
             backup.wait()  # raises: no point writing a copy that cannot be swapped in
         journal.unit_mark(idx, "writing_staging")  # the plan names the staging: recovered as planned, no record
+        if ctx.lease is not None:  # Spark writes the staging, not the fenced adapters: checked before it starts
+            ctx.lease.check()
         columns = columns or RewriteColumns()
         rows = None if merge is None else merge.unit_rows(info, u.spec, u.partition)
         written = write_staging(ctx.spark, fs, info, u, ctx.settings, codec, columns, slots, scratch, rows)
@@ -394,6 +396,8 @@ def _compact_unit(
             ctx.budget.record(u.stats.bytes, time.time() - started)
         return result
     except Exception as exc:  # noqa: BLE001 - every failure leaves the original in place
+        if isinstance(exc, LakekeeperError) and exc.code == "lease_lost":
+            raise  # another run holds the table now: nothing more is changed, its journal is theirs to finish
         scratch.close()
         if isinstance(exc, LakekeeperError):
             code, message = exc.code, exc.message

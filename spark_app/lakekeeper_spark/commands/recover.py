@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..catalog.context import Context
-from ..protocol.recovery import pending_runs, recover_table
+from ..protocol.recovery import orphaned_data, pending_runs, recover_table
 from ..report.results import table_result
 from ..catalog.tables import load_table
 
@@ -22,6 +22,15 @@ def recover_command(ctx: Context, full_name: str) -> dict[str, Any]:
                             would_change=bool(pending), run_id=ctx.run_id, pending_runs=pending)
     actions = recover_table(ctx, info)
     if not actions:
+        orphans = orphaned_data(ctx, info)
+        if orphans:  # data moved by a run with no journal left: never "nothing to recover"
+            first = orphans[0]
+            return table_result(full_name, "failed",
+                                f"{len(orphans)} live director{'y is' if len(orphans) == 1 else 'ies are'} missing "
+                                f"while a directory of ours that no journal accounts for holds data: "
+                                f"{first['location']} (data at {first['path']}, run {first['run_id']}); nothing was "
+                                f"moved: no journal says which copy is the table's",
+                                code="orphaned_data", run_id=ctx.run_id, actions=[], orphans=orphans)
         return table_result(full_name, "skipped", "nothing to recover", run_id=ctx.run_id, actions=[])
     units = [a for a in actions if a.get("spec") is not None]
     return table_result(full_name, "recovered",

@@ -16,6 +16,8 @@ MB = 1024 * 1024
 MODES = ("ratio", "minor", "major", "smart")
 # compact: what the staged copy is checked for before its swap (content.py)
 VERIFY_MODES = ("content", "rows")
+# The shortest lease a run may take (protocol/lease.py: its heartbeat comes every timeout / 6).
+MIN_LEASE_TIMEOUT_SECONDS = 30
 
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -218,8 +220,10 @@ class Settings:
         if self.target_file_size_mb is not None and self.target_file_size_mb <= 0:
             raise UsageError("target_file_size_mb must be > 0")
         self.mode = str(self.mode).strip().lower()
-        if self.lease_timeout_seconds < 5:
-            raise UsageError("lease_timeout must be at least 5s (the heartbeat comes every timeout/5)")
+        if self.lease_timeout_seconds < MIN_LEASE_TIMEOUT_SECONDS:
+            raise UsageError(f"lease_timeout must be at least {MIN_LEASE_TIMEOUT_SECONDS}s: the heartbeat comes "
+                             f"every timeout/6, and a shorter lease would be lost to a NameNode failover or a long "
+                             f"garbage collection")
         if self.verify not in VERIFY_MODES:
             raise UsageError(f"invalid verify {self.verify!r}: {', '.join(VERIFY_MODES)}")
         if self.mode not in MODES:

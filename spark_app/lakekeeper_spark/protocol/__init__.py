@@ -6,7 +6,10 @@ rewrite's fault points, merge's record).
 
 - ``faults``       the crash tests' fault points (unset in production)
 - ``journal``      the per-run, per-unit journal on the table's filesystem
-- ``lease``        one run per table: the lease file and its heartbeat
+- ``lease``        one run per table: the lease file, its heartbeat, and the check
+                   that the run still holds it
+- ``fence``        every step that changes a table first passes that check
+                   (fenced views of the filesystem and catalog adapters)
 - ``swap``         the directory renames (move aside, move in, undo)
 - ``merge_record`` merge mode's applied-batch record (split from rewrite/merge:
   recovery finishes a merge run through it)

@@ -14,7 +14,11 @@ renames.
 ``LAKEKEEPER_PAUSE_AT=<spec>[;...]`` with ``LAKEKEEPER_PAUSE_DIR=<dir>``
     creates ``<dir>/<tag>.paused`` and waits for ``<dir>/<tag>.resume``
     (``<tag>`` = ``<db.table>.<step>[_after]``), so a test can act (e.g.
-    write files as a concurrent writer would) at an exact moment.
+    write files as a concurrent writer would) at an exact moment. With
+    ``=stall`` the heartbeats of every lease the process took before it are
+    held while it waits, as if the whole process had been stopped
+    (``SIGSTOP``): those leases go stale after their timeout and another run
+    (in this process too) may take them over.
 
 Steps: every step of the journal, recorded or marked (``journal``: ``table:compacting``,
 ``verifying``, ...) and, right after the swap's renames,
@@ -77,7 +81,7 @@ class HookSpec:
 
 _SPEC = re.compile(
     r"^(?P<step>[a-z_:]+?)(?::(?P<phase>before|after))?(?:@(?P<table>[A-Za-z0-9_]+\.[A-Za-z0-9_]+))?"
-    r"(?:#(?P<unit>\d+))?(?:=(?P<action>kill|raise))?$"
+    r"(?:#(?P<unit>\d+))?(?:=(?P<action>kill|raise|stall))?$"
 )
 
 
@@ -139,7 +143,32 @@ def hard_kill() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _pause(spec_tag: str) -> None:
+_STALLS: list[float] = []  # monotonic times at which the waiting ``=stall`` pauses began
+_STALLS_LOCK = threading.Lock()
+
+
+def stalled_since() -> float | None:
+    """When the ``=stall`` pause points waiting in this process began (the
+    earliest), None when none waits: leases taken before then are "stopped"."""
+    with _STALLS_LOCK:
+        return min(_STALLS) if _STALLS else None
+
+
+def _pause(spec_tag: str, stall: bool = False) -> None:
+    if not stall:
+        _wait_paused(spec_tag)
+        return
+    began = time.monotonic()
+    with _STALLS_LOCK:
+        _STALLS.append(began)
+    try:
+        _wait_paused(spec_tag)
+    finally:
+        with _STALLS_LOCK:
+            _STALLS.remove(began)
+
+
+def _wait_paused(spec_tag: str) -> None:
     folder = os.environ.get("LAKEKEEPER_PAUSE_DIR") or "."
     timeout = float(os.environ.get("LAKEKEEPER_PAUSE_TIMEOUT", "600"))
     paused = os.path.join(folder, spec_tag + ".paused")
@@ -163,7 +192,7 @@ def fault_point(step: str, when: str, table: str | None = None, unit: int | None
         for spec in parse_hook_specs(pause):
             if spec.matches(step, when, table, unit):
                 tag = f"{(table or 'any').lower()}.{step}{'_after' if when == 'after' else ''}"
-                _pause(tag.replace(":", "_").replace("/", "_"))
+                _pause(tag.replace(":", "_").replace("/", "_"), stall=spec.action == "stall")
                 break
     if not os.environ.get("LAKEKEEPER_FAULT_AT"):
         return

@@ -12,20 +12,37 @@ directory and therefore the lease.
 
 The file is created atomically (``HadoopFS.create_new``: HDFS
 ``create(overwrite=false)``; ``O_EXCL`` on a local path) and records the
-holder: run id, table, command, host, process id (and the process's start
-time, so a reused pid is not taken for the holder), start time. Its
-modification time is the heartbeat: a thread touches it every
-``timeout / 5`` (at most every minute) while the run works on the table.
+holder: run id, table, command, host, process id, the process's start time,
+the host's boot id and the process's PID namespace, start time. It is never
+written again while held. The heartbeat is a file of the holder's own
+beside it (``lease.beat-<run id>``), rewritten every ``timeout / 6`` (at
+most every minute) while the run works on the table, so that its
+modification time is the filesystem's clock (HDFS: the NameNode's), never a
+host's. A failed heartbeat is retried with backoff and logged; it stops only
+when the lease is gone or another run's.
 
-A lease is *stale* when its holder ran on this host and that process is
-gone (at once: a killed run), or when its heartbeat is older than the lease
-timeout (``--lease-timeout``, default 30m; a holder on another host that
-died). A stale lease is taken over by the next command (the result reports
-it in ``lease_taken_over``), whose recovery then settles what the dead run
-left. A live lease is never taken over, except by ``recover
---break-lease``, which an operator uses when they know the holder is gone
-(e.g. its host is lost) and cannot wait for the timeout. Another command
-finds the table ``locked`` and changes nothing.
+A lease is *stale* when its heartbeat has not moved for longer than the
+lease timeout (``--lease-timeout``, default 30m, at least 30s:
+``config.MIN_LEASE_TIMEOUT_SECONDS``), both times read on the filesystem's clock (the
+taker writes a probe file beside the lease to read that clock), so hosts
+whose clocks disagree, or containers sharing a host name, judge alike. One
+shortcut: a holder that recorded this very host, boot and PID namespace and
+whose process is gone (a killed run) is stale at once; in another PID
+namespace (a container, YARN's Docker runtime, ``hostNetwork`` pods) its
+pid means nothing here and only the heartbeat counts. A stale lease is taken
+over by the next command (the result reports it in ``lease_taken_over``),
+whose recovery then settles what the dead run left. A live lease is never
+taken over, except by ``recover --break-lease``, which an operator uses when
+they know the holder is gone (e.g. its host is lost) and cannot wait for the
+timeout. Another command finds the table ``locked`` and changes nothing.
+
+The lease is a fencing token (``fence.py``): every step that changes the
+table first calls ``Lease.check``, which fails with ``lease_lost`` once this
+run cannot prove it still holds the table: its heartbeat has not been
+written for longer than the timeout less one heartbeat (a taker needs the
+whole timeout, on the filesystem's clock, which runs no slower than this
+process's monotonic clock; so does a run that was stopped and resumed), or
+the lease file, read at most once a second, is gone or another run's.
 
 Taking over is itself race-free: the stale file is renamed (no-overwrite)
 to a name of the taker's own, and only the taker whose rename succeeded
@@ -48,7 +65,10 @@ from ..storage.fs import HadoopFS
 log = logging.getLogger(__name__)
 
 LEASE_NAME = "lease.json"
+BEAT_PREFIX = "lease.beat-"
+PROBE_PREFIX = "lease.probe-"
 DEFAULT_TIMEOUT_SECONDS = 30 * 60
+VERIFY_EVERY_SECONDS = 1.0  # Lease.check reads the lease file at most this often
 
 
 class LeaseHeld(LakekeeperError):
@@ -63,6 +83,27 @@ class LeaseHeld(LakekeeperError):
 
 def host_name() -> str:
     return socket.gethostname()
+
+
+def _read_first_line(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.readline().strip() or None
+    except OSError:
+        return None
+
+
+def boot_id() -> str | None:
+    """This host's boot (Linux), None where unknown."""
+    return _read_first_line("/proc/sys/kernel/random/boot_id")
+
+
+def pid_namespace() -> str | None:
+    """This process's PID namespace (Linux: ``pid:[4026531836]``), None where unknown."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
 
 
 def process_start(pid: int) -> str | None:
@@ -91,11 +132,16 @@ def lease_path(journal_dir: str) -> str:
     return journal_dir.rstrip("/") + "/" + LEASE_NAME
 
 
+def beat_path(path: str, run_id: str) -> str:
+    """The heartbeat file of run ``run_id`` beside the lease ``path``."""
+    return f"{path.rsplit('/', 1)[0]}/{BEAT_PREFIX}{run_id}"
+
+
 def read_holder(fs: HadoopFS, path: str) -> dict[str, Any] | None:
-    """The lease's record with its heartbeat (``heartbeat``: the file's
-    modification time, s), or None when there is no lease. A file that does
-    not parse (its holder is writing it, or died doing so) reads as a
-    holder with ``run_id`` None."""
+    """The lease's record with its heartbeat (``heartbeat``: the newer of
+    the holder's heartbeat file's and the lease's modification times, s),
+    or None when there is no lease. A file that does not parse (torn, or
+    unreadable this once) reads as a holder with ``run_id`` None."""
     mtime = fs.mtime(path)
     if mtime is None:
         return None
@@ -106,19 +152,33 @@ def read_holder(fs: HadoopFS, path: str) -> dict[str, Any] | None:
     except Exception:  # noqa: BLE001 - torn, or gone meanwhile
         doc = {}
     doc.setdefault("run_id", None)
-    doc["heartbeat"] = mtime / 1000.0
+    beat = fs.mtime(beat_path(path, doc["run_id"])) if doc["run_id"] else None
+    doc["heartbeat"] = max(mtime, beat or 0) / 1000.0
     return doc
 
 
-def stale_reason(holder: dict[str, Any], timeout: float, now: float | None = None) -> str | None:
-    """Why a lease is stale, or None when it is live (see the module doc)."""
-    now = time.time() if now is None else now
+def filesystem_now(fs: HadoopFS, journal_dir: str, run_id: str) -> float:
+    """The filesystem's clock now (s): the modification time of a probe
+    file written beside the lease (HDFS: the NameNode's clock), removed again."""
+    probe = f"{journal_dir.rstrip('/')}/{PROBE_PREFIX}{run_id}"
+    fs.replace_text(probe, "")
+    try:
+        return (fs.mtime(probe) or 0) / 1000.0
+    finally:
+        fs.delete(probe, recursive=False)
+
+
+def stale_reason(holder: dict[str, Any], timeout: float, now: float) -> str | None:
+    """Why a lease is stale, or None when it is live (see the module doc).
+    ``now``: the filesystem's clock (``filesystem_now``)."""
     pid = holder.get("pid")
-    if holder.get("host") == host_name() and isinstance(pid, int) and not process_alive(pid, holder.get("pid_start")):
+    if (holder.get("host") == host_name() and holder.get("boot_id") and holder.get("boot_id") == boot_id()
+            and holder.get("pid_ns") and holder.get("pid_ns") == pid_namespace() and isinstance(pid, int)
+            and not process_alive(pid, holder.get("pid_start"))):
         return f"its process {pid} on {holder['host']} is gone"
     age = now - float(holder.get("heartbeat") or 0)
     if age > timeout:
-        return f"no heartbeat for {age:.0f}s (lease timeout {timeout:.0f}s)"
+        return f"no heartbeat for {age:.0f}s by the filesystem's clock (lease timeout {timeout:.0f}s)"
     return None
 
 
@@ -132,39 +192,79 @@ def describe(holder: dict[str, Any], now: float | None = None) -> str:
 
 
 class Lease:
-    """A lease this process holds; ``release`` when done with the table."""
+    """A lease this process holds; ``release`` when done with the table.
+    ``beat_started``: this process's monotonic time right before the lease
+    file was created (its first heartbeat)."""
 
-    def __init__(self, fs: HadoopFS, path: str, doc: dict[str, Any], timeout: float):
+    def __init__(self, fs: HadoopFS, path: str, doc: dict[str, Any], timeout: float, beat_started: float):
         self.fs = fs
         self.path = path
         self.doc = doc
         self.run_id = doc["run_id"]
+        self.timeout = timeout
+        self.beat_path = beat_path(path, self.run_id)
         self.taken_over: dict[str, Any] | None = None
         self.lost: str | None = None
+        self._created = beat_started
+        self._beat_ok = beat_started  # monotonic, before the last heartbeat that was written
+        self._verified = beat_started  # monotonic, when the lease file last read as ours
+        self._beats = 0
         self._stop = threading.Event()
-        self._interval = max(1.0, min(60.0, timeout / 5.0))
+        self._interval = max(1.0, min(60.0, timeout / 6.0))
         self._thread = threading.Thread(target=self._beat, name=f"lakekeeper-lease-{self.run_id}", daemon=True)
         self._thread.start()
 
+    def _lose(self, why: str) -> None:
+        if self.lost is None:
+            self.lost = why
+            log.error("lease %s lost: %s", self.path, why)
+
     def _beat(self) -> None:
-        while not self._stop.wait(self._interval):
+        failures, delay = 0, self._interval
+        while not self._stop.wait(delay):
+            if heartbeat_stalled(self._created):  # test hook: the process is "stopped" (faults)
+                continue
+            started = time.monotonic()
             try:
                 holder = read_holder(self.fs, self.path)
-                if holder is None or holder.get("run_id") != self.run_id:
-                    self.lost = f"the lease {self.path} is gone or was taken by {describe(holder or {})}"
-                    log.error("%s", self.lost)
+                if holder is None:
+                    self._lose(f"the lease {self.path} is gone (broken by an operator, or taken over and released)")
                     return
-                self.fs.touch(self.path, int(time.time() * 1000))
-            except Exception as exc:  # noqa: BLE001 - the next beat tries again; check() tells the run
-                log.warning("lease heartbeat of %s failed: %s", self.path, java_message(exc))
+                if holder.get("run_id") is None:
+                    raise LakekeeperError("lease_error", f"the lease {self.path} could not be read this time")
+                if holder["run_id"] != self.run_id:
+                    self._lose(f"the lease {self.path} was taken by {describe(holder)}")
+                    return
+                self._beats += 1
+                self.fs.replace_text(self.beat_path, str(self._beats))
+                self._beat_ok = self._verified = started
+                failures, delay = 0, self._interval
+            except Exception as exc:  # noqa: BLE001 - transient (a NameNode failover): retried with backoff
+                failures += 1
+                delay = min(self._interval, 0.25 * 2 ** failures)
+                log.warning("lease heartbeat of %s failed (%d in a row; next try in %.1fs): %s", self.path,
+                            failures, delay, java_message(exc))
 
     def check(self) -> None:
-        """Before a swap: the lease is still this run's (it was not broken
-        by ``recover --break-lease`` or taken over after a stalled heartbeat)."""
-        holder = read_holder(self.fs, self.path)
-        if self.lost or holder is None or holder.get("run_id") != self.run_id:
-            raise LakekeeperError("lease_lost", f"this run no longer holds the table's lease {self.path} "
-                                                f"({self.lost or describe(holder or {})}); nothing more is swapped")
+        """Before every step that changes the table (``fence.py``): this run
+        can still prove it holds the table's lease. Costs no call while the
+        lease file was read as ours less than ``VERIFY_EVERY_SECONDS`` ago."""
+        now = time.monotonic()
+        if self.lost is None and now - self._beat_ok > self.timeout - self._interval:
+            self._lose(f"its heartbeat was last written {now - self._beat_ok:.0f}s ago, too long to be sure no "
+                       f"other run has taken the table over (lease timeout {self.timeout:.0f}s)")
+        if self.lost is None and now - self._verified >= VERIFY_EVERY_SECONDS:
+            holder = read_holder(self.fs, self.path)
+            if holder is None:
+                self._lose(f"the lease {self.path} is gone (broken by an operator, or taken over and released)")
+            elif holder.get("run_id") not in (None, self.run_id):
+                self._lose(f"the lease {self.path} was taken by {describe(holder)}")
+            elif holder.get("run_id") == self.run_id:
+                self._verified = now
+        if self.lost is not None:
+            raise LakekeeperError("lease_lost", f"this run no longer holds the table's lease ({self.lost}); "
+                                                f"it changed nothing more, and its journal is left for the run "
+                                                f"that holds the table now")
 
     def release(self) -> None:
         self._stop.set()
@@ -173,9 +273,20 @@ class Lease:
             holder = read_holder(self.fs, self.path)
             if holder is not None and holder.get("run_id") == self.run_id:
                 self.fs.delete(self.path, recursive=False)
+            self.fs.delete(self.beat_path, recursive=False)
             self.fs.delete_if_empty(self.path.rsplit("/", 1)[0])
-        except Exception as exc:  # noqa: BLE001 - a lease left behind is stale once this process ends
+        except Exception as exc:  # noqa: BLE001 - a lease left behind is stale once its heartbeat stops
             log.warning("could not release the lease %s: %s", self.path, java_message(exc))
+
+
+def heartbeat_stalled(created: float) -> bool:
+    """Test hook (``=stall`` pause points, faults.py): the heartbeat of a
+    lease taken before a stalled pause point began is held while it waits,
+    as if the process were stopped."""
+    from .faults import stalled_since
+
+    since = stalled_since()
+    return since is not None and created < since
 
 
 def acquire(fs: HadoopFS, journal_dir: str, run_id: str, table: str, command: str, timeout: float,
@@ -184,26 +295,38 @@ def acquire(fs: HadoopFS, journal_dir: str, run_id: str, table: str, command: st
     path = lease_path(journal_dir)
     pid = os.getpid()
     doc = {"run_id": run_id, "table": table, "command": command, "host": host_name(), "pid": pid,
-           "pid_start": process_start(pid), "started": time.time()}
+           "pid_start": process_start(pid), "boot_id": boot_id(), "pid_ns": pid_namespace(), "started": time.time()}
     taken_over = None
     for _attempt in range(5):
+        started = time.monotonic()
         if _create(fs, journal_dir, path, json.dumps(doc, sort_keys=True)):
-            lease = Lease(fs, path, doc, timeout)
+            lease = Lease(fs, path, doc, timeout, started)
             lease.taken_over = taken_over
+            _remove_old_beats(fs, journal_dir, run_id)
             return lease
         holder = read_holder(fs, path)
         if holder is None:  # released meanwhile: try again
             continue
         if holder.get("run_id") == run_id:
             raise LakekeeperError("lease_error", f"run {run_id} already holds {path}")
-        why = stale_reason(holder, timeout)
+        why = None if break_lease else stale_reason(holder, timeout, filesystem_now(fs, journal_dir, run_id))
         if why is None and not break_lease:
             raise LeaseHeld(f"the table is being worked on by {describe(holder)}; nothing was done (a lease is "
                             f"stale after {timeout:.0f}s without heartbeat, or at once when its process on this "
                             f"host is gone; recover --break-lease releases a lease whose holder is known dead)",
-                            {k: v for k, v in holder.items() if k != "pid_start"})
+                            {k: v for k, v in holder.items() if k not in ("pid_start", "boot_id", "pid_ns")})
         taken_over = _break(fs, path, holder, run_id, why or "broken by --break-lease")
     raise LakekeeperError("lease_error", f"could not take the lease {path}: it changed hands repeatedly")
+
+
+def _remove_old_beats(fs: HadoopFS, journal_dir: str, run_id: str) -> None:
+    """Heartbeat files of earlier holders (a killed run leaves its own)."""
+    try:
+        for name, _is_dir in fs.list_names(journal_dir):
+            if name.startswith(BEAT_PREFIX) and name != BEAT_PREFIX + run_id:
+                fs.delete(f"{journal_dir.rstrip('/')}/{name}", recursive=False)
+    except Exception:  # noqa: BLE001 - a leftover heartbeat file is harmless: it names no holder
+        log.warning("could not remove earlier heartbeat files in %s", journal_dir, exc_info=True)
 
 
 def _create(fs: HadoopFS, journal_dir: str, path: str, text: str) -> bool:
@@ -247,4 +370,4 @@ def _break(fs: HadoopFS, path: str, holder: dict[str, Any], run_id: str, why: st
         raise LeaseHeld(f"the lease changed hands while being taken over: {describe(moved)}", moved)
     fs.delete(aside, recursive=False)
     log.warning("took over the lease of %s: %s", describe(holder), why)
-    return dict({k: v for k, v in holder.items() if k != "pid_start"}, reason=why)
+    return dict({k: v for k, v in holder.items() if k not in ("pid_start", "boot_id", "pid_ns")}, reason=why)

@@ -97,6 +97,35 @@ def recover_table(ctx: Context, info: TableInfo) -> list[dict[str, Any]]:
     return actions
 
 
+def orphaned_data(ctx: Context, info: TableInfo) -> list[dict[str, str]]:
+    """Live directories that are missing while a hidden directory of ours
+    beside them, that no journal accounts for, holds their data (a run that
+    moved data after another run had finished and removed its journal).
+    Never "nothing to recover": ``recover`` reports them and moves nothing,
+    since without a journal nothing says which copy is the table's."""
+    known = set(Journal.run_ids(ctx.fs, journal_dir(info)))
+    if info.is_partitioned:
+        lives = [p.location.rstrip("/") for p in ctx.catalog.list_partitions(info) if p.location]
+    else:
+        lives = [(info.location or "").rstrip("/")]
+    by_parent: dict[str, set[str]] = {}
+    for live in lives:
+        parent, _, name = live.rpartition("/")
+        by_parent.setdefault(parent, set()).add(name)
+    found = []
+    for parent, names in sorted(by_parent.items()):
+        entries = {n: d for n, d in ctx.fs.list_names(parent)}
+        for hidden, is_dir in sorted(entries.items()):
+            parsed = parse_hidden_name(hidden)
+            if not parsed or not is_dir:
+                continue
+            live, tag, run = parsed
+            if live in names and live not in entries and run not in known:
+                found.append({"location": f"{parent}/{live}", "path": f"{parent}/{hidden}", "kind": tag,
+                              "run_id": run})
+    return found
+
+
 def backup_of(ctx: Context, doc: dict[str, Any]) -> tuple[str, str, bool] | None:
     name = doc.get("backup_table")
     if not name:

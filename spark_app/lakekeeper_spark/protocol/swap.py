@@ -72,6 +72,9 @@ def swap_in(fs: HadoopFS, journal: Journal, idx: int, unit: Unit, staged: Listin
     compacted = sorted(f.name for f in staged.files)
     journal.unit_step(idx, "moving_aside", old=unit.old, staging=unit.staging, location=unit.location,
                       compacted=compacted)
+    if not fs.exists(unit.staging):  # never move a live directory aside without what replaces it
+        raise LakekeeperError("staging_missing", f"the verified copy {unit.staging} is gone (removed by another "
+                                                 f"run?); {unit.location} was not moved")
     fs.rename(unit.location, unit.old)
     journal.fault("moving_aside", idx)
     journal.unit_mark(idx, "moving_in")  # recovered from which directories exist, as moving_aside: no record needed
@@ -174,13 +177,22 @@ def swap_back(fs: HadoopFS, live: str, old: str, trash: str, compacted: list[str
     """Rollback of one unit: compacted data aside, original back in place,
     files written after the compaction carried over, compacted data deleted."""
     table = journal.table_name if journal else None
+    if not fs.exists(old):  # never move a live directory aside without what replaces it
+        raise LakekeeperError("rollback_failed", f"the original {old} is gone (restored or removed by another "
+                                                 f"run?); {live} was not moved")
     if fs.exists(live):
         fs.rename(live, trash)
     fault_point("rollback_moved_compacted", "after", table, idx)
     if fs.exists(live):  # re-created by a writer between the renames
         adopt_files(fs, live, trash, set(), what="re-created live directory")
         remove_empty_dir(fs, live)
-    fs.rename(old, live)
+    try:
+        fs.rename(old, live)
+    except LakekeeperError as exc:
+        if exc.code != "lease_lost" and not fs.exists(live) and fs.exists(trash):
+            log.error("restoring %s failed (%s); moving the compacted data back", old, exc.message)
+            fs.rename(trash, live)  # the first rename undone: the table as it was before this unit
+        raise
     fault_point("rollback_restored", "after", table, idx)
     return finish_trash(fs, live, trash, compacted)
 

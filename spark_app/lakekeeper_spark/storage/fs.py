@@ -26,6 +26,7 @@ the NameNode calls' shared threads (threads.py).
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from typing import Any
@@ -332,6 +333,23 @@ class HadoopFS(Listings, Attributes):
         if plain is None or plain[0] != "file://":
             return None
         return plain[1][len("file:"):]
+
+    def replace_text(self, uri: str, text: str) -> None:
+        """Write ``uri`` whether or not it exists (a file only its writer
+        writes: the lease's heartbeat). Its modification time is the
+        filesystem's own clock (HDFS: the NameNode's, set at close), never
+        the caller's."""
+        local = self._local_path(uri)
+        if local is not None:
+            tmp = f"{local}.{os.getpid()}.{threading.get_ident()}.tmp"
+            create_local(tmp, text, 0o644)
+            os.replace(tmp, local)
+            return
+        log_file = HadoopAppendLog(self.fs(uri).create(self.path(uri), True))
+        try:
+            log_file.append(text)
+        finally:
+            log_file.close()
 
     def touch(self, uri: str, mtime_ms: int) -> None:
         """Set a file's modification time (the lease's heartbeat)."""
