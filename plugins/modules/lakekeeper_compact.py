@@ -396,6 +396,9 @@ tables:
         - V(mixed_files) when every partition to compact has files that disagree on what a rewrite must keep
           (Parquet files in both the legacy and the standard layout, Avro files with different writer schemas;
           nothing was written).
+        - V(unreadable_file) when every partition to compact holds a file Hive reads and Spark skips (a closed
+          C(x._COPYING_) that a killed C(hdfs dfs -put) left; nothing was written), or when a O(merge_from) batch, or
+          the table it merges into, holds one (nothing was merged).
         - V(locked) when another run holds the table's lease (nothing was done; not a failure).
         - V(excluded) when the table property C(lakekeeper.exclude) is true, V(invalid_policy) when a C(lakekeeper.*)
           table property is unknown or does not validate (see RV(tables[].policy)); nothing was done.
@@ -502,6 +505,9 @@ tables:
           whose Avro files have different writer schemas has C(status) V(refused) and C(code) V(mixed_files),
           naming what differs, its files untouched. Files with different codecs are compacted with the codec of the
           newest file (values are the same whatever the codec), and C(notes) lists the codecs found.
+        - A partition holding a file Hive reads and Spark skips (a closed C(._COPYING_) that a killed
+          C(hdfs dfs -put) left) has C(status) V(refused) and C(code) V(unreadable_file), naming the file, its files
+          untouched (a copy written through Spark would lack its rows).
         - C(late_files) lists files (and subdirectories, with a trailing C(/)) written during the swap and moved
           into the live directory.
         - On HDFS, a partition refused before anything was written has C(code) V(encryption_zone),

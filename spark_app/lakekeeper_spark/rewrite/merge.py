@@ -1,12 +1,15 @@
 """Merge mode of compact (``--merge-from``): the batch's I/O.
 
 - ``prepare_merge``: locate the batch (a directory URI, or a non-partitioned
-  table whose directory is read), take its identity, check its columns,
-  route its rows to the table's partitions (one aggregate), refuse keys that
-  would move between partitions (one more job: the batch's latest version
-  of each key against a keys-only read of every partition of the table), and
-  set the decisions: the partitions the batch touches are rewritten, the
-  others left alone. Partitions a run already merged this batch into (the
+  table whose directory is read), refuse a batch or a table holding a file
+  Hive reads and Spark skips (``unreadable_file``, ``storage.readers``: the
+  batch would merge without its rows, the key check would not see its
+  keys), take its identity, check its columns, route its rows to the
+  table's partitions (one aggregate), refuse keys that would move between
+  partitions (one more job: the batch's latest version of each key against
+  a keys-only read of every partition of the table), and set the
+  decisions: the partitions the batch touches are rewritten, the others
+  left alone. Partitions a run already merged this batch into (the
   applied-batch record) are skipped.
 - ``batch_rows``: the batch rows of one unit, read by the rewrite next to
   the unit's own files (the dedupe then keeps the latest version of each key).
@@ -32,6 +35,7 @@ from ..policy.merge_rules import (BATCH_EMPTY, BATCH_LAYOUT, BATCH_SCHEMA, Batch
                                   applied_specs, batch_identity, check_batch_schema, moved_keys_refusal, record_name, route,
                                   spec_string)
 from ..report.model import FileEntry, TableInfo, TablePlan
+from ..storage.readers import UNREADABLE_FILE, unreadable_files, unreadable_reason
 from ..policy.names import quote_column
 
 log = logging.getLogger(__name__)
@@ -147,6 +151,14 @@ def prepare_merge(ctx: Context, info: TableInfo, p: TablePlan, columns: RewriteC
         raise Refused(BATCH_LAYOUT, f"the batch directory {source} has subdirectories ({', '.join(listing.subdirs[:3])}): "
                                     f"a batch is a flat directory of data files, partition columns as ordinary columns")
     files = sorted(listing.files, key=lambda f: f.name)
+    unreadable = unreadable_files([f.name for f in files])
+    if unreadable:  # read through Spark, the batch would merge without their rows
+        raise Refused(UNREADABLE_FILE, f"{full}: " + unreadable_reason(f"the batch directory {source}", unreadable,
+                                                                       "nothing was merged"))
+    refused = [u for u in p.units if u.decision.code == UNREADABLE_FILE]
+    if refused:  # the moved-key check reads every partition's keys: it would not see theirs
+        raise Refused(UNREADABLE_FILE, f"{full}: a merge reads the keys of every partition, and {len(refused)} "
+                                       f"partition(s) cannot be read whole: {refused[0].decision.reason}")
     identity = batch_identity(source, files)
     record_uri = f"{record_dir(p.journal_dir)}/{record_name(identity)}"
     pcols = [c for c, _t in info.partition_columns]
