@@ -166,6 +166,10 @@ options:
         O(dedupe.trigger_ratio), to those where enough rows are superseded versions or delete markers.
       - A key with two different rows on its latest O(dedupe.order_by) value is ambiguous - that partition fails with
         code C(dedupe_tie) and is left as it was; identical rows count as one version.
+      - NULL keys never match, as in SQL - a row with a NULL in any key column is a key of its own, kept as it is
+        (never deduplicated against another row, not even an identical one, and never matched by a O(merge_from)
+        batch row); a batch row with a NULL key is inserted, a delete marker with a NULL key deletes nothing (and,
+        like every delete marker, is not kept).
       - Verification checks that the staged copy holds exactly one row per surviving key (a row count from the file
         footers and a distinct count of the key columns). The backup and rollback keep every original row, duplicates
         and delete markers included.
