@@ -166,6 +166,10 @@ options:
         O(dedupe.trigger_ratio), to those where enough rows are superseded versions or delete markers.
       - A key with two different rows on its latest O(dedupe.order_by) value is ambiguous - that partition fails with
         code C(dedupe_tie) and is left as it was; identical rows count as one version.
+      - NULL keys never match, as in SQL - a row with a NULL in any key column is a key of its own, kept as it is
+        (never deduplicated against another row, not even an identical one, and never matched by a O(merge_from)
+        batch row); a batch row with a NULL key is inserted, a delete marker with a NULL key deletes nothing (and,
+        like every delete marker, is not kept).
       - Verification checks that the staged copy holds exactly one row per surviving key (a row count from the file
         footers and a distinct count of the key columns). The backup and rollback keep every original row, duplicates
         and delete markers included.
@@ -396,6 +400,9 @@ tables:
         - V(mixed_files) when every partition to compact has files that disagree on what a rewrite must keep
           (Parquet files in both the legacy and the standard layout, Avro files with different writer schemas;
           nothing was written).
+        - V(unreadable_file) when every partition to compact holds a file Hive reads and Spark skips (a closed
+          C(x._COPYING_) that a killed C(hdfs dfs -put) left; nothing was written), or when a O(merge_from) batch, or
+          the table it merges into, holds one (nothing was merged).
         - V(locked) when another run holds the table's lease (nothing was done; not a failure).
         - V(excluded) when the table property C(lakekeeper.exclude) is true, V(invalid_policy) when a C(lakekeeper.*)
           table property is unknown or does not validate (see RV(tables[].policy)); nothing was done.
@@ -502,6 +509,9 @@ tables:
           whose Avro files have different writer schemas has C(status) V(refused) and C(code) V(mixed_files),
           naming what differs, its files untouched. Files with different codecs are compacted with the codec of the
           newest file (values are the same whatever the codec), and C(notes) lists the codecs found.
+        - A partition holding a file Hive reads and Spark skips (a closed C(._COPYING_) that a killed
+          C(hdfs dfs -put) left) has C(status) V(refused) and C(code) V(unreadable_file), naming the file, its files
+          untouched (a copy written through Spark would lack its rows).
         - C(late_files) lists files (and subdirectories, with a trailing C(/)) written during the swap and moved
           into the live directory.
         - On HDFS, a partition refused before anything was written has C(code) V(encryption_zone),

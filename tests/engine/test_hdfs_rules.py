@@ -183,3 +183,38 @@ def test_threaded_keeps_order_waits_for_every_call_and_runs_nested_calls_inline(
 
     for here, names in fs_mod.threaded(outer, [0, 1]):
         assert names == [here] * 3
+
+
+def test_a_copying_file_still_open_is_a_copy_in_progress_skipped_not_refused():
+    """A unit the planner refused for an ``x._COPYING_`` file (unreadable_file)
+    while that file is still open for write (an ``hdfs dfs -put`` running) is
+    skipped (open_files), as any unit with an open file; closed, it stays refused."""
+    from lakekeeper_spark.policy import planner
+    from lakekeeper_spark.policy.config import Settings
+    from lakekeeper_spark.report.model import Listing, TableInfo
+    from lakekeeper_spark.storage.hdfs_checks import OPEN_FILES, check_units
+    from lakekeeper_spark.storage.readers import UNREADABLE_FILE
+
+    class FakeFS:
+        def __init__(self, open_names):
+            self.open_names, self.asked = open_names, []
+
+        def is_hdfs(self, uri):
+            return uri.startswith("hdfs://")
+
+        def open_files(self, names):
+            self.asked.append(names)
+            return {loc: [n for n in ns if n in self.open_names] for loc, ns in names.items()}
+
+    info = TableInfo("db", "t", "EXTERNAL", "hdfs://nn:8020/wh/t", "hive", None, None, None, {}, {},
+                     [("id", "bigint")], [("dt", "string")], format="parquet")
+    files = [FileEntry("part-0.parquet", 10, 0), FileEntry("part-1.parquet._COPYING_", 10, 0)]
+    units = [(f"dt={d}", {"dt": d}, f"hdfs://nn:8020/wh/t/dt={d}", Listing(f"hdfs://nn:8020/wh/t/dt={d}", files=list(files)))
+             for d in ("1", "2")]
+    for open_names, code, action in (({"part-1.parquet._COPYING_"}, OPEN_FILES, "skip"), (set(), UNREADABLE_FILE, "refuse")):
+        p = planner.plan_table(info, units, Settings(), "20261122T010203-abcdef")
+        assert {u.decision.code for u in p.units} == {UNREADABLE_FILE}
+        fs = FakeFS(open_names)
+        check_units(fs, p, Settings(), None)
+        assert fs.asked == [{u.location: ["part-1.parquet._COPYING_"] for u in p.units}]  # only those names
+        assert [(u.decision.action, u.decision.code) for u in p.units] == [(action, code)] * 2

@@ -10,7 +10,7 @@ from lakekeeper_spark.storage.status import parse_status_dump
 from lakekeeper_spark.report.model import FileEntry, Listing, TableInfo
 from lakekeeper_spark.policy.names import parse_table_list, parse_table_name, sql_path_literal, sql_string_literal
 from lakekeeper_spark.policy import planner
-from lakekeeper_spark.storage import layout
+from lakekeeper_spark.storage import layout, readers
 
 MB = 1024 * 1024
 
@@ -143,7 +143,7 @@ def test_hidden_paths_and_names():
     assert layout.parse_hidden_name(f".month=01.lk_old_{run}") == ("month=01", "lk_old", run)
     assert layout.parse_hidden_name("month=01") is None
     for p in (layout.staging_path(loc, run), layout.old_path(loc, run), layout.trash_path(loc, run)):
-        assert layout.is_hidden(p.rsplit("/", 1)[1])
+        assert readers.hive_skips(p.rsplit("/", 1)[1]) and readers.spark_skips(p.rsplit("/", 1)[1])
     assert layout.backup_table_name("__bkp", "events", run) == "__bkp_events_20261122_010203_abcdef"
     assert layout.backup_table_pattern("__bkp", "events").match("__bkp_events_20261122_010203_abcdef")
     assert not layout.backup_table_pattern("__bkp", "events").match("__bkp_events_x_20261122_010203_abcdef")
@@ -591,8 +591,59 @@ def test_read_paths_is_the_directory_only_when_its_read_takes_exactly_the_rewrit
     assert paths(["a.parquet", "b.parquet", "c.parquet"], rewrite=("a.parquet", "c.parquet")) == [
         "file:/t/dt=a/a.parquet", "file:/t/dt=a/c.parquet"]  # minor: the kept file is not read
     assert paths([]) == []
-    names = ("_SUCCESS", ".x", "_a=1", "_metadata", "_common_metadata", "a._COPYING_", "part-0.parquet")
-    assert [planner.spark_skips(n) for n in names] == [True, True, False, False, False, True, False]
+
+
+# (name, Hive reads it, Spark reads it): Hive's hidden-file filter; Spark's HadoopFSUtils.shouldFilterOutPathName
+# (3.3 to 4.3: the 4.x form checked in spark-core 4.3's bytecode, the 3.x form in Spark's source)
+READERS = [
+    ("part-00000-1f.snappy.parquet", True, True),
+    ("000000_0", True, True),
+    ("part-0.parquet._COPYING_", True, False),  # a killed hdfs dfs -put: Hive reads it, Spark never
+    ("_COPYING_", False, False),
+    ("x.COPYING", True, True),  # only the exact suffix
+    ("x._copying_", True, True),
+    ("_SUCCESS", False, False),
+    ("_temporary", False, False),
+    (".part-0.parquet.crc", False, False),
+    (".x.tmp", False, False),
+    ("._COPYING_", False, False),
+    ("_a=1", False, True),  # '_' with '=': a partition directory's spelling, Spark lists it
+    ("_a=1._COPYING_", False, False),
+    (".a=1", False, False),  # '.' hides whatever follows
+    ("_metadata", False, True),  # Parquet summaries: Spark lists them (not as data)
+    ("_common_metadata", False, True),
+    ("_metadata_old", False, True),  # a prefix, not the exact name
+    ("_metadata._COPYING_", False, True),  # the summary exception comes first
+    ("_ab_metadata", False, False),
+]
+
+
+@pytest.mark.parametrize("name,hive,spark", READERS)
+def test_which_names_hive_and_spark_read(name, hive, spark):
+    assert (not readers.hive_skips(name), not readers.spark_skips(name)) == (hive, spark)
+    unreadable = hive and not spark
+    assert (readers.why_spark_skips(name) is not None) == unreadable
+    assert readers.unreadable_files([name, "part-1.parquet"]) == ([name] if unreadable else [])
+
+
+def test_a_unit_holding_a_file_hive_reads_and_spark_skips_is_refused_whatever_the_rule():
+    files = [FileEntry(f"part-{i}.parquet", 1000, 0) for i in range(20)]
+    copying = FileEntry("part-9.parquet._COPYING_", 1000, 0)
+    for mode in ("ratio", "minor", "major", "smart"):
+        s = Settings(mode=mode, min_input_files=2, target_file_size_mb=1)
+        ok = Listing("file:/t/dt=a", files=files, hidden_files=["_SUCCESS", ".part-0.parquet.crc"])
+        assert planner.decide(planner.file_stats(ok), s, ok).code is None, mode
+        bad = Listing("file:/t/dt=a", files=files + [copying])
+        d = planner.decide(planner.file_stats(bad), s, bad)
+        assert (d.action, d.code) == ("refuse", readers.UNREADABLE_FILE), (mode, d)
+        assert "file:/t/dt=a holds 1 file(s)" in d.reason and "part-9.parquet._COPYING_: its name ends with" in d.reason
+    alone = Listing("file:/t/dt=a", files=[copying])  # one file: refused, not skipped (a merge rewrites a skip)
+    assert planner.decide(planner.file_stats(alone), Settings(), alone).code == readers.UNREADABLE_FILE
+    nested = Listing("file:/t/dt=a", files=[copying, files[0]], subdirs=["x"])
+    assert planner.decide(planner.file_stats(nested), Settings(), nested).action == "refuse"
+    many = Listing("file:/t", files=[FileEntry(f"f{i}._COPYING_", 1, 0) for i in range(5)])
+    assert "(f0._COPYING_: " in planner.decide(planner.file_stats(many), Settings(), many).reason
+    assert " and 2 more)" in planner.decide(planner.file_stats(many), Settings(), many).reason
 
 
 @pytest.mark.parametrize("kw,words", [

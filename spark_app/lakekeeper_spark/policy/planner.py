@@ -12,6 +12,7 @@ import statistics
 
 from .config import Settings
 from ..storage.layout import backup_table_name, journal_dir, old_path, staging_path
+from ..storage.readers import UNREADABLE_FILE, spark_skips, unreadable_files, unreadable_reason
 from ..report.sizes import human_bytes
 from ..report.model import Decision, FileEntry, FileStats, Listing, TableInfo, TablePlan, Unit
 
@@ -143,16 +144,6 @@ def write_layout(sizes: list[int], target_bytes: int, shrink: float = 1.0, slots
     return WriteLayout(files, 1, split)
 
 
-def spark_skips(name: str) -> bool:
-    """Whether Spark's file sources leave a file of this name out when they
-    read its directory (``HadoopFSUtils.shouldFilterOutPathName``): ``.x``,
-    ``_x`` without ``=``, ``x._COPYING_``. Parquet summary files
-    (``_metadata``, ``_common_metadata``) are not skipped there."""
-    if name.startswith(("_metadata", "_common_metadata")):
-        return False
-    return name.startswith(".") or (name.startswith("_") and "=" not in name) or name.endswith("._COPYING_")
-
-
 def read_paths(unit: Unit) -> list[str]:
     """What a Parquet or ORC rewrite of ``unit`` reads: its directory itself
     when that read takes exactly the files it rewrites (every file there is
@@ -194,12 +185,19 @@ def decide(stats: FileStats, settings: Settings, listing: Listing | None = None,
     ``block_size / ratio``, and rewriting would reduce the number of files.
     ``minor``, ``major``, ``smart``: see ``minor_rule``, ``major_rule`` and
     ``smart_rule`` (they need the listing: file sizes, not only averages).
+    Whatever the mode, a unit holding a file Hive reads and Spark skips
+    (``storage.readers``: ``x._COPYING_``) is refused (``unreadable_file``):
+    its copy, written and verified through Spark, would lack that file's rows.
     """
     mode = settings.mode
     target = target_file_count(stats.bytes, settings.target_file_bytes)
     early = None
+    unreadable = unreadable_files([f.name for f in listing.files]) if listing is not None else []
     if listing is not None and not listing.exists:
         early = Decision("skip", "directory does not exist", 0)
+    elif unreadable:  # before every skip: a merge rewrites a skipped unit anyway (merge_rules)
+        early = Decision("refuse", unreadable_reason(listing.path, unreadable, "nothing of it was written or moved"),
+                         stats.files, code=UNREADABLE_FILE)
     elif listing is not None and listing.subdirs:
         early = Decision(
             "skip",

@@ -1,12 +1,15 @@
 """Merge mode of compact (``--merge-from``): the batch's I/O.
 
 - ``prepare_merge``: locate the batch (a directory URI, or a non-partitioned
-  table whose directory is read), take its identity, check its columns,
-  route its rows to the table's partitions (one aggregate), refuse keys that
-  would move between partitions (one more job: the batch's latest version
-  of each key against a keys-only read of every partition of the table), and
-  set the decisions: the partitions the batch touches are rewritten, the
-  others left alone. Partitions a run already merged this batch into (the
+  table whose directory is read), refuse a batch or a table holding a file
+  Hive reads and Spark skips (``unreadable_file``, ``storage.readers``: the
+  batch would merge without its rows, the key check would not see its
+  keys), take its identity, check its columns, route its rows to the
+  table's partitions (one aggregate), refuse keys that would move between
+  partitions (one more job: the batch's latest version of each key against
+  a keys-only read of every partition of the table), and set the
+  decisions: the partitions the batch touches are rewritten, the others
+  left alone. Partitions a run already merged this batch into (the
   applied-batch record) are skipped.
 - ``batch_rows``: the batch rows of one unit, read by the rewrite next to
   the unit's own files (the dedupe then keeps the latest version of each key).
@@ -32,6 +35,7 @@ from ..policy.merge_rules import (BATCH_EMPTY, BATCH_LAYOUT, BATCH_SCHEMA, Batch
                                   applied_specs, batch_identity, check_batch_schema, moved_keys_refusal, record_name, route,
                                   spec_string)
 from ..report.model import FileEntry, TableInfo, TablePlan
+from ..storage.readers import UNREADABLE_FILE, unreadable_files, unreadable_reason
 from ..policy.names import quote_column
 
 log = logging.getLogger(__name__)
@@ -147,6 +151,14 @@ def prepare_merge(ctx: Context, info: TableInfo, p: TablePlan, columns: RewriteC
         raise Refused(BATCH_LAYOUT, f"the batch directory {source} has subdirectories ({', '.join(listing.subdirs[:3])}): "
                                     f"a batch is a flat directory of data files, partition columns as ordinary columns")
     files = sorted(listing.files, key=lambda f: f.name)
+    unreadable = unreadable_files([f.name for f in files])
+    if unreadable:  # read through Spark, the batch would merge without their rows
+        raise Refused(UNREADABLE_FILE, f"{full}: " + unreadable_reason(f"the batch directory {source}", unreadable,
+                                                                       "nothing was merged"))
+    refused = [u for u in p.units if u.decision.code == UNREADABLE_FILE]
+    if refused:  # the moved-key check reads every partition's keys: it would not see theirs
+        raise Refused(UNREADABLE_FILE, f"{full}: a merge reads the keys of every partition, and {len(refused)} "
+                                       f"partition(s) cannot be read whole: {refused[0].decision.reason}")
     identity = batch_identity(source, files)
     record_uri = f"{record_dir(p.journal_dir)}/{record_name(identity)}"
     pcols = [c for c, _t in info.partition_columns]
@@ -179,21 +191,26 @@ def prepare_merge(ctx: Context, info: TableInfo, p: TablePlan, columns: RewriteC
 def _key_check(ctx: Context, info: TableInfo, p: TablePlan, batch: Any, columns: RewriteColumns,
                routing: Routing) -> dict[str, BatchPart]:
     """Refuse keys that would move between partitions; else what the batch
-    does to each partition (inserted / updated / deleted keys)."""
+    does to each partition (inserted / updated / deleted keys). NULL keys
+    never match (``rewrite.null_key``): a batch row with a NULL key is a key
+    of its own, inserted (a delete marker: an absent delete), never present
+    in a partition nor moved; a table row with a NULL key matches no batch
+    row."""
     import json as _json
 
     from pyspark.sql import Window
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
 
-    from .rewrite import is_deleted
+    from .rewrite import is_deleted, null_key
 
     keys = list(columns.keys)
     kcols = [F.col(quote_column(k)) for k in keys]
     order = F.col(quote_column(columns.order_by or ""))
     # the batch's latest version of each key (across its partitions), and in how many partitions it has the key
     w = Window.partitionBy(*kcols).orderBy(F.col("__lk_o").desc_nulls_last())
-    ranked = (batch.select(F.col(SPEC), *kcols, is_deleted(columns).alias("__lk_del"), order.alias("__lk_o"))
+    ranked = (batch.where(~null_key(keys))
+              .select(F.col(SPEC), *kcols, is_deleted(columns).alias("__lk_del"), order.alias("__lk_o"))
               .withColumn("__lk_n", F.size(F.collect_set(F.col(SPEC)).over(Window.partitionBy(*kcols))))
               .withColumn("__lk_rn", F.row_number().over(w)))
     latest = ranked.where(F.col("__lk_rn") == 1).drop("__lk_rn", "__lk_o").cache()
@@ -214,7 +231,7 @@ def _key_check(ctx: Context, info: TableInfo, p: TablePlan, batch: Any, columns:
             reads = [s.read.schema(schema).format(info.format).load([f"{u.location.rstrip('/')}/{f.name}" for f in u.listing.files])
                      .select(F.lit(u.spec).alias("__lk_tspec"), *renamed) for u in chunk]
             table_keys = reduce(lambda a, b: a.unionByName(b), reads)
-            cond = reduce(lambda a, b: a & b, [latest[quote_column(k)].eqNullSafe(table_keys[f"__lk_k{i}"])
+            cond = reduce(lambda a, b: a & b, [latest[quote_column(k)] == table_keys[f"__lk_k{i}"]  # NULL: no match
                                                for i, k in enumerate(keys)])
             hits = table_keys.join(F.broadcast(latest), cond, "inner").select(
                 F.col(SPEC), F.col("__lk_tspec"), F.col("__lk_del"), *[F.col(quote_column(k)) for k in keys])
@@ -237,13 +254,15 @@ def _key_check(ctx: Context, info: TableInfo, p: TablePlan, batch: Any, columns:
         if refusal is not None:
             raise refusal
         # per partition: keys the batch inserts, updates, deletes (as the batch states them)
-        present = F.lit(0)
-        joined = latest
+        joined = latest.select(F.col(SPEC), F.col("__lk_del"), F.lit(0).alias("present"))
         if hits_all is not None:
-            cond = reduce(lambda a, b: a & b, [F.col(quote_column(k)).eqNullSafe(F.col(quote_column(f"__lk_h{i}"))) for i, k in enumerate(keys)])
+            cond = reduce(lambda a, b: a & b, [F.col(quote_column(k)) == F.col(quote_column(f"__lk_h{i}")) for i, k in enumerate(keys)])
             joined = latest.join(hits_all, cond & (F.col(SPEC) == F.col("__lk_hspec")), "left").select(
                 F.col(SPEC), F.col("__lk_del"), F.coalesce(F.col("present"), F.lit(0)).alias("present"))
-            present = F.col("present")
+        # each batch row with a NULL key: a key of its own, in no partition
+        joined = joined.unionByName(batch.where(null_key(keys)).select(
+            F.col(SPEC), is_deleted(columns).alias("__lk_del"), F.lit(0).alias("present")))
+        present = F.col("present")
         stats = joined.groupBy(SPEC).agg(
             F.sum(F.when((present == 0) & ~F.col("__lk_del"), 1).otherwise(0)).alias("inserted"),
             F.sum(F.when((present == 1) & ~F.col("__lk_del"), 1).otherwise(0)).alias("updated"),

@@ -18,7 +18,8 @@ table properties, a partition's own; ``formats.reader_properties``).
 
 ``sort_by``: each write task sorts its own rows (``sortWithinPartitions``,
 ``SORT BY`` on the SerDe path), so every output file is sorted and no global
-shuffle is added. ``dedupe`` (parquet and ORC): a column-pruned read of the
+shuffle is added. ``dedupe`` (parquet and ORC; NULL keys never match:
+``null_key``): a column-pruned read of the
 key, ordering and marker columns counts rows, keys and deletes (and sizes the
 output by the rows that survive); the rewrite hash-partitions the rows by key
 into that many files, keeps the latest version of each key (deletes dropped)
@@ -131,16 +132,31 @@ def is_deleted(columns: RewriteColumns) -> Any:
     return F.coalesce(marker.cast("string") == F.lit(columns.delete_value), F.lit(False))
 
 
+def null_key(keys: Any) -> Any:
+    """True for a row with a NULL in any of the ``keys`` columns (never
+    NULL itself). NULL keys never match, as in SQL: such a row is a key of
+    its own, never deduplicated against another row (not even an identical
+    one) and never matched by a batch row; a batch row with a NULL key is
+    inserted. A delete marker with a NULL key deletes nothing and, like every
+    delete marker, is not kept."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    return reduce(lambda a, b: a | b, [F.col(quote_column(k)).isNull() for k in keys])
+
+
 def _dedupe_aggregate(df: Any, columns: RewriteColumns, group: tuple[str, ...] = ()) -> Any:
     """Rows, distinct keys and keys whose latest version is a delete (per
     ``group`` column, if any), from the key, ordering and marker columns
-    only (a column-pruned read)."""
+    only (a column-pruned read). A row with a NULL key counts as a key of
+    its own (``null_key``)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     by = [F.col(g) for g in group]
     w = Window.partitionBy(*by, *_cols(columns.keys)).orderBy(F.col(quote_column(columns.order_by or "")).desc_nulls_last())
-    first = F.row_number().over(w) == 1
+    first = (F.row_number().over(w) == 1) | null_key(columns.keys)
     ranked = (df.select(*by, *_cols(columns.dedupe_columns))
               .select(*by, first.alias("first"), is_deleted(columns).alias("deleted")))
     metrics = [F.count(F.lit(1)).alias("rows"),
@@ -196,11 +212,12 @@ def dedupe_counts_by_unit(spark: Any, table: TableInfo, units: list[Unit],
 
 
 def _dedupe(df: Any, columns: RewriteColumns, files: int, obs: Any) -> Any:
-    """The latest version of each key, deletes dropped. ``obs`` observes,
-    in the same pass, the input rows, distinct keys, keys whose latest
-    version is a delete, and ties on the ordering column. One shuffle: by key
-    into ``files`` partitions, which the window reuses, so each output file
-    holds whole keys."""
+    """The latest version of each key, deletes dropped; a row with a NULL
+    key is a key of its own (``null_key``: kept as it is, never a tie).
+    ``obs`` observes, in the same pass, the input rows, distinct keys, keys
+    whose latest version is a delete, and ties on the ordering column. One
+    shuffle: by key into ``files`` partitions, which the window reuses, so
+    each output file holds whole keys."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -214,8 +231,10 @@ def _dedupe(df: Any, columns: RewriteColumns, files: int, obs: Any) -> Any:
     row = F.to_json(F.struct(*_cols(df.columns)))
     deleted = is_deleted(columns)
     ranked = (df.repartition(max(1, files), *keys)
-              .withColumn("__lk_rn", F.row_number().over(w))
-              .withColumn("__lk_tie", (F.col("__lk_rn") == 1) & (F.min(row).over(same) != F.max(row).over(same)))
+              .withColumn("__lk_nk", null_key(columns.keys))
+              .withColumn("__lk_rn", F.when(F.col("__lk_nk"), F.lit(1)).otherwise(F.row_number().over(w)))
+              .withColumn("__lk_tie", (F.col("__lk_rn") == 1) & ~F.col("__lk_nk")
+                          & (F.min(row).over(same) != F.max(row).over(same)))
               .withColumn("__lk_del", deleted))
     first = F.col("__lk_rn") == 1
     metrics = [
@@ -225,7 +244,7 @@ def _dedupe(df: Any, columns: RewriteColumns, files: int, obs: Any) -> Any:
         F.sum(F.when(F.col("__lk_tie"), 1).otherwise(0)).alias("ties"),
     ]
     ranked = ranked.observe(obs, *metrics)
-    return ranked.where(first & ~F.col("__lk_del")).drop("__lk_rn", "__lk_tie", "__lk_del")
+    return ranked.where(first & ~F.col("__lk_del")).drop("__lk_nk", "__lk_rn", "__lk_tie", "__lk_del")
 
 
 def _write_native(spark: Any, fs: Any, table: TableInfo, unit: Unit, settings: Settings, codec: dict[str, Any],
@@ -357,8 +376,9 @@ def _check_read_files(df: Any, unit: Unit) -> None:
 def _expected_merge(df: Any, columns: RewriteColumns) -> dict[str, Any] | None:
     """The content checksum (content.py) of the expected result of a merge,
     computed independently of the rewrite's window: per key the greatest
-    ``struct(order, other columns)`` (a NULL order is the oldest), deletes
-    dropped. None when a column cannot be compared (maps)."""
+    ``struct(order, other columns)`` (a NULL order is the oldest), each row
+    with a NULL key as it is (``null_key``), deletes dropped. None when a
+    column cannot be compared (maps)."""
     from pyspark.sql import functions as F
 
     if any(f.dataType.simpleString().startswith("map") or "map<" in f.dataType.simpleString() for f in df.schema.fields):
@@ -366,12 +386,13 @@ def _expected_merge(df: Any, columns: RewriteColumns) -> dict[str, Any] | None:
     keys = {k.lower() for k in columns.keys}
     order = columns.order_by or ""
     rest = [c for c in df.columns if c.lower() not in keys and c.lower() != order.lower()]
-    best = df.groupBy(*_cols(columns.keys)).agg(
+    nulls = null_key(columns.keys)
+    best = df.where(~nulls).groupBy(*_cols(columns.keys)).agg(
         F.max(F.struct(F.col(quote_column(order)).alias("__lk_o"), *_cols(rest))).alias("__lk_best"))
     latest = best.select(*[F.col(quote_column(c)) if c.lower() in keys else
                            (F.col("__lk_best.__lk_o").alias(c) if c.lower() == order.lower()
                             else F.col("__lk_best." + quote_column(c)).alias(c)) for c in df.columns])
-    kept = latest.where(~is_deleted(columns))
+    kept = latest.unionByName(df.where(nulls)).where(~is_deleted(columns))
     return content_check.checksum(kept)
 
 

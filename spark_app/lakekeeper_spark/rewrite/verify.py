@@ -6,7 +6,8 @@ directory is never touched before this passes.
 A dedupe rewrite changes the rows by design: there the staged copy must hold
 exactly the expected number of rows (the input's distinct keys whose latest
 version is not a delete) and that many distinct keys (a read of the key
-columns only), i.e. one row per surviving key."""
+columns only), i.e. one row per surviving key; a row with a NULL key is a key
+of its own (NULL keys never match: ``rewrite.null_key``)."""
 
 from __future__ import annotations
 
@@ -128,10 +129,16 @@ def _check_schema(table: TableInfo, file_schema_json: str, uri: str) -> None:
 
 
 def _distinct_keys(spark: Any, fmt: str, uris: list[str], keys: tuple[str, ...]) -> int:
-    """Distinct key tuples in the staged files: only the key columns are read
-    (NULLs compare equal, as in the dedupe's grouping)."""
+    """Distinct keys in the staged files, as the dedupe counts them: the
+    distinct key tuples without a NULL, plus each row with a NULL key (a
+    key of its own: ``rewrite.null_key``). Only the key columns are read."""
     from pyspark.sql import functions as F
 
+    from .rewrite import null_key
+
     s = spark.newSession()
-    df = s.read.format(fmt).load(uris)
-    return int(df.select(*[F.col(quote_column(k)) for k in keys]).distinct().count())
+    cols = [F.col(quote_column(k)) for k in keys]
+    row = s.read.format(fmt).load(uris).select(*cols).agg(
+        F.countDistinct(*cols).alias("keys"),  # count(DISTINCT ...) leaves out a tuple with a NULL
+        F.sum(F.when(null_key(keys), 1).otherwise(0)).alias("nulls")).collect()[0]
+    return int(row["keys"] or 0) + int(row["nulls"] or 0)

@@ -9,6 +9,8 @@ it checks. Below the policy: nothing here decides from settings.
 - ``threads``     the shared threads of the NameNode calls (``threaded``)
 - ``layout``      where the hidden directories and the journal go, run ids, backup
   table names, the properties lakekeeper marks its own tables with (pure)
+- ``readers``     which file names Hive reads and which Spark reads, the one rule of
+  each, and the refusal of a file Hive reads and Spark skips (pure)
 - ``formats``     file formats and codecs (footers, headers); here, not in rewrite,
   because the catalog names a table's format with it
 - ``hdfs_checks`` the HDFS pre-flight (ownership, ACLs, quotas, policies, open files)

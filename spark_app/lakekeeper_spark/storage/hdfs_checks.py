@@ -6,7 +6,9 @@ or that makes the swap unsafe. Decided per unit before anything is written:
   -put``'s ``._COPYING_``, a hidden ``.x.tmp``): its length and time are not
   final, so the listing checks see nothing change, and the writer would go on
   writing into the moved-aside original: the unit is skipped (``open_files``),
-  and checked again right before its swap (swap.check_unchanged);
+  and checked again right before its swap (swap.check_unchanged); a unit the
+  planner refused for an ``x._COPYING_`` file (``unreadable_file``, see
+  ``readers``) is skipped so too while that file is open: a copy in progress;
 * the root of an encryption zone: the copy would be written outside the zone,
   unencrypted, and the zone moved aside (``encryption_zone``; a unit inside a
   zone has its copy in the same zone and compacts normally);
@@ -38,6 +40,7 @@ from ..report.errors import LakekeeperError
 from .fs import HadoopFS
 from .threads import threaded
 from .layout import split_path
+from .readers import UNREADABLE_FILE, unreadable_files
 from ..report.model import Decision, FileEntry, HdfsCarry, TablePlan, Unit
 
 log = logging.getLogger(__name__)
@@ -153,6 +156,7 @@ def check_units(fs: HadoopFS, p: TablePlan, settings: Any, probe: str | None) ->
     ``HdfsCarry`` (see the module). ``probe``: a path for the ownership probe
     file in a directory this run holds (the table's journal directory under
     its lease); None (dry runs) leaves ownership unchecked."""
+    _copies_in_progress(fs, p)
     units = [u for u in p.to_compact if fs.is_hdfs(u.location)]
     if not units:
         return
@@ -211,6 +215,21 @@ def check_units(fs: HadoopFS, p: TablePlan, settings: Any, probe: str | None) ->
             u.hdfs = None
         elif note and u.hdfs is not None:
             u.hdfs.keep_owner, u.hdfs.owner_note = False, note
+
+
+def _copies_in_progress(fs: HadoopFS, p: TablePlan) -> None:
+    """A unit the planner refused for a file Hive reads and Spark skips
+    (``readers``: ``x._COPYING_``) while such a file is still open for write
+    is a copy in progress, not a file left behind: skipped (``open_files``),
+    as any unit with an open file, instead of refused."""
+    refused = [u for u in p.units if u.decision.code == UNREADABLE_FILE and fs.is_hdfs(u.location)]
+    if not refused:
+        return
+    held = fs.open_files({u.location: unreadable_files([f.name for f in u.listing.files]) for u in refused})
+    for u in refused:
+        if held[u.location]:
+            u.decision = Decision("skip", open_files_reason(held[u.location]), u.decision.target_files,
+                                  u.decision.rule, code=OPEN_FILES)
 
 
 def carry_attributes(fs: HadoopFS, u: Unit, copied: set[str]) -> dict[str, Any]:

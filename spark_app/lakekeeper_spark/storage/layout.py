@@ -3,7 +3,8 @@ table's data (staging copy, moved-aside original, rollback trash), the
 journal directory, run ids, and the names of backup tables.
 
 Every directory Lakekeeper creates next to data starts with ``.`` so that
-Hive, Spark partition discovery and ``MSCK REPAIR TABLE`` never see it. For
+Hive, Spark partition discovery and ``MSCK REPAIR TABLE`` never see it
+(``readers``: which names each reader skips). For
 a unit (the table's directory, or one partition's) at ``<parent>/<dir>``:
 
     <parent>/.<dir>.lk_staging_<run>     compacted copy being written
@@ -32,11 +33,6 @@ HISTORY_DIR_NAME = "history"
 _RUN_ID_TEXT = r"\d{8}T\d{6}-[0-9a-f]{6}"  # 20240301T020000-3f9a1c: UTC time and a random token
 _RUN_ID = re.compile(f"^{_RUN_ID_TEXT}$")
 RUN_ID_REGEX = _RUN_ID_TEXT  # the same, for other modules (replication's distcp filters)
-
-
-def is_hidden(name: str) -> bool:
-    """Names Hadoop's input formats and Spark skip: ``_SUCCESS``, ``.crc``..."""
-    return name.startswith("_") or name.startswith(".")
 
 
 # ---------------------------------------------------------------- run ids, backup table names

@@ -11,7 +11,7 @@ from typing import Iterable
 from ..report.errors import LakekeeperError
 from ..report.model import FileEntry, Listing
 from ..compat.jvm import java_class
-from .layout import is_hidden
+from .readers import hive_skips
 from .status import is_checksum_name, parse_status_dump, plain_uri
 from .threads import threaded
 
@@ -92,7 +92,7 @@ class Listings:
                 u = qualified.get(self.qualify(parent).rstrip("/"))
             if u is None:
                 raise LakekeeperError("fs_error", f"unexpected entry {path} in batch listing")
-            if is_hidden(name):
+            if hive_skips(name):
                 if not is_dir:
                     listings[u].hidden_files.append(name)
                 continue
@@ -116,7 +116,7 @@ class Listings:
             listing = Listing(path=qualified[q])
             with os.scandir(q[5:]) as it:
                 for entry in it:
-                    if is_hidden(entry.name):
+                    if hive_skips(entry.name):
                         if not entry.is_dir(follow_symlinks=True):
                             listing.hidden_files.append(entry.name)
                         continue
