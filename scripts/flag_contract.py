@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Write the engine's copy of the command/flag contract.
 
 The contract (which engine command takes which flag, its type, and how the

@@ -86,8 +86,9 @@ HELP: dict[str, tuple[str | None, str | None]] = {
                                    "the partitions its rows belong to; only those are rewritten"),
 }
 # The contract's value types (flags.py) as argparse reads them.
-TYPES: dict[str, Callable[[str], Any] | None] = {"float": float, "int": int, "str": None, "lower": str.lower,
-                                                  "upper": str.upper}
+TYPES: dict[str, Callable[[str], Any] | None] = {
+    "float": float, "int": int, "str": None, "lower": str.lower, "upper": str.upper,
+}
 # Contract flags of which one at most is given.
 EXCLUSIVE = (("pin", "unpin"),)
 # Contract flags that are not settings (build_settings) but the run's own.

@@ -29,7 +29,6 @@ from .report.progress import Progress
 log = logging.getLogger("lakekeeper")
 
 
-
 def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None,
                 progress: Progress | None = None) -> list[dict[str, Any]]:
     from .commands.analyze import analyze_table

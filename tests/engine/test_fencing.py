@@ -89,7 +89,7 @@ def test_a_stalled_rollback_whose_lease_was_taken_over_changes_nothing_when_it_r
 
 
 def test_break_lease_fences_a_live_compaction_at_its_next_step(spark, engine, files, warehouse, monkeypatch,
-                                                              tmp_path):
+                                                               tmp_path):
     loc = make_table(spark, warehouse, "fence_break", rows=300, partitions={"a": 9, "b": 8})
     original, rows = files.snapshot(loc), frozen(spark, "lk.fence_break")
     monkeypatch.setenv("LAKEKEEPER_PAUSE_AT", "verifying@lk.fence_break#0")  # heartbeat still running: live

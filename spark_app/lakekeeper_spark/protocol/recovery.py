@@ -110,11 +110,11 @@ def orphaned_data(ctx: Context, info: TableInfo) -> list[dict[str, str]]:
         lives = [(info.location or "").rstrip("/")]
     by_parent: dict[str, set[str]] = {}
     for live in lives:
-        parent, _, name = live.rpartition("/")
+        parent, name = live.rsplit("/", 1)
         by_parent.setdefault(parent, set()).add(name)
     found = []
     for parent, names in sorted(by_parent.items()):
-        entries = {n: d for n, d in ctx.fs.list_names(parent)}
+        entries = dict(ctx.fs.list_names(parent))
         for hidden, is_dir in sorted(entries.items()):
             parsed = parse_hidden_name(hidden)
             if not parsed or not is_dir:

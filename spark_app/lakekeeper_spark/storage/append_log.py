@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+
 class AppendLog:
     """A file open for appending records (``HadoopFS.open_log``)."""
 

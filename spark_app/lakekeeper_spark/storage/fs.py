@@ -266,7 +266,7 @@ class HadoopFS(Listings, Attributes):
         finally:
             log_file.close()
 
-    def open_log(self, uri: str) -> "AppendLog | None":
+    def open_log(self, uri: str) -> AppendLog | None:
         """A new file (fails if it exists) kept open for records appended one
         after another, each synced before ``append`` returns (``hsync`` on
         HDFS: on the DataNodes' disks and visible to any reader). None on a
