@@ -197,8 +197,12 @@ options:
         description:
           - Additional Spark properties, each passed as C(--conf key=value) (also in the embedded mode).
           - Keys that look like passwords, secrets, tokens, credentials or access keys are not passed on the command
-            line; they go to a properties file only the module's user can read, passed as C(--properties-file)
-            (with C(--load-spark-defaults) for spark-submit). Their values never appear in the module's output.
+            line; they go to a properties file only the module's user can read, passed as C(--properties-file).
+            That file replaces C(spark-defaults.conf) for spark-submit, so with Spark 4.0 and later it is followed
+            by C(--load-spark-defaults), and with Spark 3.x (which lacks that flag) or an unknown version the file
+            starts with a copy of the C(spark-defaults.conf) of C(SPARK_CONF_DIR), else C(<SPARK_HOME>/conf). The
+            Spark version is read from C(<SPARK_HOME>/jars/spark-core_*.jar) or C(<SPARK_HOME>/RELEASE), else from
+            C(spark-submit --version). Their values never appear in the module's output.
         type: dict
       extra_files:
         description: Files distributed with C(--files a,b), for example C(hive-site.xml).
