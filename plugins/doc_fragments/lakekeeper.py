@@ -173,7 +173,12 @@ options:
         description: C(--archives), for example a packed Python environment C(/opt/lakekeeper_env.tar.gz#lakekeeper_env).
         type: str
       python_env:
-        description: Python of the executors inside the archive (C(--conf spark.pyspark.python=...)), for example C(./lakekeeper_env/bin/python).
+        description:
+          - Python of the executors inside the archive (C(--conf spark.pyspark.python=...)), for example
+            C(./lakekeeper_env/bin/python).
+          - That path only exists in the executors' containers. The client-mode driver runs on the target, so set
+            O(python) to an interpreter there (the same Python major.minor, with PyYAML); a run whose driver would
+            use the archive's relative path fails before starting.
         type: str
       executor_memory:
         description: C(--executor-memory), for example C(4g).
@@ -242,7 +247,9 @@ options:
       - Embedded mode - the Python interpreter that runs the engine; it must be able to import C(pyspark) and C(yaml).
         The executors' Python (C(PYSPARK_PYTHON)) is set to it unless O(environment) sets one.
       - Default is the module's own interpreter when it can import C(pyspark), else C(python3) from C(PATH).
-      - With O(spark_submit.enabled), when set, it is passed as C(--conf spark.pyspark.driver.python=...).
+      - With O(spark_submit.enabled), when set, it is passed as C(--conf spark.pyspark.driver.python=...), the
+        Python of the client-mode driver, which runs on the target. Set it with O(spark_submit.python_env), whose
+        C(./<alias>/bin/python) exists only in the executors' containers (unset, the driver would use that path).
     type: str
   state_dir:
     description:

@@ -746,6 +746,73 @@ def spark_submit_flags(ss, driver_python=None, properties_file=None, spark_versi
     return argv
 
 
+DRIVER_PYTHON_KEY = "spark.pyspark.driver.python"
+PYTHON_KEY = "spark.pyspark.python"
+
+
+def client_driver_python(ss, python=None, defaults=None, environ=None):
+    """``(interpreter, where it is set)``: the Python a client-mode driver of
+    this spark-submit runs, on the submitting host, chosen as Spark's
+    PythonRunner does: spark.pyspark.driver.python, else spark.pyspark.python
+    (each from the last ``--conf`` of the argv: extra_conf, then the module's
+    own flag, then extra_args; else from ``defaults``, the spark-defaults.conf
+    properties), else the PYSPARK_DRIVER_PYTHON, PYSPARK_PYTHON variables of
+    ``environ``, else ``python3``."""
+    conf = ss.get("extra_conf") or {}
+    defaults = defaults or {}
+    environ = environ or {}
+
+    def from_argv(key, own, own_source, own_first):
+        given = [(conf.get(key), "spark_submit.extra_conf %s" % key)]
+        given.insert(0 if own_first else 1, (own, own_source))
+        given += [(v, "spark_submit.extra_args --conf %s" % key)
+                  for v in (a.partition("=")[2] for a in flag_values(ss.get("extra_args"), "--conf")
+                            if a.partition("=")[0].strip() == key)]
+        given = [(_text(v).strip(), src) for v, src in given if v not in (None, "")]
+        return given[-1] if given else None
+
+    def from_defaults(key):
+        value = _text(defaults.get(key) or "").strip()
+        return (value, "spark-defaults.conf %s" % key) if value else None
+
+    found = (from_argv(DRIVER_PYTHON_KEY, python, "python", own_first=False) or from_defaults(DRIVER_PYTHON_KEY)
+             or from_argv(PYTHON_KEY, ss.get("python_env"), "spark_submit.python_env", own_first=True)
+             or from_defaults(PYTHON_KEY))
+    if found:
+        return found
+    for name in ("PYSPARK_DRIVER_PYTHON", "PYSPARK_PYTHON"):
+        if environ.get(name):
+            return environ[name], "environment %s" % name
+    return "python3", "Spark's default"
+
+
+def archive_driver_python(ss, python=None, defaults=None, environ=None):
+    """The driver's Python when it is a path relative to the working
+    directory (``./lakekeeper_env/bin/python``, an archive's alias), as
+    ``(interpreter, where it is set)``; else None. A client-mode driver runs
+    on the submitting host, where only the executors' containers unpack
+    ``spark_submit.archives``: such a path usually does not exist there (the
+    caller checks)."""
+    if not ss.get("enabled"):
+        return None
+    interpreter, source = client_driver_python(ss, python, defaults, environ)
+    if os.path.isabs(interpreter) or "/" not in interpreter:
+        return None
+    return interpreter, source
+
+
+def archive_driver_python_message(interpreter, source, archives=None):
+    """Why a run whose driver's Python is inside an archive alias is refused, and the fix."""
+    alias = interpreter.split("/")[1] if interpreter.startswith("./") else interpreter.split("/")[0]
+    shipped = [a for a in _text(archives or "").split(",") if a.strip().endswith("#" + alias)]
+    return ("the Spark driver would run %s (%s)%s, but in client mode the driver runs on this host, where that "
+            "relative path does not exist: only the executors unpack spark_submit.archives. Set the python option "
+            "to an interpreter of this host for the driver (the same Python major.minor as the packed "
+            "environment, with PyYAML), e.g. python: /usr/bin/python3.11, and keep spark_submit.python_env for "
+            "the executors" % (interpreter, source,
+                               ", a path inside the archive %s" % shipped[0].strip() if shipped else ""))
+
+
 def build_command(command, selectors, ss, script, options=None, config_file=None, dry_run=False,
                   state_dir=None, result_file=None, python=None, spark_submit=None, job_id=None,
                   require_metastore=False, run_id=None, spark_version=None):

@@ -153,6 +153,16 @@ def spark_home_version(home):
     return None
 
 
+def defaults_properties(path, keys):
+    """The values of ``keys`` set in a spark-defaults.conf (simple ``key value`` lines)."""
+    found = {}
+    for line in _read_lines(path) if path else []:
+        match = _PROPERTY_LINE.match(line)
+        if match and match.group(1) in keys and match.group(2):
+            found[match.group(1)] = match.group(2).strip()
+    return found
+
+
 def driver_conf_dirs(env, spark_submit):
     """The directories a client-mode driver reads hive-site.xml from, in class path order."""
     conf = spark_conf_dir(env, spark_submit)

@@ -40,6 +40,7 @@ from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_app im
     ensure_app,
 )
 from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_catalog import (
+    defaults_properties,
     find_metastore,
     host_conf_message,
     host_hive_site,
@@ -50,8 +51,12 @@ from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_catalo
 )
 from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_argv import (
     DEFAULT_STATE_DIR,
+    DRIVER_PYTHON_KEY,
     ENGINE_OPTION_NAMES,
+    PYTHON_KEY,
     LakekeeperError,
+    archive_driver_python,
+    archive_driver_python_message,
     banner_version,
     build_command,
     config_spark_submit,
@@ -312,6 +317,26 @@ def _host_env(launch):
     return env
 
 
+def check_driver_python(module, ss, launch):
+    """In client mode the driver runs here, on the submitting host: fail
+    before starting when its Python (as spark-submit will pick it) is a
+    relative path such as the executors' ``./<alias>/bin/python`` of
+    ``python_env`` that does not exist here (spark-submit would die with
+    "Cannot run program ./lakekeeper_env/bin/python")."""
+    if not ss["enabled"]:
+        return
+    env = _host_env(launch)
+    defaults = defaults_properties(spark_defaults_path(env, launch.spark_submit), (DRIVER_PYTHON_KEY, PYTHON_KEY))
+    found = archive_driver_python(ss, module.params["python"], defaults, env)
+    if not found:
+        return
+    interpreter, source = found
+    # the python option was made absolute from the module's directory; Spark resolves the others from its own
+    base = os.getcwd() if source == "python" else (launch.cwd or os.getcwd())
+    if not os.path.isfile(os.path.join(base, interpreter)):
+        module.fail_json(msg=archive_driver_python_message(interpreter, source, ss.get("archives")))
+
+
 def spark_version(module, launch):
     """The Spark version of the spark-submit this run starts, or None.
 
@@ -501,6 +526,7 @@ def run_module(module, engine):
     config_file = _abspath(params["config_file"])
     ss = read_spark_submit(module, config_file)
     launch = resolve_launch(module, engine, ss)
+    check_driver_python(module, ss, launch)
     catalog = choose_catalog(module, ss, launch)
     result_file = os.path.join(module.tmpdir, RESULT_FILE)
     argv = build_argv(module, engine, command, selectors, ss, launch, config_file, result_file, catalog)

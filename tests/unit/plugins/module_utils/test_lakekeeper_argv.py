@@ -537,6 +537,57 @@ class TestMerge:
             lk.resolve_spark_submit(section)
 
 
+# ------------------------------------------------------- the driver's Python
+
+class TestDriverPython:
+    """The Python a client-mode driver runs, as spark-submit picks it (PythonRunner)."""
+
+    def test_python_env_alone_is_the_drivers_too(self):
+        # the reference configuration without the python option: the driver would run the archive's path
+        ss = reference_ss()
+        assert lk.client_driver_python(ss) == ("./lakekeeper_env/bin/python", "spark_submit.python_env")
+        found = lk.archive_driver_python(ss)
+        assert found == ("./lakekeeper_env/bin/python", "spark_submit.python_env")
+        msg = lk.archive_driver_python_message(*found, archives=ss["archives"])
+        assert "inside the archive /opt/lakekeeper_env.tar.gz#lakekeeper_env" in msg
+        assert "Set the python option" in msg and "client mode" in msg
+
+    def test_the_python_option_wins(self):
+        ss = reference_ss()
+        assert lk.client_driver_python(ss, "/usr/bin/python3.11") == ("/usr/bin/python3.11", "python")
+        assert lk.archive_driver_python(ss, "/usr/bin/python3.11") is None
+        assert lk.archive_driver_python(ss, "python3.11") is None  # looked up on PATH
+
+    @pytest.mark.parametrize("ss_extra, python, defaults, environ, expected", [
+        # spark.pyspark.driver.python: extra_conf, then the python option's flag, then extra_args (last --conf wins)
+        (dict(extra_conf={"spark.pyspark.driver.python": "/a/py"}), None, None, None,
+         ("/a/py", "spark_submit.extra_conf spark.pyspark.driver.python")),
+        (dict(extra_conf={"spark.pyspark.driver.python": "/a/py"}), "/b/py", None, None, ("/b/py", "python")),
+        (dict(extra_args=["--conf", "spark.pyspark.driver.python=/c/py"]), "/b/py", None, None,
+         ("/c/py", "spark_submit.extra_args --conf spark.pyspark.driver.python")),
+        # spark-defaults.conf's driver key beats every spark.pyspark.python
+        (dict(), None, {"spark.pyspark.driver.python": "/d/py"}, None,
+         ("/d/py", "spark-defaults.conf spark.pyspark.driver.python")),
+        # spark.pyspark.python: python_env's flag, then extra_conf
+        (dict(extra_conf={"spark.pyspark.python": "./other/bin/python"}), None, None, None,
+         ("./other/bin/python", "spark_submit.extra_conf spark.pyspark.python")),
+        # then the environment
+        (dict(python_env=None), None, None, {"PYSPARK_PYTHON": "/e/py", "PYSPARK_DRIVER_PYTHON": "/f/py"},
+         ("/f/py", "environment PYSPARK_DRIVER_PYTHON")),
+        (dict(python_env=None), None, {"spark.pyspark.python": "/g/py"}, {"PYSPARK_DRIVER_PYTHON": "/f/py"},
+         ("/g/py", "spark-defaults.conf spark.pyspark.python")),
+        (dict(python_env=None), None, None, None, ("python3", "Spark's default")),
+    ])
+    def test_precedence(self, ss_extra, python, defaults, environ, expected):
+        ss = reference_ss()
+        ss.update(ss_extra)
+        assert lk.client_driver_python(ss, python, defaults, environ) == expected
+
+    def test_embedded_mode_is_not_checked(self):
+        ss = lk.resolve_spark_submit({"python_env": "./lakekeeper_env/bin/python"})
+        assert lk.archive_driver_python(ss) is None
+
+
 # ----------------------------------------------------------------- masking
 
 class TestMasking:

@@ -116,3 +116,10 @@ def test_spark_home_and_defaults_path_as_spark_submit_finds_them(tmp_path):
         "/etc/spark/conf/spark-defaults.conf")
     assert cat.spark_defaults_path({}, None) is None
 
+
+def test_defaults_properties(tmp_path):
+    path = write(tmp_path / "spark-defaults.conf", "# spark.pyspark.python /no\nspark.pyspark.python  /usr/bin/python3\n"
+                 "spark.pyspark.driver.python=/opt/py/bin/python\nspark.other 1\n")
+    assert cat.defaults_properties(path, ("spark.pyspark.python", "spark.pyspark.driver.python")) == {
+        "spark.pyspark.python": "/usr/bin/python3", "spark.pyspark.driver.python": "/opt/py/bin/python"}
+    assert cat.defaults_properties(None, ("a",)) == {} and cat.defaults_properties(str(tmp_path / "x"), ("a",)) == {}

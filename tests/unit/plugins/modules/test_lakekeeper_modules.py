@@ -29,6 +29,7 @@ import yaml
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.lakekeeper.hive.plugins.module_utils import _lakekeeper_argv
 from ansible_collections.lakekeeper.hive.plugins.module_utils import _lakekeeper_catalog
 from ansible_collections.lakekeeper.hive.plugins.modules import lakekeeper_analyze
 from ansible_collections.lakekeeper.hive.plugins.modules import lakekeeper_cleanup
@@ -382,6 +383,89 @@ def test_no_probe_without_a_secret(engine, tmp_path, monkeypatch):
               tmp_path)
     assert res["failed"] is False, res
     assert not (tmp_path / "submit.json.version").exists()
+
+
+@pytest.mark.parametrize("python, extra_conf, refused", [
+    (None, {}, True),  # python_env alone: the driver would run ./lakekeeper_env/bin/python here
+    ("./lakekeeper_env/bin/python", {}, True),
+    (None, {"spark.pyspark.driver.python": "./lakekeeper_env/bin/python"}, True),
+    ("python", {}, False),  # the python option: this host's interpreter (the test's, on PATH or absolute)
+    (None, {"spark.pyspark.driver.python": sys.executable}, False),
+])
+def test_archive_python_for_a_client_mode_driver_refused(engine, tmp_path, monkeypatch, python, extra_conf, refused):
+    (tmp_path / "bin").mkdir()
+    submit = write_exe(tmp_path / "bin" / "spark-submit", STUB_SPARK_SUBMIT)
+    monkeypatch.setenv("STUB_SUBMIT_LOG", str(tmp_path / "submit.json"))
+    monkeypatch.delenv("PYSPARK_DRIVER_PYTHON", raising=False)
+    res = run(lakekeeper_compact, dict(
+        table="db.t", spark_submit_path=submit, python=sys.executable if python == "python" else python,
+        spark_submit=dict(enabled=True, master="yarn", deploy_mode="client", script_path=engine,
+                          archives="hdfs:///apps/lakekeeper_env.tar.gz#lakekeeper_env",
+                          python_env="./lakekeeper_env/bin/python", extra_conf=extra_conf)), tmp_path, check_mode=True)
+    if refused:
+        assert res["failed"] is True
+        assert "./lakekeeper_env/bin/python" in res["msg"] and "Set the python option" in res["msg"], res["msg"]
+        assert "inside the archive hdfs:///apps/lakekeeper_env.tar.gz#lakekeeper_env" in res["msg"]
+        assert not (tmp_path / "submit.json").exists()  # nothing started
+    else:
+        assert res["failed"] is False, res
+        assert "--dry-run" in shlex.split(res["cmd"])  # check mode still returns the command
+
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(CASES_FILE), "..", "..", "..", ".."))
+
+
+def _documented_examples():
+    """(where, module args) of the documented spark-submit examples that ship a packed Python
+    (python_env): lakekeeper_compact's EXAMPLES and the README's first example."""
+    examples = []
+    for task in yaml.safe_load(lakekeeper_compact.EXAMPLES):
+        args = task.get("lakekeeper.hive.lakekeeper_compact") or {}
+        if (args.get("spark_submit") or {}).get("python_env"):
+            examples.append(("lakekeeper_compact EXAMPLES: %s" % task["name"], args))
+    with open(os.path.join(REPO, "README.md")) as handle:
+        first = re.search(r"```yaml\n(.*?)```", handle.read(), re.S).group(1)
+    for play in yaml.safe_load(first):
+        for task in play.get("tasks") or []:
+            args = task.get("lakekeeper.hive.lakekeeper_compact") or {}
+            if (args.get("spark_submit") or {}).get("python_env"):
+                examples.append(("README.md, first example: %s" % task["name"], args))
+    return examples
+
+
+def _last_conf(argv, key):
+    values = [a.partition("=")[2] for a in _lakekeeper_argv.flag_values(argv, "--conf") if a.partition("=")[0] == key]
+    return values[-1] if values else None
+
+
+def test_documented_examples_give_the_driver_a_python_of_the_edge_node():
+    """The reference configuration and the README's first example set python_env (the executors'
+    ./lakekeeper_env/bin/python); their argv, built by the module's builder, must give the client-mode
+    driver, which runs on the submitting host, an interpreter of that host (an absolute path), not the
+    archive's relative path."""
+    examples = _documented_examples()
+    assert {where.split(":")[0] for where, _args in examples} == {"lakekeeper_compact EXAMPLES",
+                                                                 "README.md, first example"}
+    for where, args in examples:
+        ss = _lakekeeper_argv.resolve_spark_submit(_lakekeeper_argv.merge_spark_submit(args["spark_submit"]))
+        assert ss["enabled"] and ss.get("deploy_mode") in (None, "client"), where
+        argv = _lakekeeper_argv.build_command(
+            "compact", _lakekeeper_argv.selector_args(args.get("table"), args.get("tables"), args.get("database")),
+            ss, "/app/run_lakekeeper.py", spark_submit="/opt/spark/bin/spark-submit", python=args.get("python"),
+            result_file="/tmp/r.json")
+        # what Spark's PythonRunner runs for the driver: spark.pyspark.driver.python, else spark.pyspark.python
+        driver = _last_conf(argv, "spark.pyspark.driver.python") or _last_conf(argv, "spark.pyspark.python")
+        assert driver and os.path.isabs(driver), "%s: the driver would run %r on the edge node" % (where, driver)
+        assert _last_conf(argv, "spark.pyspark.python") == "./lakekeeper_env/bin/python", where  # the executors'
+        assert _lakekeeper_argv.archive_driver_python(ss, args.get("python")) is None, where
+
+
+def test_documented_example_without_python_is_what_the_module_refuses():
+    """The same example without its python option is the misconfiguration the module refuses."""
+    where, args = _documented_examples()[0]
+    ss = _lakekeeper_argv.resolve_spark_submit(_lakekeeper_argv.merge_spark_submit(args["spark_submit"]))
+    assert _lakekeeper_argv.archive_driver_python(ss, None) == ("./lakekeeper_env/bin/python",
+                                                                "spark_submit.python_env"), where
 
 
 def test_deploy_mode_cluster_refused(engine, tmp_path):
