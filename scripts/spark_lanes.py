@@ -23,7 +23,10 @@ requirements.txt (the one place versions are pinned):
   the Metastore service), with the lane's Python packed by the
   ``lakekeeper.hive.python_env`` role (venv-pack, the real
   ``ansible-playbook``) as the driver's and the executors' Python, the way a
-  cluster runs it (``LAKEKEEPER_APP_PYTHON``);
+  cluster runs it (``LAKEKEEPER_APP_PYTHON``); and ``SUBMIT``, the argv and
+  properties file the modules build for a secret-looking ``extra_conf`` key
+  run by that Spark's own ``spark-submit`` (``--load-spark-defaults`` only
+  exists from Spark 4.0: on 3.x the file must carry spark-defaults.conf);
 - ``line``: the engine files in ``LINE_DEPENDENT`` (the oldest line, on
   the oldest Python, so that every module is imported and run on 3.9 too);
 - ``seam``: ``SEAM``, the compat seam's own tests and the one rewrite whose
@@ -60,6 +63,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LIFECYCLE = "tests/testbed/test_engine_on_testbed.py::test_cli_under_spark_submit_on_the_standalone_cluster"
+# Every lane: the modules' spark-submit argv with a secret key, under the lane's spark-submit.
+SUBMIT = "tests/engine/test_submit_secret_properties.py"
 CRASH_TESTS = [
     "tests/crash/test_crash_matrix.py::test_older_spark_lane_crash_matrix_one_shape",
     "tests/crash/test_crash_merge.py",
@@ -222,6 +227,8 @@ def lane_tests(lane: dict) -> list[str]:
         tests = []
     if lane.get("crash"):
         tests += CRASH_TESTS
+    if not lane.get("full"):  # the whole engine suite has it
+        tests.append(SUBMIT)
     return tests + [LIFECYCLE]
 
 

@@ -173,7 +173,12 @@ options:
         description: C(--archives), for example a packed Python environment C(/opt/lakekeeper_env.tar.gz#lakekeeper_env).
         type: str
       python_env:
-        description: Python of the executors inside the archive (C(--conf spark.pyspark.python=...)), for example C(./lakekeeper_env/bin/python).
+        description:
+          - Python of the executors inside the archive (C(--conf spark.pyspark.python=...)), for example
+            C(./lakekeeper_env/bin/python).
+          - That path only exists in the executors' containers. The client-mode driver runs on the target, so set
+            O(python) to an interpreter there (the same Python major.minor, with PyYAML); a run whose driver would
+            use the archive's relative path fails before starting.
         type: str
       executor_memory:
         description: C(--executor-memory), for example C(4g).
@@ -197,8 +202,12 @@ options:
         description:
           - Additional Spark properties, each passed as C(--conf key=value) (also in the embedded mode).
           - Keys that look like passwords, secrets, tokens, credentials or access keys are not passed on the command
-            line; they go to a properties file only the module's user can read, passed as C(--properties-file)
-            (with C(--load-spark-defaults) for spark-submit). Their values never appear in the module's output.
+            line; they go to a properties file only the module's user can read, passed as C(--properties-file).
+            That file replaces C(spark-defaults.conf) for spark-submit, so with Spark 4.0 and later it is followed
+            by C(--load-spark-defaults), and with Spark 3.x (which lacks that flag) or an unknown version the file
+            starts with a copy of the C(spark-defaults.conf) of C(SPARK_CONF_DIR), else C(<SPARK_HOME>/conf). The
+            Spark version is read from C(<SPARK_HOME>/jars/spark-core_*.jar) or C(<SPARK_HOME>/RELEASE), else from
+            C(spark-submit --version). Their values never appear in the module's output.
         type: dict
       extra_files:
         description: Files distributed with C(--files a,b), for example C(hive-site.xml).
@@ -238,7 +247,9 @@ options:
       - Embedded mode - the Python interpreter that runs the engine; it must be able to import C(pyspark) and C(yaml).
         The executors' Python (C(PYSPARK_PYTHON)) is set to it unless O(environment) sets one.
       - Default is the module's own interpreter when it can import C(pyspark), else C(python3) from C(PATH).
-      - With O(spark_submit.enabled), when set, it is passed as C(--conf spark.pyspark.driver.python=...).
+      - With O(spark_submit.enabled), when set, it is passed as C(--conf spark.pyspark.driver.python=...), the
+        Python of the client-mode driver, which runs on the target. Set it with O(spark_submit.python_env), whose
+        C(./<alias>/bin/python) exists only in the executors' containers (unset, the driver would use that path).
     type: str
   state_dir:
     description:

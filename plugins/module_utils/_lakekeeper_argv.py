@@ -48,6 +48,16 @@ DEFAULT_STATE_DIR = "~/.lakekeeper/state"
 # (mode 0600, next to the result file in the module's private tmpdir) and
 # passed with --properties-file.
 SECRET_PROPERTIES_FILE = "lakekeeper-secret.properties"
+# spark-submit reads spark-defaults.conf only when no --properties-file is
+# given; --load-spark-defaults (from Spark 4.0 on, "Unrecognized option" on
+# 3.x) makes it read both. On an older or unknown line the module copies the
+# cluster's spark-defaults.conf into the properties file, before the secret
+# keys (secret_properties_text), which gives the same values on every line.
+LOAD_SPARK_DEFAULTS_SINCE = (4, 0)
+_VERSION_RE = re.compile(r"^\s*(\d+)\.(\d+)(?:[.\-+]|$)")
+# the banner of ``spark-submit --version`` (its stderr): "... version 3.5.8",
+# not the "Using Scala version 2.12.18" line
+_BANNER_VERSION_RE = re.compile(r"(?<!Scala )\bversion\s+(\d+\.\d+\S*)")
 
 
 def _flag(name):
@@ -503,6 +513,40 @@ def _escape_property(text, key=False):
     return "".join(out)
 
 
+def spark_line(version):
+    """``(major, minor)`` of a Spark version string (``3.5.8``, ``4.0.0-preview1``), or None."""
+    m = _VERSION_RE.match(_text(version)) if version not in (None, "") else None
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def banner_version(text):
+    """The Spark version in the output of ``spark-submit --version``, or None."""
+    m = _BANNER_VERSION_RE.search(text or "")
+    return m.group(1) if m and spark_line(m.group(1)) else None
+
+
+def loads_spark_defaults(version):
+    """Whether spark-submit of this Spark ``version`` takes ``--load-spark-defaults``
+    (4.0 and later); an unknown version does not."""
+    line = spark_line(version)
+    return bool(line) and line >= LOAD_SPARK_DEFAULTS_SINCE
+
+
+def secret_properties_text(secret_conf, defaults_text=None):
+    """The text of the secret properties file: the secret keys (properties_text),
+    after ``defaults_text`` when given (the cluster's spark-defaults.conf, copied
+    as it is, for a spark-submit without --load-spark-defaults: the file then
+    replaces spark-defaults.conf). A key given twice is the last one's, as Java
+    reads a properties file, so a secret key wins over the same key in the
+    defaults, as it would over spark-defaults.conf."""
+    secret = properties_text(secret_conf)
+    if defaults_text is None:
+        return secret
+    text = _text(defaults_text)
+    # a blank line ends a last line continued with a backslash
+    return text + ("" if text.endswith("\n") or not text else "\n") + "\n# lakekeeper: secret extra_conf\n" + secret
+
+
 def properties_text(conf):
     """``conf`` as a java.util.Properties file (the format of --properties-file)."""
     return "".join("%s=%s\n" % (_escape_property(str(k), key=True), _escape_property(_text(v)))
@@ -672,12 +716,15 @@ def ignored_embedded_keys(ss):
     return [k for k in SPARK_SUBMIT_ONLY_KEYS if ss.get(k) not in (None, "", [], {})]
 
 
-def spark_submit_flags(ss, driver_python=None, properties_file=None):
+def spark_submit_flags(ss, driver_python=None, properties_file=None, spark_version=None):
     """spark-submit flags in the reference order (before the script), from
     the SPARK_SUBMIT table.
 
     Secret extra_conf values are not flags: they go to ``properties_file``
-    (see properties_text), which the caller writes.
+    (see secret_properties_text), which the caller writes. With a
+    ``spark_version`` of 4.0 or later it is followed by
+    ``--load-spark-defaults``; otherwise (3.x, or unknown) the caller copies
+    spark-defaults.conf into it.
     """
     argv = []
     for key, _spec, fmt, _only in SPARK_SUBMIT:
@@ -687,8 +734,9 @@ def spark_submit_flags(ss, driver_python=None, properties_file=None):
             for name, item in public.items():
                 argv += ["--conf", "%s=%s" % (name, _text(item))]
             if secret:
-                # --load-spark-defaults (Spark 4): spark-defaults.conf is still read
-                argv += ["--properties-file", properties_file, "--load-spark-defaults"]
+                argv += ["--properties-file", properties_file]
+                if loads_spark_defaults(spark_version):  # Spark 4: spark-defaults.conf is still read
+                    argv.append("--load-spark-defaults")
             if driver_python:
                 argv += ["--conf", "spark.pyspark.driver.python=%s" % driver_python]
         elif key == "extra_args":
@@ -698,9 +746,76 @@ def spark_submit_flags(ss, driver_python=None, properties_file=None):
     return argv
 
 
+DRIVER_PYTHON_KEY = "spark.pyspark.driver.python"
+PYTHON_KEY = "spark.pyspark.python"
+
+
+def client_driver_python(ss, python=None, defaults=None, environ=None):
+    """``(interpreter, where it is set)``: the Python a client-mode driver of
+    this spark-submit runs, on the submitting host, chosen as Spark's
+    PythonRunner does: spark.pyspark.driver.python, else spark.pyspark.python
+    (each from the last ``--conf`` of the argv: extra_conf, then the module's
+    own flag, then extra_args; else from ``defaults``, the spark-defaults.conf
+    properties), else the PYSPARK_DRIVER_PYTHON, PYSPARK_PYTHON variables of
+    ``environ``, else ``python3``."""
+    conf = ss.get("extra_conf") or {}
+    defaults = defaults or {}
+    environ = environ or {}
+
+    def from_argv(key, own, own_source, own_first):
+        given = [(conf.get(key), "spark_submit.extra_conf %s" % key)]
+        given.insert(0 if own_first else 1, (own, own_source))
+        given += [(v, "spark_submit.extra_args --conf %s" % key)
+                  for v in (a.partition("=")[2] for a in flag_values(ss.get("extra_args"), "--conf")
+                            if a.partition("=")[0].strip() == key)]
+        given = [(_text(v).strip(), src) for v, src in given if v not in (None, "")]
+        return given[-1] if given else None
+
+    def from_defaults(key):
+        value = _text(defaults.get(key) or "").strip()
+        return (value, "spark-defaults.conf %s" % key) if value else None
+
+    found = (from_argv(DRIVER_PYTHON_KEY, python, "python", own_first=False) or from_defaults(DRIVER_PYTHON_KEY)
+             or from_argv(PYTHON_KEY, ss.get("python_env"), "spark_submit.python_env", own_first=True)
+             or from_defaults(PYTHON_KEY))
+    if found:
+        return found
+    for name in ("PYSPARK_DRIVER_PYTHON", "PYSPARK_PYTHON"):
+        if environ.get(name):
+            return environ[name], "environment %s" % name
+    return "python3", "Spark's default"
+
+
+def archive_driver_python(ss, python=None, defaults=None, environ=None):
+    """The driver's Python when it is a path relative to the working
+    directory (``./lakekeeper_env/bin/python``, an archive's alias), as
+    ``(interpreter, where it is set)``; else None. A client-mode driver runs
+    on the submitting host, where only the executors' containers unpack
+    ``spark_submit.archives``: such a path usually does not exist there (the
+    caller checks)."""
+    if not ss.get("enabled"):
+        return None
+    interpreter, source = client_driver_python(ss, python, defaults, environ)
+    if os.path.isabs(interpreter) or "/" not in interpreter:
+        return None
+    return interpreter, source
+
+
+def archive_driver_python_message(interpreter, source, archives=None):
+    """Why a run whose driver's Python is inside an archive alias is refused, and the fix."""
+    alias = interpreter.split("/")[1] if interpreter.startswith("./") else interpreter.split("/")[0]
+    shipped = [a for a in _text(archives or "").split(",") if a.strip().endswith("#" + alias)]
+    return ("the Spark driver would run %s (%s)%s, but in client mode the driver runs on this host, where that "
+            "relative path does not exist: only the executors unpack spark_submit.archives. Set the python option "
+            "to an interpreter of this host for the driver (the same Python major.minor as the packed "
+            "environment, with PyYAML), e.g. python: /usr/bin/python3.11, and keep spark_submit.python_env for "
+            "the executors" % (interpreter, source,
+                               ", a path inside the archive %s" % shipped[0].strip() if shipped else ""))
+
+
 def build_command(command, selectors, ss, script, options=None, config_file=None, dry_run=False,
                   state_dir=None, result_file=None, python=None, spark_submit=None, job_id=None,
-                  require_metastore=False, run_id=None):
+                  require_metastore=False, run_id=None, spark_version=None):
     """The complete argv of one engine run.
 
     Embedded (``ss['enabled']`` false)::
@@ -719,7 +834,10 @@ def build_command(command, selectors, ss, script, options=None, config_file=None
 
     Secret-looking extra_conf values are left out of the argv: both forms
     then carry ``--properties-file <secret_properties_path(result_file)>``,
-    a file the caller writes with properties_text before the run.
+    a file the caller writes with secret_properties_text before the run;
+    spark-submit also gets ``--load-spark-defaults`` when ``spark_version``
+    (of that spark-submit) is 4.0 or later, and otherwise the caller puts the
+    cluster's spark-defaults.conf into that file (see spark_submit_flags).
 
     spark-submit always gets ``--name``: ``ss['name']``, else
     default_app_name (with the AWX ``job_id`` and the ``run_id`` when
@@ -736,7 +854,9 @@ def build_command(command, selectors, ss, script, options=None, config_file=None
         check_extra_args(ss)
         if not ss.get("name"):
             ss = dict(ss, name=default_app_name(command, selectors, job_id, run_id))
-        head = [spark_submit] + spark_submit_flags(ss, driver_python=python, properties_file=properties_file) + [script]
+        flags = spark_submit_flags(ss, driver_python=python, properties_file=properties_file,
+                                   spark_version=spark_version)
+        head = [spark_submit] + flags + [script]
         tail = engine_args(command, selectors, options, config_file=config_file, dry_run=dry_run,
                            state_dir=state_dir, result_file=result_file, require_metastore=require_metastore,
                            run_id=run_id)

@@ -25,6 +25,13 @@ The rules:
   ``YARN_CONF_DIR``, also as ``spark-env.sh`` sets them). None found: the
   module fails before starting and says where to put it. Found: the engine
   still checks what its driver really loaded (``--require-metastore``).
+
+The same places tell the other things the module must know of the host's
+spark-submit before starting it: its spark-defaults.conf (spark_defaults_path)
+and its Spark version, read from the files of its SPARK_HOME
+(spark_home_version: the ``jars/spark-core_<scala>-<version>.jar`` every Spark
+distribution and pyspark package has, else the ``RELEASE`` file), which costs
+no JVM start.
 """
 
 from __future__ import annotations
@@ -97,15 +104,63 @@ def _env_script_dirs(path, env):
     return found
 
 
-def spark_conf_dir(env, spark_submit):
-    """The conf directory the spark-submit launcher puts first on the class path."""
-    if env.get("SPARK_CONF_DIR"):
-        return env["SPARK_CONF_DIR"]
+def spark_home(env, spark_submit):
+    """The SPARK_HOME of a spark-submit run: the variable, else the parent of
+    the ``bin`` directory the (resolved) spark-submit is in, or None."""
     home = env.get("SPARK_HOME")
     if not home and spark_submit:
         bin_dir = os.path.dirname(os.path.realpath(spark_submit))
         home = os.path.dirname(bin_dir) if os.path.basename(bin_dir) == "bin" else None
+    return home or None
+
+
+def spark_conf_dir(env, spark_submit):
+    """The conf directory the spark-submit launcher puts first on the class path."""
+    if env.get("SPARK_CONF_DIR"):
+        return env["SPARK_CONF_DIR"]
+    home = spark_home(env, spark_submit)
     return os.path.join(home, "conf") if home else None
+
+
+def spark_defaults_path(env, spark_submit):
+    """The spark-defaults.conf this spark-submit reads when no --properties-file replaces it (or None)."""
+    conf = spark_conf_dir(env, spark_submit)
+    return os.path.join(conf, "spark-defaults.conf") if conf else None
+
+
+_CORE_JAR = re.compile(r"^spark-core_\d+\.\d+-(\d+\.\d+\.\d+[^/]*?)\.jar$")
+_RELEASE = re.compile(r"^\s*Spark\s+(\d+\.\d+\.\d+\S*)")
+
+
+def spark_home_version(home):
+    """The Spark version of a SPARK_HOME from its files, or None: the name of
+    ``jars/spark-core_<scala>-<version>.jar``, else the first line of
+    ``RELEASE`` (``Spark 3.5.1 built for Hadoop 3.3.4``)."""
+    if not home:
+        return None
+    try:
+        names = sorted(os.listdir(os.path.join(home, "jars")))
+    except OSError:
+        names = []
+    for name in names:
+        match = _CORE_JAR.match(name)
+        if match:
+            return match.group(1)
+    for line in _read_lines(os.path.join(home, "RELEASE"))[:1]:
+        match = _RELEASE.match(line)
+        if match:
+            return match.group(1)
+    return None
+
+
+def defaults_properties(path, keys):
+    """The values of ``keys`` set in a spark-defaults.conf (simple ``key value`` lines)."""
+    found = {}
+    for line in _read_lines(path) if path else []:
+        match = _PROPERTY_LINE.match(line)
+        if match and match.group(1) in keys and match.group(2):
+            found[match.group(1)] = match.group(2).strip()
+    return found
 
 
 def driver_conf_dirs(env, spark_submit):

@@ -40,27 +40,37 @@ from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_app im
     ensure_app,
 )
 from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_catalog import (
+    defaults_properties,
     find_metastore,
     host_conf_message,
     host_hive_site,
     no_metastore_message,
+    spark_defaults_path,
+    spark_home,
+    spark_home_version,
 )
 from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_argv import (
     DEFAULT_STATE_DIR,
+    DRIVER_PYTHON_KEY,
     ENGINE_OPTION_NAMES,
+    PYTHON_KEY,
     LakekeeperError,
+    archive_driver_python,
+    archive_driver_python_message,
+    banner_version,
     build_command,
     config_spark_submit,
     ignored_embedded_keys,
     join_cmd,
+    loads_spark_defaults,
     mask_argv,
     merge_spark_submit,
     new_run_id,
-    properties_text,
     refresh_argv,
     refuse_cluster_mode,
     resolve_spark_submit,
     secret_properties_path,
+    secret_properties_text,
     secret_values,
     selector_args,
     split_conf,
@@ -300,6 +310,52 @@ def resolve_launch(module, engine, ss):
                   explicit_state_dir=bool(params["state_dir"]))
 
 
+def _host_env(launch):
+    """The environment spark-submit will see: the module's, updated with the run's."""
+    env = dict(os.environ)
+    env.update(launch.env)
+    return env
+
+
+def check_driver_python(module, ss, launch):
+    """In client mode the driver runs here, on the submitting host: fail
+    before starting when its Python (as spark-submit will pick it) is a
+    relative path such as the executors' ``./<alias>/bin/python`` of
+    ``python_env`` that does not exist here (spark-submit would die with
+    "Cannot run program ./lakekeeper_env/bin/python")."""
+    if not ss["enabled"]:
+        return
+    env = _host_env(launch)
+    defaults = defaults_properties(spark_defaults_path(env, launch.spark_submit), (DRIVER_PYTHON_KEY, PYTHON_KEY))
+    found = archive_driver_python(ss, module.params["python"], defaults, env)
+    if not found:
+        return
+    interpreter, source = found
+    # the python option was made absolute from the module's directory; Spark resolves the others from its own
+    base = os.getcwd() if source == "python" else (launch.cwd or os.getcwd())
+    if not os.path.isfile(os.path.join(base, interpreter)):
+        module.fail_json(msg=archive_driver_python_message(interpreter, source, ss.get("archives")))
+
+
+def spark_version(module, launch):
+    """The Spark version of the spark-submit this run starts, or None.
+
+    Read from the files of its SPARK_HOME (spark_home_version: no process);
+    else from ``spark-submit --version`` (one JVM start, a few seconds: only
+    when those files do not tell, e.g. a packaged wrapper outside SPARK_HOME).
+    None (unknown) is safe: the secret properties file then carries the
+    cluster's spark-defaults.conf itself."""
+    version = spark_home_version(spark_home(_host_env(launch), launch.spark_submit))
+    if version:
+        return version
+    try:
+        rc, out, err = module.run_command([launch.spark_submit, "--version"], environ_update=launch.env,
+                                          cwd=launch.cwd, check_rc=False, handle_exceptions=False)
+    except (OSError, IOError):
+        return None
+    return banner_version((err or "") + "\n" + (out or "")) if rc == 0 else None
+
+
 CATALOG_KEYS = ("kind", "uris", "url", "source", "hive_site", "state_dir", "reason")
 
 
@@ -307,8 +363,7 @@ def choose_catalog(module, ss, launch):
     """Which Hive catalog the run uses (see _lakekeeper_catalog), decided
     before anything starts; fail_json when the choice would be a silent
     embedded catalog."""
-    env = dict(os.environ)
-    env.update(launch.env)
+    env = _host_env(launch)
     found, looked = find_metastore(ss.get("extra_conf"), ss.get("extra_args") if ss["enabled"] else None, env,
                                    launch.spark_submit)
     if found:
@@ -331,19 +386,38 @@ def write_private(path, text):
         handle.write(text)
 
 
+def secret_file_text(module, ss, launch, secret_conf, version):
+    """The secret properties file: the secret keys, after the cluster's
+    spark-defaults.conf when spark-submit cannot be told to read it too
+    (Spark before 4.0, or unknown: --properties-file replaces it there)."""
+    defaults_text = None
+    if ss["enabled"] and not loads_spark_defaults(version):
+        path = spark_defaults_path(_host_env(launch), launch.spark_submit)
+        if path and os.path.isfile(path):
+            try:
+                defaults_text = _read_text(path)
+            except (OSError, IOError) as exc:
+                module.fail_json(msg="could not read %s (secret extra_conf values replace spark-defaults.conf on "
+                                     "Spark %s, so the module copies it): %s"
+                                     % (path, version or "before 4.0", exc.strerror))
+    return secret_properties_text(secret_conf, defaults_text)
+
+
 def build_argv(module, engine, command, selectors, ss, launch, config_file, result_file, catalog):
     """The engine's argv; secret extra_conf values are written to their private properties file."""
+    secret_conf = split_conf(ss.get("extra_conf"))[1]
+    version = spark_version(module, launch) if ss["enabled"] and secret_conf else None
     argv = _fail_on(module, build_command, command, selectors, ss, launch.script,
                     options=engine.options(module.params), config_file=config_file, dry_run=module.check_mode,
                     state_dir=launch.state_dir, result_file=result_file, python=launch.python,
                     spark_submit=launch.spark_submit,
                     job_id=(module.params.get(INTERNAL_OPTION) or {}).get("job_id"),
                     require_metastore=catalog["kind"] != "embedded" and not launch.explicit_state_dir,
-                    run_id=new_run_id() if ss.get("enabled") else None)
-    secret_conf = split_conf(ss.get("extra_conf"))[1]
+                    run_id=new_run_id() if ss.get("enabled") else None, spark_version=version)
     if secret_conf:
+        text = secret_file_text(module, ss, launch, secret_conf, version)
         try:
-            write_private(secret_properties_path(result_file), properties_text(secret_conf))
+            write_private(secret_properties_path(result_file), text)
         except OSError as exc:
             module.fail_json(msg="could not write the secret properties file in %s: %s"
                                  % (module.tmpdir, exc.strerror))
@@ -452,6 +526,7 @@ def run_module(module, engine):
     config_file = _abspath(params["config_file"])
     ss = read_spark_submit(module, config_file)
     launch = resolve_launch(module, engine, ss)
+    check_driver_python(module, ss, launch)
     catalog = choose_catalog(module, ss, launch)
     result_file = os.path.join(module.tmpdir, RESULT_FILE)
     argv = build_argv(module, engine, command, selectors, ss, launch, config_file, result_file, catalog)

@@ -268,7 +268,7 @@ EXAMPLES = r"""
       keytab: /etc/security/keytabs/myuser.keytab
       queue: data-engineering
       archives: /opt/lakekeeper_env.tar.gz#lakekeeper_env
-      python_env: ./lakekeeper_env/bin/python
+      python_env: ./lakekeeper_env/bin/python   # the executors' Python, unpacked from the archive
       executor_memory: 4g
       num_executors: 10
       executor_cores: 2
@@ -277,6 +277,9 @@ EXAMPLES = r"""
         spark.yarn.kerberos.relogin.period: 1h
       extra_files:
         - /etc/hive/conf/hive-site.xml
+    # the driver's Python: in client mode the driver runs on this edge node, where ./lakekeeper_env does not
+    # exist; an interpreter of the edge node with the packed environment's major.minor and PyYAML
+    python: /usr/bin/python3.11
     hadoop_conf_dir: /etc/hadoop/conf
   register: compaction
 

@@ -537,6 +537,57 @@ class TestMerge:
             lk.resolve_spark_submit(section)
 
 
+# ------------------------------------------------------- the driver's Python
+
+class TestDriverPython:
+    """The Python a client-mode driver runs, as spark-submit picks it (PythonRunner)."""
+
+    def test_python_env_alone_is_the_drivers_too(self):
+        # the reference configuration without the python option: the driver would run the archive's path
+        ss = reference_ss()
+        assert lk.client_driver_python(ss) == ("./lakekeeper_env/bin/python", "spark_submit.python_env")
+        found = lk.archive_driver_python(ss)
+        assert found == ("./lakekeeper_env/bin/python", "spark_submit.python_env")
+        msg = lk.archive_driver_python_message(*found, archives=ss["archives"])
+        assert "inside the archive /opt/lakekeeper_env.tar.gz#lakekeeper_env" in msg
+        assert "Set the python option" in msg and "client mode" in msg
+
+    def test_the_python_option_wins(self):
+        ss = reference_ss()
+        assert lk.client_driver_python(ss, "/usr/bin/python3.11") == ("/usr/bin/python3.11", "python")
+        assert lk.archive_driver_python(ss, "/usr/bin/python3.11") is None
+        assert lk.archive_driver_python(ss, "python3.11") is None  # looked up on PATH
+
+    @pytest.mark.parametrize("ss_extra, python, defaults, environ, expected", [
+        # spark.pyspark.driver.python: extra_conf, then the python option's flag, then extra_args (last --conf wins)
+        (dict(extra_conf={"spark.pyspark.driver.python": "/a/py"}), None, None, None,
+         ("/a/py", "spark_submit.extra_conf spark.pyspark.driver.python")),
+        (dict(extra_conf={"spark.pyspark.driver.python": "/a/py"}), "/b/py", None, None, ("/b/py", "python")),
+        (dict(extra_args=["--conf", "spark.pyspark.driver.python=/c/py"]), "/b/py", None, None,
+         ("/c/py", "spark_submit.extra_args --conf spark.pyspark.driver.python")),
+        # spark-defaults.conf's driver key beats every spark.pyspark.python
+        (dict(), None, {"spark.pyspark.driver.python": "/d/py"}, None,
+         ("/d/py", "spark-defaults.conf spark.pyspark.driver.python")),
+        # spark.pyspark.python: python_env's flag, then extra_conf
+        (dict(extra_conf={"spark.pyspark.python": "./other/bin/python"}), None, None, None,
+         ("./other/bin/python", "spark_submit.extra_conf spark.pyspark.python")),
+        # then the environment
+        (dict(python_env=None), None, None, {"PYSPARK_PYTHON": "/e/py", "PYSPARK_DRIVER_PYTHON": "/f/py"},
+         ("/f/py", "environment PYSPARK_DRIVER_PYTHON")),
+        (dict(python_env=None), None, {"spark.pyspark.python": "/g/py"}, {"PYSPARK_DRIVER_PYTHON": "/f/py"},
+         ("/g/py", "spark-defaults.conf spark.pyspark.python")),
+        (dict(python_env=None), None, None, None, ("python3", "Spark's default")),
+    ])
+    def test_precedence(self, ss_extra, python, defaults, environ, expected):
+        ss = reference_ss()
+        ss.update(ss_extra)
+        assert lk.client_driver_python(ss, python, defaults, environ) == expected
+
+    def test_embedded_mode_is_not_checked(self):
+        ss = lk.resolve_spark_submit({"python_env": "./lakekeeper_env/bin/python"})
+        assert lk.archive_driver_python(ss) is None
+
+
 # ----------------------------------------------------------------- masking
 
 class TestMasking:
@@ -568,20 +619,59 @@ class TestMasking:
         assert len(masked) == len(argv)
         assert "spark.ssl.keyPassword=hunter22" in argv  # the real argv is untouched
 
-    def test_secret_conf_goes_to_a_properties_file_with_spark_submit(self):
+    @pytest.mark.parametrize("version, loads_defaults", [
+        ("4.3.0", True), ("4.0.0-preview2", True), ("3.5.8", False), ("3.3.4", False), (None, False)])
+    def test_secret_conf_goes_to_a_properties_file_with_spark_submit(self, version, loads_defaults):
         ss = reference_ss(extra_conf={"spark.hadoop.fs.s3a.secret.key": "abc=def",
                                       "spark.ssl.keyPassword": "hunter22"})
         argv = lk.build_command("compact", ["--table", "a.b"], ss, "/app/r.py", spark_submit="spark-submit",
-                                result_file="/tmp/mod/lakekeeper-result.json")
+                                result_file="/tmp/mod/lakekeeper-result.json", spark_version=version)
         text = " ".join(argv)
         assert "hunter22" not in text and "abc=def" not in text and "keyPassword" not in text
         assert "spark.yarn.kerberos.relogin.period=1h" in argv  # public conf stays a flag
         i = argv.index("--properties-file")
         assert argv[i + 1] == "/tmp/mod/lakekeeper-secret.properties"
-        assert argv[i + 2] == "--load-spark-defaults"
+        # --load-spark-defaults only exists from Spark 4.0 ("Unrecognized option" on 3.x; unknown: not given,
+        # the module copies spark-defaults.conf into the file instead)
+        assert ("--load-spark-defaults" in argv) is loads_defaults
+        if loads_defaults:
+            assert argv[i + 2] == "--load-spark-defaults"
         assert i < argv.index("/app/r.py")  # a spark-submit flag, before the script
         assert lk.properties_text(lk.split_conf(ss["extra_conf"])[1]) == (
             "spark.hadoop.fs.s3a.secret.key=abc\\=def\nspark.ssl.keyPassword=hunter22\n")
+
+    def test_no_secret_no_properties_file_on_any_line(self):
+        for version in ("3.3.4", "4.3.0", None):
+            argv = lk.build_command("compact", ["--table", "a.b"], reference_ss(), "/app/r.py",
+                                    spark_submit="spark-submit", result_file="/t/r.json", spark_version=version)
+            assert "--properties-file" not in argv and "--load-spark-defaults" not in argv
+
+    @pytest.mark.parametrize("version, line", [
+        ("3.3.4", (3, 3)), ("3.5.8", (3, 5)), ("4.0.0-preview1", (4, 0)), ("4.3", (4, 3)), ("10.1.0", (10, 1)),
+        ("", None), (None, None), ("x.y", None), ("35", None)])
+    def test_spark_line(self, version, line):
+        assert lk.spark_line(version) == line
+        assert lk.loads_spark_defaults(version) is bool(line and line >= (4, 0))
+
+    def test_banner_version(self):
+        banner = ("Welcome to\n      ____              __\n     / __/__  ___ _____/ /__\n"
+                  "    _\\ \\/ _ \\/ _ `/ __/  '_/\n   /___/ .__/\\_,_/_/ /_/\\_\\   version 3.5.8\n      /_/\n\n"
+                  "Using Scala version 2.12.18, OpenJDK 64-Bit Server VM, 17.0.15\nBranch HEAD\n")
+        assert lk.banner_version(banner) == "3.5.8"
+        assert lk.banner_version("Using Scala version 2.13.16, OpenJDK") is None
+        assert lk.banner_version("") is None and lk.banner_version(None) is None
+
+    def test_secret_properties_text_after_the_cluster_defaults(self):
+        secret = {"spark.hadoop.fs.s3a.secret.key": "abc=def"}
+        assert lk.secret_properties_text(secret) == lk.properties_text(secret)  # Spark 4: the secrets alone
+        defaults = "# cluster\nspark.eventLog.enabled true\nspark.hadoop.fs.s3a.secret.key old"
+        text = lk.secret_properties_text(secret, defaults)
+        # the defaults as they are, then the secret keys (the last of a key given twice wins, as in Java)
+        assert text.startswith(defaults + "\n\n")
+        assert text.endswith("spark.hadoop.fs.s3a.secret.key=abc\\=def\n")
+        # a last defaults line continued with a backslash ends at the blank line, before the secrets
+        assert lk.secret_properties_text(secret, "a.b c\\\n").startswith("a.b c\\\n\n#")
+        assert lk.secret_properties_text(secret, "") == "\n# lakekeeper: secret extra_conf\n" + lk.properties_text(secret)
 
     def test_secret_conf_goes_to_a_properties_file_embedded(self):
         ss = lk.resolve_spark_submit({"extra_conf": {"spark.authenticate.secret": "s3cr3t", "spark.ui.enabled": "false"}})

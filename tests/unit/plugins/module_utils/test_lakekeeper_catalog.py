@@ -89,3 +89,37 @@ def test_cloudera_spark_env_sh_names_the_yarn_conf_under_the_spark_conf_dir(tmp_
     site = write(conf / "yarn-conf" / "hive-site.xml", SITE % ("hive.metastore.uris", "thrift://cdp:9083"))
     found = cat.find_metastore({}, [], {"SPARK_CONF_DIR": str(conf)}, None)[0]
     assert found == {"kind": "metastore", "uris": "thrift://cdp:9083", "source": site}
+
+
+def test_spark_home_version_from_the_core_jar_else_release(tmp_path):
+    home = tmp_path / "spark"
+    write(home / "jars" / "spark-core_2.12-3.5.1.jar", "")
+    write(home / "jars" / "spark-catalyst_2.12-3.5.1.jar", "")
+    write(home / "RELEASE", "Spark 9.9.9 built for Hadoop 3.3.4\n")
+    assert cat.spark_home_version(str(home)) == "3.5.1"  # the jar first
+    os.remove(str(home / "jars" / "spark-core_2.12-3.5.1.jar"))
+    assert cat.spark_home_version(str(home)) == "9.9.9"  # a distribution's RELEASE
+    write(home / "jars" / "spark-core_2.13-4.0.0-preview2.jar", "")
+    assert cat.spark_home_version(str(home)) == "4.0.0-preview2"
+    assert cat.spark_home_version(str(tmp_path / "none")) is None and cat.spark_home_version(None) is None
+
+
+def test_spark_home_and_defaults_path_as_spark_submit_finds_them(tmp_path):
+    submit = write(tmp_path / "opt-spark" / "bin" / "spark-submit", "")
+    link = tmp_path / "usr-bin" / "spark-submit"
+    link.parent.mkdir()
+    link.symlink_to(submit)
+    assert cat.spark_home({}, str(link)) == str(tmp_path / "opt-spark")  # the resolved binary's home
+    assert cat.spark_home({"SPARK_HOME": "/h"}, str(link)) == "/h"
+    assert cat.spark_defaults_path({"SPARK_HOME": "/h"}, None) == "/h/conf/spark-defaults.conf"
+    assert cat.spark_defaults_path({"SPARK_HOME": "/h", "SPARK_CONF_DIR": "/etc/spark/conf"}, None) == (
+        "/etc/spark/conf/spark-defaults.conf")
+    assert cat.spark_defaults_path({}, None) is None
+
+
+def test_defaults_properties(tmp_path):
+    path = write(tmp_path / "spark-defaults.conf", "# spark.pyspark.python /no\nspark.pyspark.python  /usr/bin/python3\n"
+                 "spark.pyspark.driver.python=/opt/py/bin/python\nspark.other 1\n")
+    assert cat.defaults_properties(path, ("spark.pyspark.python", "spark.pyspark.driver.python")) == {
+        "spark.pyspark.python": "/usr/bin/python3", "spark.pyspark.driver.python": "/opt/py/bin/python"}
+    assert cat.defaults_properties(None, ("a",)) == {} and cat.defaults_properties(str(tmp_path / "x"), ("a",)) == {}

@@ -29,6 +29,7 @@ import yaml
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.lakekeeper.hive.plugins.module_utils import _lakekeeper_argv
 from ansible_collections.lakekeeper.hive.plugins.module_utils import _lakekeeper_catalog
 from ansible_collections.lakekeeper.hive.plugins.modules import lakekeeper_analyze
 from ansible_collections.lakekeeper.hive.plugins.modules import lakekeeper_cleanup
@@ -95,6 +96,14 @@ sys.exit(1 if failed else 0)
 STUB_SPARK_SUBMIT = r"""#!/usr/bin/env python3
 import json, os, subprocess, sys
 args = sys.argv[1:]
+if args == ['--version']:  # the banner of the version probe, on stderr; counted in STUB_SUBMIT_LOG.version
+    with open(os.environ['STUB_SUBMIT_LOG'] + '.version', 'a') as f:
+        f.write('probe\n')
+    if not os.environ.get('STUB_SPARK_VERSION'):
+        sys.exit(1)
+    sys.stderr.write('Welcome to\n   /___/ .__/\\_,_/_/ /_/\\_\\   version %s\n      /_/\n\n'
+                     'Using Scala version 2.13.16, OpenJDK 64-Bit Server VM, 17.0.15\n' % os.environ['STUB_SPARK_VERSION'])
+    sys.exit(0)
 i = next(n for n, a in enumerate(args) if a.endswith('.py'))
 with open(os.environ['STUB_SUBMIT_LOG'], 'w') as f:
     json.dump(args[:i], f)
@@ -265,8 +274,25 @@ def test_usage_error_without_json(engine, tmp_path, monkeypatch):
     assert res["tables"] == []
 
 
-def test_config_file_spark_submit_merged_on_the_target(engine, tmp_path, monkeypatch):
+def fake_spark_home(tmp_path, version, defaults=None):
+    """A SPARK_HOME with what tells its version (jars/spark-core_<scala>-<version>.jar) and a spark-defaults.conf."""
+    home = tmp_path / ("spark-%s" % version)
+    (home / "jars").mkdir(parents=True)
+    (home / "jars" / ("spark-core_2.1%d-%s.jar" % (2 if version < "4" else 3, version))).write_bytes(b"")
+    (home / "conf").mkdir()
+    if defaults is not None:
+        (home / "conf" / "spark-defaults.conf").write_text(defaults)
+    return home
+
+
+CLUSTER_DEFAULTS = "# the cluster's\nspark.eventLog.enabled true\nspark.ssl.keyPassword from-defaults\n"
+
+
+@pytest.mark.parametrize("version, load_flag", [("3.5.1", False), ("3.3.4", False), ("4.0.1", True)])
+def test_config_file_spark_submit_merged_on_the_target(engine, tmp_path, monkeypatch, version, load_flag):
     submit = write_exe(tmp_path / "spark-submit", STUB_SPARK_SUBMIT)
+    spark_home = fake_spark_home(tmp_path, version, CLUSTER_DEFAULTS)
+    monkeypatch.delenv("SPARK_CONF_DIR", raising=False)
     monkeypatch.setenv("STUB_SUBMIT_LOG", str(tmp_path / "submit.json"))
     config = tmp_path / "lakekeeper.yaml"
     keytab = tmp_path / "myuser.keytab"
@@ -290,7 +316,7 @@ def test_config_file_spark_submit_merged_on_the_target(engine, tmp_path, monkeyp
     (hadoop_conf / "hive-site.xml").write_text(HIVE_SITE % "thrift://ms.example.com:9083")
     res = run(lakekeeper_compact, dict(
         table="db.events", config_file=str(config), spark_submit_path=submit, state_dir=None,
-        spark_home="/opt/spark", hadoop_conf_dir=str(hadoop_conf), environment={"KRB5CCNAME": "/tmp/cc"},
+        spark_home=str(spark_home), hadoop_conf_dir=str(hadoop_conf), environment={"KRB5CCNAME": "/tmp/cc"},
         spark_submit=dict(queue="urgent", extra_conf={"spark.ssl.keyPassword": "hunter22"})), tmp_path)
     assert res["failed"] is False
     flags = json.loads((tmp_path / "submit.json").read_text())
@@ -301,10 +327,14 @@ def test_config_file_spark_submit_merged_on_the_target(engine, tmp_path, monkeyp
                      "--principal", "myuser@MY.REALM.COM",
                      "--keytab", str(keytab), "--conf", "spark.yarn.queue=urgent",
                      "--conf", "spark.yarn.kerberos.relogin.period=1h",
-                     "--properties-file", props_file, "--load-spark-defaults",
+                     "--properties-file", props_file] + (["--load-spark-defaults"] if load_flag else []) + [
                      "--conf", "spark.pyspark.driver.python=%s" % sys.executable]
     props = json.loads((tmp_path / "submit.json.properties").read_text())
-    assert props == {"mode": "0o600", "text": "spark.ssl.keyPassword=hunter22\n"}
+    if load_flag:  # Spark 4 reads spark-defaults.conf too
+        assert props == {"mode": "0o600", "text": "spark.ssl.keyPassword=hunter22\n"}
+    else:  # on 3.x the file replaces spark-defaults.conf: it carries it, then the secrets (the last key wins)
+        assert props == {"mode": "0o600", "text": CLUSTER_DEFAULTS + "\n# lakekeeper: secret extra_conf\n"
+                         "spark.ssl.keyPassword=hunter22\n"}
     assert "keyPassword" not in res["cmd"] and "hunter22" not in res["cmd"]
     result_file = cmd[-1]
     # no --state-dir: not asked for in spark-submit mode
@@ -315,6 +345,127 @@ def test_config_file_spark_submit_merged_on_the_target(engine, tmp_path, monkeyp
     assert res["catalog"]["source"] == str(hadoop_conf / "hive-site.xml")
     assert os.path.dirname(props_file) == os.path.dirname(result_file)
     assert res["script"] == engine
+
+
+@pytest.mark.parametrize("probed, load_flag", [("4.1.0", True), ("3.4.4", False), (None, False)])
+def test_spark_version_probed_when_spark_home_does_not_tell(engine, tmp_path, monkeypatch, probed, load_flag):
+    """A spark-submit whose SPARK_HOME has no jars/RELEASE to read: one ``spark-submit --version``; when
+    that fails too, the version is unknown and the file carries spark-defaults.conf (right on every line)."""
+    (tmp_path / "bin").mkdir()
+    submit = write_exe(tmp_path / "bin" / "spark-submit", STUB_SPARK_SUBMIT)
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "spark-defaults.conf").write_text("spark.eventLog.enabled true\n")
+    monkeypatch.setenv("STUB_SUBMIT_LOG", str(tmp_path / "submit.json"))
+    monkeypatch.delenv("SPARK_HOME", raising=False)
+    if probed:
+        monkeypatch.setenv("STUB_SPARK_VERSION", probed)
+    res = run(lakekeeper_compact, dict(
+        table="db.t", spark_submit_path=submit, environment={"SPARK_CONF_DIR": str(conf)},
+        spark_submit=dict(enabled=True, master="local[1]", script_path=engine,
+                          extra_conf={"spark.hadoop.fs.s3a.secret.key": "s3cr3t-value"})), tmp_path)
+    assert res["failed"] is False, res
+    assert (tmp_path / "submit.json.version").read_text() == "probe\n"  # one probe
+    flags = json.loads((tmp_path / "submit.json").read_text())
+    assert ("--load-spark-defaults" in flags) is load_flag
+    text = json.loads((tmp_path / "submit.json.properties").read_text())["text"]
+    assert text.endswith("spark.hadoop.fs.s3a.secret.key=s3cr3t-value\n")
+    assert text.startswith("spark.eventLog.enabled true\n") is not load_flag
+    assert "s3cr3t-value" not in res["cmd"]
+
+
+def test_no_probe_without_a_secret(engine, tmp_path, monkeypatch):
+    (tmp_path / "bin").mkdir()
+    submit = write_exe(tmp_path / "bin" / "spark-submit", STUB_SPARK_SUBMIT)
+    monkeypatch.setenv("STUB_SUBMIT_LOG", str(tmp_path / "submit.json"))
+    res = run(lakekeeper_compact, dict(table="db.t", spark_submit_path=submit,
+                                       spark_submit=dict(enabled=True, master="local[1]", script_path=engine)),
+              tmp_path)
+    assert res["failed"] is False, res
+    assert not (tmp_path / "submit.json.version").exists()
+
+
+@pytest.mark.parametrize("python, extra_conf, refused", [
+    (None, {}, True),  # python_env alone: the driver would run ./lakekeeper_env/bin/python here
+    ("./lakekeeper_env/bin/python", {}, True),
+    (None, {"spark.pyspark.driver.python": "./lakekeeper_env/bin/python"}, True),
+    ("python", {}, False),  # the python option: this host's interpreter (the test's, on PATH or absolute)
+    (None, {"spark.pyspark.driver.python": sys.executable}, False),
+])
+def test_archive_python_for_a_client_mode_driver_refused(engine, tmp_path, monkeypatch, python, extra_conf, refused):
+    (tmp_path / "bin").mkdir()
+    submit = write_exe(tmp_path / "bin" / "spark-submit", STUB_SPARK_SUBMIT)
+    monkeypatch.setenv("STUB_SUBMIT_LOG", str(tmp_path / "submit.json"))
+    monkeypatch.delenv("PYSPARK_DRIVER_PYTHON", raising=False)
+    res = run(lakekeeper_compact, dict(
+        table="db.t", spark_submit_path=submit, python=sys.executable if python == "python" else python,
+        spark_submit=dict(enabled=True, master="yarn", deploy_mode="client", script_path=engine,
+                          archives="hdfs:///apps/lakekeeper_env.tar.gz#lakekeeper_env",
+                          python_env="./lakekeeper_env/bin/python", extra_conf=extra_conf)), tmp_path, check_mode=True)
+    if refused:
+        assert res["failed"] is True
+        assert "./lakekeeper_env/bin/python" in res["msg"] and "Set the python option" in res["msg"], res["msg"]
+        assert "inside the archive hdfs:///apps/lakekeeper_env.tar.gz#lakekeeper_env" in res["msg"]
+        assert not (tmp_path / "submit.json").exists()  # nothing started
+    else:
+        assert res["failed"] is False, res
+        assert "--dry-run" in shlex.split(res["cmd"])  # check mode still returns the command
+
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(CASES_FILE), "..", "..", "..", ".."))
+
+
+def _documented_examples():
+    """(where, module args) of the documented spark-submit examples that ship a packed Python
+    (python_env): lakekeeper_compact's EXAMPLES and the README's first example."""
+    examples = []
+    for task in yaml.safe_load(lakekeeper_compact.EXAMPLES):
+        args = task.get("lakekeeper.hive.lakekeeper_compact") or {}
+        if (args.get("spark_submit") or {}).get("python_env"):
+            examples.append(("lakekeeper_compact EXAMPLES: %s" % task["name"], args))
+    with open(os.path.join(REPO, "README.md")) as handle:
+        first = re.search(r"```yaml\n(.*?)```", handle.read(), re.S).group(1)
+    for play in yaml.safe_load(first):
+        for task in play.get("tasks") or []:
+            args = task.get("lakekeeper.hive.lakekeeper_compact") or {}
+            if (args.get("spark_submit") or {}).get("python_env"):
+                examples.append(("README.md, first example: %s" % task["name"], args))
+    return examples
+
+
+def _last_conf(argv, key):
+    values = [a.partition("=")[2] for a in _lakekeeper_argv.flag_values(argv, "--conf") if a.partition("=")[0] == key]
+    return values[-1] if values else None
+
+
+def test_documented_examples_give_the_driver_a_python_of_the_edge_node():
+    """The reference configuration and the README's first example set python_env (the executors'
+    ./lakekeeper_env/bin/python); their argv, built by the module's builder, must give the client-mode
+    driver, which runs on the submitting host, an interpreter of that host (an absolute path), not the
+    archive's relative path."""
+    examples = _documented_examples()
+    assert {where.split(":")[0] for where, _args in examples} == {"lakekeeper_compact EXAMPLES",
+                                                                 "README.md, first example"}
+    for where, args in examples:
+        ss = _lakekeeper_argv.resolve_spark_submit(_lakekeeper_argv.merge_spark_submit(args["spark_submit"]))
+        assert ss["enabled"] and ss.get("deploy_mode") in (None, "client"), where
+        argv = _lakekeeper_argv.build_command(
+            "compact", _lakekeeper_argv.selector_args(args.get("table"), args.get("tables"), args.get("database")),
+            ss, "/app/run_lakekeeper.py", spark_submit="/opt/spark/bin/spark-submit", python=args.get("python"),
+            result_file="/tmp/r.json")
+        # what Spark's PythonRunner runs for the driver: spark.pyspark.driver.python, else spark.pyspark.python
+        driver = _last_conf(argv, "spark.pyspark.driver.python") or _last_conf(argv, "spark.pyspark.python")
+        assert driver and os.path.isabs(driver), "%s: the driver would run %r on the edge node" % (where, driver)
+        assert _last_conf(argv, "spark.pyspark.python") == "./lakekeeper_env/bin/python", where  # the executors'
+        assert _lakekeeper_argv.archive_driver_python(ss, args.get("python")) is None, where
+
+
+def test_documented_example_without_python_is_what_the_module_refuses():
+    """The same example without its python option is the misconfiguration the module refuses."""
+    where, args = _documented_examples()[0]
+    ss = _lakekeeper_argv.resolve_spark_submit(_lakekeeper_argv.merge_spark_submit(args["spark_submit"]))
+    assert _lakekeeper_argv.archive_driver_python(ss, None) == ("./lakekeeper_env/bin/python",
+                                                                "spark_submit.python_env"), where
 
 
 def test_deploy_mode_cluster_refused(engine, tmp_path):
