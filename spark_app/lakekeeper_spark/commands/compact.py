@@ -240,7 +240,7 @@ def recheck_before_swap(ctx: Context, p: TablePlan, exists: RecentCheck) -> None
     originals unreachable for rollback and cleanup). ``exists``: the
     table's shared check (``backup_check``)."""
     if ctx.lease is not None:
-        ctx.lease.check()
+        ctx.lease.check(max_age=0)  # read now: the swap is the step readers see
     if not exists.ask():
         raise LakekeeperError("backup_missing", f"the backup table {p.backup_table} of this run no longer exists "
                                                 f"(dropped by hand or by another command); not swapping")
@@ -341,7 +341,7 @@ def _compact_unit(
             backup.wait()  # raises: no point writing a copy that cannot be swapped in
         journal.unit_mark(idx, "writing_staging")  # the plan names the staging: recovered as planned, no record
         if ctx.lease is not None:  # Spark writes the staging, not the fenced adapters: checked before it starts
-            ctx.lease.check()
+            ctx.lease.check(max_age=0)
         columns = columns or RewriteColumns()
         rows = None if merge is None else merge.unit_rows(info, u.spec, u.partition)
         written = write_staging(ctx.spark, fs, info, u, ctx.settings, codec, columns, slots, scratch, rows)

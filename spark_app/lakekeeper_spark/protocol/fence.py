@@ -42,17 +42,31 @@ WRITER_MUTATING = frozenset({"alter", "alter_now"})
 # Calls on tables that are not the table (backup and scratch clones): fenced,
 # but not what ``changed`` reports.
 CATALOG_SIDE_TABLES = frozenset({"copy_partition_storage", "create_clone", "drop_table"})
+# How old the lease's last reading may be at a step that moves what readers
+# see (seconds): an operator's --break-lease is seen before such a step
+# unless it came within this time of it.
+VISIBLE_STEP_MAX_AGE = 0.2
 
 
 class Fence:
     """The check a run's fenced adapters make before each change, and
     whether a change the table's readers see went through."""
 
-    def __init__(self, check: Callable[[], None], table: str = ""):
+    def __init__(self, check: Callable[..., None], table: str = ""):
         self.check = check
         self.table = table.lower()  # db.name: catalog calls on other tables (backup, scratch) are not it
         self._lock = threading.Lock()
         self.changed = False
+
+    def guard(self, name: str, args: tuple[Any, ...]) -> None:
+        """Before a call: the check, fresh (the lease read at most
+        ``VISIBLE_STEP_MAX_AGE`` before) for a filesystem call on a path the
+        table's readers see (a live directory moved aside or in, a file
+        adopted), else at most a second old (``Lease.check``)."""
+        if name in FS_MUTATING and any(_visible(p) for p in _paths(args)):
+            self.check(max_age=VISIBLE_STEP_MAX_AGE)
+        else:
+            self.check()
 
     def passed(self, name: str, args: tuple[Any, ...]) -> None:
         """Note a change that went through: ``changed`` once a call changed
@@ -65,8 +79,7 @@ class Fence:
         if self.changed or name in CATALOG_SIDE_TABLES:
             return
         if name in FS_MUTATING:
-            paths = [a for a in args if isinstance(a, str) and ("://" in a or a.startswith("/"))]
-            if not any(_visible(p) for p in paths):
+            if not any(_visible(p) for p in _paths(args)):
                 return
         elif self.table and _table_named(args) not in (None, self.table):
             return  # the backup table's partitions, a scratch table's
@@ -81,6 +94,10 @@ def _table_named(args: tuple[Any, ...]) -> str | None:
         return f"{args[0]}.{args[1]}".lower()
     full = getattr(args[0], "full_name", None) if args else None
     return full.lower() if isinstance(full, str) else None
+
+
+def _paths(args: tuple[Any, ...]) -> list[str]:
+    return [a for a in args if isinstance(a, str) and ("://" in a or a.startswith("/"))]
 
 
 def _visible(path: str) -> bool:
@@ -114,7 +131,7 @@ class Fenced:
             named = self._named
 
             def guarded(*args: Any, **kwargs: Any) -> Any:
-                fence.check()
+                fence.guard(name, named or args)
                 out = attr(*args, **kwargs)
                 fence.passed(name, named or args)
                 return out

@@ -42,7 +42,9 @@ run cannot prove it still holds the table: its heartbeat has not been
 written for longer than the timeout less one heartbeat (a taker needs the
 whole timeout, on the filesystem's clock, which runs no slower than this
 process's monotonic clock; so does a run that was stopped and resumed), or
-the lease file, read at most once a second, is gone or another run's.
+the lease file, read at most once a second (and at most 0.2 s before a step
+that moves what readers see: ``fence.VISIBLE_STEP_MAX_AGE``), is gone or
+another run's.
 
 Taking over is itself race-free: the stale file is renamed (no-overwrite)
 to a name of the taker's own, and only the taker whose rename succeeded
@@ -245,15 +247,16 @@ class Lease:
                 log.warning("lease heartbeat of %s failed (%d in a row; next try in %.1fs): %s", self.path,
                             failures, delay, java_message(exc))
 
-    def check(self) -> None:
+    def check(self, max_age: float = VERIFY_EVERY_SECONDS) -> None:
         """Before every step that changes the table (``fence.py``): this run
         can still prove it holds the table's lease. Costs no call while the
-        lease file was read as ours less than ``VERIFY_EVERY_SECONDS`` ago."""
+        lease file was read as ours less than ``max_age`` seconds ago (0:
+        read it now)."""
         now = time.monotonic()
         if self.lost is None and now - self._beat_ok > self.timeout - self._interval:
             self._lose(f"its heartbeat was last written {now - self._beat_ok:.0f}s ago, too long to be sure no "
                        f"other run has taken the table over (lease timeout {self.timeout:.0f}s)")
-        if self.lost is None and now - self._verified >= VERIFY_EVERY_SECONDS:
+        if self.lost is None and now - self._verified >= max_age:
             holder = read_holder(self.fs, self.path)
             if holder is None:
                 self._lose(f"the lease {self.path} is gone (broken by an operator, or taken over and released)")
