@@ -401,8 +401,11 @@ tables:
         - V(schema_drift) when every partition to compact has files whose columns are not the table's (renamed,
           dropped or reordered columns, another type; nothing was written, see O(allow_by_name_projection)).
         - V(mixed_files) when every partition to compact has files that disagree on what a rewrite must keep
-          (Parquet files in both the legacy and the standard layout, Avro files with different writer schemas;
-          nothing was written).
+          (Parquet files in both the legacy and the standard layout or with timestamps in different physical types,
+          Avro files with different writer schemas; nothing was written).
+        - V(unsupported_values) when every partition to compact has files holding timestamps Spark cannot carry
+          (Parquet INT96, ORC or text timestamps with digits below a microsecond, Parquet INT64 nanoseconds or
+          timestamps without isAdjustedToUTC; nothing was written).
         - V(unreadable_file) when every partition to compact holds a file Hive reads and Spark skips (a closed
           C(x._COPYING_) that a killed C(hdfs dfs -put) left; nothing was written), or when a O(merge_from) batch, or
           the table it merges into, holds one (nothing was merged).
@@ -512,6 +515,10 @@ tables:
           whose Avro files have different writer schemas has C(status) V(refused) and C(code) V(mixed_files),
           naming what differs, its files untouched. Files with different codecs are compacted with the codec of the
           newest file (values are the same whatever the codec), and C(notes) lists the codecs found.
+        - A partition whose files hold timestamps Spark cannot carry (nanoseconds, as Hive and Impala write them in
+          Parquet INT96, ORC and text) has C(status) V(refused) and C(code) V(unsupported_values), naming the column
+          and a value, its files untouched. A Parquet partition keeps its timestamp physical type (INT96,
+          TIMESTAMP_MICROS, TIMESTAMP_MILLIS).
         - A partition holding a file Hive reads and Spark skips (a closed C(._COPYING_) that a killed
           C(hdfs dfs -put) left) has C(status) V(refused) and C(code) V(unreadable_file), naming the file, its files
           untouched (a copy written through Spark would lack its rows).

@@ -70,13 +70,13 @@ def test_content_is_verified_by_default_and_sees_null_apart_from_empty(spark, en
     hashes = [r[0] for r in many.select(content.row_hash(many)).collect()]
     assert min(hashes) < 0 < max(hashes)
     assert content.checksum(many) == {"rows": 5000, "content": str(sum(hashes))}
-    # the hash is built as SQL text: the same number as the columns earlier versions built (and
-    # recorded in journals), for a complex type and a name that needs quoting too
+    # the hash is built as SQL text: the same number as built from Column objects, for a complex
+    # type (its JSON text with timestamps in microseconds) and a name that needs quoting too
     from pyspark.sql import functions as F
 
     odd = spark.createDataFrame([(1, None, {"k": "v"}), (2, "x", None)], "id INT, `we``ird name` STRING, m MAP<STRING,STRING>")
     by_columns = F.xxhash64(F.col("id"), F.isnull(F.col("id")), F.col("`we``ird name`"), F.isnull(F.col("`we``ird name`")),
-                            F.to_json(F.col("m")), F.isnull(F.col("m")))
+                            F.to_json(F.col("m"), content.JSON_OPTIONS), F.isnull(F.col("m")))
     assert odd.select(content.row_hash(odd).alias("a"), by_columns.alias("b")).where("a != b").count() == 0
     expected = sum(r[0] for r in odd.select(by_columns).collect())
     assert content.checksum(odd) == {"rows": 2, "content": str(expected)}

@@ -47,6 +47,7 @@ from ..policy.table_policy import EXCLUDE, excluded
 from ..catalog.tables import check_rewritable, leftovers, load_table, plan, resolve_storage, with_policy
 from ..rewrite.unit_formats import read_facts
 from ..rewrite.unit_formats import resolve_units as resolve_unit_formats
+from ..rewrite.values import check_units as check_values
 from ..rewrite.verify import verify_staging
 
 log = logging.getLogger(__name__)
@@ -89,6 +90,8 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     drift_notes = check_schema_drift(info, p.units, read_columns, ctx.settings.allow_by_name_projection)
     # Each unit's own codec, layout and writer schema; a unit whose files disagree is refused (mixed_files).
     codecs, codec_notes = resolve_unit_formats(info, p.units, facts)
+    # Timestamps Spark cannot carry (nanoseconds, INT64 types it does not write): refused (unsupported_values).
+    check_values(ctx.spark, info, p.units, facts)
     todo = p.to_compact
     drifted = [u for u in p.units if u.decision.code == SCHEMA_DRIFT]
     if drifted and not todo:

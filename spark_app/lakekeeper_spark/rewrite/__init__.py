@@ -2,7 +2,9 @@
 and verified, before the protocol swaps it in.
 
 - ``rewrite``       writing the copy (splits, pieces joined, sort, dedupe)
-- ``unit_formats``  each unit's own codec, Parquet layout and Avro schema
+- ``unit_formats``  each unit's own codec, Parquet layout and timestamp type, Avro schema
+- ``values``        values a unit's files hold that Spark cannot carry (nanosecond
+  timestamps): refused before anything is written
 - ``columns``       the sort/dedupe columns checked against the table
 - ``schema_drift``  files whose columns drift from the table's
 - ``content``       content verification: the rows' checksum read back

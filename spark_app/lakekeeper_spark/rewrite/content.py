@@ -9,7 +9,15 @@ Spark line, ANSI mode or not) and the driver puts them together: the same
 number a ``decimal(38,0)`` sum gives, without the decimal arithmetic per row
 that cost about as much again as the read itself. A row's hash covers every data column and, for each, whether it
 is NULL, so a NULL that became an empty string (or the string ``\\N``) changes
-it; arrays, maps and structs are hashed through their JSON text.
+it; arrays, maps and structs are hashed through their JSON text, with
+timestamps at full (microsecond) precision (``JSON_OPTIONS``; the default
+JSON format stops at milliseconds); a float or double zero's sign counts
+(-0.0 is not 0.0); every NaN hashes alike, as Spark compares them.
+
+The checksum sees values as Spark decodes them, in microseconds: what a
+file holds that Spark cannot carry (nanoseconds in Parquet INT96, ORC and
+text timestamps) is not in it, and is refused before the write instead
+(``values``: ``unsupported_values``).
 
 - The source side is computed in the pass that writes the copy: observed
   metrics on the write for Parquet and ORC (no extra scan; after dedupe, so a
@@ -59,10 +67,27 @@ def row_hash(df: Any) -> Any:
     fields = df.schema.fields
     if not fields:
         return F.lit(0)
-    args = ", ".join(f"to_json({quote_column(f.name)}), isnull({quote_column(f.name)})"
-                     if f.dataType.typeName() in _COMPLEX else f"{quote_column(f.name)}, isnull({quote_column(f.name)})"
-                     for f in fields)
-    return F.expr(f"xxhash64({args})")
+    return F.expr(f"xxhash64({', '.join(_hash_args(f.name, f.dataType.typeName()) for f in fields)})")
+
+
+# Options of to_json that keep a nested timestamp whole: its default format
+# stops at milliseconds. Spark keeps microseconds, so six digits are all of it.
+# (No quote in the patterns: they go into SQL text as plain literals.)
+JSON_OPTIONS = {"timestampFormat": "yyyy-MM-dd HH:mm:ss.SSSSSSXXX", "timestampNTZFormat": "yyyy-MM-dd HH:mm:ss.SSSSSS"}
+_JSON_OPTIONS_SQL = "map(" + ", ".join(f"'{k}', '{v}'" for k, v in JSON_OPTIONS.items()) + ")"
+
+
+def _hash_args(name: str, type_name: str) -> str:
+    """The hash's arguments for one column: its value (arrays, maps and
+    structs: their JSON text, timestamps in microseconds), whether it is
+    NULL, and for ``float``/``double`` the sign of a zero (``xxhash64``
+    hashes -0.0 as 0.0; NaN stays as Spark hashes it: every NaN alike)."""
+    c = quote_column(name)
+    if type_name in _COMPLEX:
+        return f"to_json({c}, {_JSON_OPTIONS_SQL}), isnull({c})"
+    if type_name in ("float", "double"):
+        return f"{c}, isnull({c}), if({c} = 0, cast({c} AS string), '')"
+    return f"{c}, isnull({c})"
 
 
 # A hash h is h_hi * 2^42 + h_mid * 2^21 + h_lo, with h_hi the signed top 22

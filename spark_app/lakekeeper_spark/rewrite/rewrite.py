@@ -228,7 +228,7 @@ def _dedupe(df: Any, columns: RewriteColumns, files: int, obs: Any) -> Any:
     # Rows of one key with the same ordering value: identical rows are one
     # version (kept once); rows that differ make the latest version ambiguous.
     same = Window.partitionBy(*keys, order)
-    row = F.to_json(F.struct(*_cols(df.columns)))
+    row = F.to_json(F.struct(*_cols(df.columns)), content_check.JSON_OPTIONS)  # timestamps in microseconds
     deleted = is_deleted(columns)
     ranked = (df.repartition(max(1, files), *keys)
               .withColumn("__lk_nk", null_key(columns.keys))
@@ -287,6 +287,9 @@ def _write_native(spark: Any, fs: Any, table: TableInfo, unit: Unit, settings: S
     s.conf.set("spark.sql.files.ignoreMissingFiles", "false")
     if fmt == "parquet":
         s.conf.set("spark.sql.parquet.writeLegacyFormat", "true" if codec.get("legacy") else "false")
+        if codec.get("timestamp_type"):  # the unit's own physical type (unit_formats); a session conf, not an
+            # option: ParquetFileFormat.prepareWrite sets it from the session's SQL conf over any writer option
+            s.conf.set("spark.sql.parquet.outputTimestampType", codec["timestamp_type"])
     schema = StructType.fromJson(json.loads(table.data_schema_json))
     paths = read_paths(unit)  # the directory when every file there is rewritten; minor: the fragments by name
     obs = Observation("lk_" + uuid.uuid4().hex[:12])

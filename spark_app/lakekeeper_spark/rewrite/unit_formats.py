@@ -1,5 +1,7 @@
 """What a rewrite must keep of each unit's files, read from that unit's own
-files: the codec, the Parquet layout (legacy or standard) and the Avro
+files: the codec, the Parquet layout (legacy or standard), the Parquet
+timestamp type (INT96, INT64 TIMESTAMP_MICROS or TIMESTAMP_MILLIS: written
+with ``spark.sql.parquet.outputTimestampType`` set to it) and the Avro
 writer schema. One table's units differ: a table's compression property
 changes over the years, a partition is written by Hive and the next by
 Spark, an Avro schema evolves. So each unit is written with what its own
@@ -17,6 +19,10 @@ A unit's files may also disagree among themselves:
   older read decimals only as fixed_len_byte_array) read some of the files
   and not the others; one rewrite writes one layout, so one of them would
   change what such a reader sees. Refused (``mixed_files``).
+- **Parquet timestamp type**: readers that read the physical type (Impala,
+  Hive 3 with ``hive.parquet.timestamp.*``) convert INT96 and INT64
+  timestamps differently; one rewrite writes one type. Refused
+  (``mixed_files``).
 - **Avro writer schema**: a rewrite writes one writer schema for every
   row; the files written with another one would be read through a schema
   they were not written with. Refused (``mixed_files``).
@@ -38,10 +44,13 @@ from typing import Any, Callable
 
 from ..report.model import Decision, FileEntry, TableInfo, Unit
 from .schema_drift import writer_key
+from ..storage.timestamps import INT96, MICROS, MILLIS
 
 log = logging.getLogger(__name__)
 
 CODE = "mixed_files"
+# The Parquet timestamp types Spark writes (spark.sql.parquet.outputTimestampType).
+WRITABLE_TIMESTAMPS = (INT96, MICROS, MILLIS)
 
 
 def representatives(unit: Unit) -> list[tuple[FileEntry, list[FileEntry]]]:
@@ -128,6 +137,19 @@ def unit_codec(fmt: str, unit: Unit, facts: dict[str, dict[str, Any]]) -> tuple[
                 f"one layout, so readers that read only the legacy one (Hive 2 and older) would see other rows; "
                 f"nothing was written")
         out["legacy"] = "legacy" in layouts
+        stamps: dict[str, list[str]] = {}
+        for facts_, first, files in groups:
+            for t in facts_.get("timestamps") or ():
+                if t in WRITABLE_TIMESTAMPS:  # the others are refused by values.py (unsupported_values)
+                    stamps.setdefault(t, []).extend(f.name for f in files)
+        if len(stamps) > 1:
+            found = "; ".join(f"{t} in {_files(len(names))} (e.g. {names[0]})" for t, names in sorted(stamps.items()))
+            raise MixedFiles(
+                f"its timestamps are stored in {len(stamps)} Parquet physical types ({found}); a rewrite writes "
+                f"one, so readers that read the physical type (Impala, Hive 3) would see other values for some "
+                f"rows; nothing was written")
+        if stamps:
+            out["timestamp_type"] = next(iter(stamps))
     if fmt == "avro":
         schemas: dict[str, tuple[str, int]] = {}
         for facts_, first, files in groups:

@@ -1,6 +1,6 @@
 """Checks on the staged copy before anything is swapped: same rows, same
-schema, same format and codec (the unit's own: ``unit_formats``; Avro: the
-same writer schema). Any mismatch stops the unit; the original
+schema, same format and codec (the unit's own: ``unit_formats``; Parquet:
+the same layout and timestamp type; Avro: the same writer schema). Any mismatch stops the unit; the original
 directory is never touched before this passes.
 
 A dedupe rewrite changes the rows by design: there the staged copy must hold
@@ -86,6 +86,13 @@ def verify_staging(
             if f.get("layout") not in (None, want):
                 raise LakekeeperError("verification_failed", f"Parquet layout changed: {want} in the unit's files, "
                                                              f"{f.get('layout')} in {uri.rsplit('/', 1)[-1]}")
+    if table.format == "parquet" and codec.get("timestamp_type"):  # the unit's own timestamp type
+        want = [codec["timestamp_type"]]
+        for uri, f in zip(uris, footers):
+            if f.get("timestamps") != want:
+                raise LakekeeperError("verification_failed", f"Parquet timestamp type changed: {want[0]} in the "
+                                                             f"unit's files, {', '.join(f.get('timestamps') or [])} "
+                                                             f"in {uri.rsplit('/', 1)[-1]}")
     header = detect_codec(spark, "avro", uris[0]) if uris and table.format == "avro" else {}
     if uris and codec.get("codec") and table.format in ("parquet", "orc", "avro"):
         got = footers[0]["codec"] if footers else header.get("codec")

@@ -13,6 +13,8 @@ it checks. Below the policy: nothing here decides from settings.
   each, and the refusal of a file Hive reads and Spark skips (pure)
 - ``formats``     file formats and codecs (footers, headers); here, not in rewrite,
   because the catalog names a table's format with it
+- ``timestamps``  Parquet timestamp types from a schema's text, and INT96 values
+  below a microsecond read from a file's raw pages
 - ``hdfs_checks`` the HDFS pre-flight (ownership, ACLs, quotas, policies, open files)
 - ``space``       the space pre-flight
 - ``group_commit`` one call for the same write from threads running at once; here,

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..report.model import Storage, TableInfo
 from ..compat.jvm import java_class
+from .timestamps import INT96, parquet_timestamp_types
 
 log = logging.getLogger(__name__)
 
@@ -135,8 +136,21 @@ def _parquet_reader(spark: Any, path: Any, conf: Any, row_groups: bool = True) -
         java_class(jvm, "org.apache.parquet.hadoop.util.HadoopInputFile").fromPath(path, conf), builder.build())
 
 
+def parquet_reader_at(spark: Any, uri: str) -> Any:
+    """A ``ParquetFileReader`` of the file at ``uri`` (row groups read)."""
+    return _parquet_reader(spark, _jpath(spark, uri), spark._jsc.hadoopConfiguration())
+
+
 # Where Spark's Parquet writer keeps the exact Spark schema of the rows.
 _SPARK_PARQUET_SCHEMA = "org.apache.spark.sql.parquet.row.metadata"
+# The key-value metadata (Parquet) / user metadata (ORC) Spark's writers add
+# since Spark 3.0: a file with it holds timestamps Spark wrote (whole microseconds).
+_SPARK_VERSION_KEY = "org.apache.spark.version"
+
+
+def timestamp_types(types: dict[str, str]) -> list[str]:
+    """The distinct physical timestamp types of a file (``parquet_timestamp_types``), sorted."""
+    return sorted(set(types.values()))
 
 
 def parquet_footer(spark: Any, uri: str, spark_schema: bool = False) -> dict[str, Any]:
@@ -156,6 +170,7 @@ def parquet_footer(spark: Any, uri: str, spark_schema: bool = False) -> dict[str
             codec = str(blocks.get(0).getColumns().get(0).getCodec().name())
         meta = footer.getFileMetaData()
         out = {"rows": rows, "codec": codec, "schema": str(meta.getSchema().toString())}
+        out["timestamps"] = timestamp_types(parquet_timestamp_types(out["schema"]))
         if spark_schema:
             stored = meta.getKeyValueMetaData().get(_SPARK_PARQUET_SCHEMA)
             if stored is None:
@@ -235,7 +250,8 @@ def _orc_facts(spark: Any, uri: str) -> dict[str, Any]:
     reader = orc.createReader(_jpath(spark, uri), orc.readerOptions(spark._jsc.hadoopConfiguration()))
     try:
         return {"codec": str(reader.getCompressionKind().name()).lower(),
-                "columns": _columns_of(spark, "orc", reader.getSchema())}
+                "columns": _columns_of(spark, "orc", reader.getSchema()),
+                "spark_written": bool(reader.hasMetadataValue(_SPARK_VERSION_KEY))}
     finally:
         reader.close()
 
@@ -256,8 +272,13 @@ def file_facts(spark: Any, fmt: str, uri: str) -> dict[str, Any]:
             if blocks.size() and blocks.get(0).getColumns().size():
                 codec = str(blocks.get(0).getColumns().get(0).getCodec().name()).lower()
             physical = footer.getFileMetaData().getSchema()
+            text = str(physical.toString())
+            types = parquet_timestamp_types(text)
+            keys = footer.getFileMetaData().getKeyValueMetaData()
             return {"codec": codec, "columns": _columns_of(spark, fmt, physical),
-                    "layout": parquet_layout(str(physical.toString()))}
+                    "layout": parquet_layout(text), "timestamps": timestamp_types(types),
+                    "int96": sorted(n for n, t in types.items() if t == INT96),
+                    "spark_written": bool(keys.containsKey(_SPARK_VERSION_KEY) or keys.containsKey(_SPARK_PARQUET_SCHEMA))}
         finally:
             reader.close()
     if fmt == "orc":
@@ -290,6 +311,7 @@ def data_file_footer(spark: Any, fmt: str, uri: str) -> dict[str, Any]:
     out = {"rows": f["rows"], "codec": _codec_name(fmt, f), "spark_schema": f["spark_schema"]}
     if fmt == "parquet":
         out["layout"] = parquet_layout(f["schema"])
+        out["timestamps"] = f["timestamps"]
     return out
 
 
