@@ -118,8 +118,9 @@ def test_fenced_adapters_refuse_changes_after_a_failed_check_and_let_reads_throu
 
     state = {"holds": True, "checks": 0}
 
-    def check():
+    def check(max_age=None):  # Lease.check's signature: the fence asks a fresh reading before visible steps
         state["checks"] += 1
+        state["max_age"] = max_age
         if not state["holds"]:
             raise LakekeeperError("lease_lost", "this run no longer holds the table's lease (test)")
 
@@ -127,9 +128,9 @@ def test_fenced_adapters_refuse_changes_after_a_failed_check_and_let_reads_throu
     fs = fenced_fs(files.fs, fence)
     base = f"{warehouse}/fenced"
     fs.mkdirs(f"{base}/.hidden.lk_staging_x")
-    assert not fence.changed  # a hidden directory: not what readers see
+    assert not fence.changed and state["max_age"] is None  # a hidden directory: not what readers see
     fs.mkdirs(f"{base}/dt=a")
-    assert fence.changed and state["checks"] == 2
+    assert fence.changed and state["checks"] == 2 and state["max_age"] == 0.2  # what readers see: a fresh reading
     state["holds"] = False
     with pytest.raises(LakekeeperError, match="lease_lost"):
         fs.rename(f"{base}/dt=a", f"{base}/.dt=a.lk_old_x")
