@@ -168,3 +168,28 @@ def test_recover_reports_data_no_journal_accounts_for_instead_of_nothing(spark, 
     files.fs.rename(f"{loc}/.dt=a.lk_trash_20240101T000000-0abcde", f"{loc}/dt=a")  # as the operator would
     assert files.snapshot(loc) == before
     assert engine.one("recover", "lk.fence_orphan")["reason"] == "nothing to recover"
+
+
+def test_a_change_named_by_a_qualified_local_uri_counts_as_changed():
+    """``changed`` of a run that lost its lease comes from its fence: a
+    qualified local path is ``file:/tmp/...`` (no authority, what
+    ``HadoopFS.qualify`` gives on file://), which the fence used not to
+    take for a path, so a rollback that had restored a unit and then lost
+    its lease reported ``changed: false`` (found by test_fault_schedule.py,
+    seed 8: a rollback stalled at ``rollback_restored:after``); and, once
+    such paths count, a journal record three deep under the hidden journal
+    directory must not."""
+    from lakekeeper_spark.protocol.fence import Fence
+
+    for live in ("file:/tmp/t/dt=a", "file:///tmp/t/dt=a", "hdfs://nn:8020/t/dt=a", "/tmp/t/dt=a"):
+        fence = Fence(lambda: None)
+        fence.passed("rename", (live, live.replace("dt=a", ".dt=a.lk_trash_x")))
+        assert fence.changed, live
+    fence = Fence(lambda: None)  # hidden paths only: not what readers see
+    fence.passed("rename", ("file:/tmp/t/.dt=a.lk_staging_x", "file:/tmp/t/.dt=a.lk_old_x"))
+    fence.passed("write_text", ("file:/tmp/t/.lakekeeper/r/table.json", '{"step": "x"}'))
+    fence.passed("write_text", ("file:/tmp/t/.lakekeeper/merged/b.json.new.1", "{}"))
+    fence.passed("delete", ("file:/tmp/t/.dt=a.lk_old_r/part-0", False))
+    assert not fence.changed
+    fence.passed("rename", ("file:/tmp/t/.dt=a.lk_old_r/late-0", "file:/tmp/t/dt=a/late-0"))  # into the live one
+    assert fence.changed

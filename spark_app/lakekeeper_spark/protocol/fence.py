@@ -22,6 +22,7 @@ aside unless the one that replaces it is there (protocol/swap.py).
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any, Callable
 
@@ -87,6 +88,12 @@ class Fence:
             self.changed = True
 
 
+# A path argument: absolute, or a URI with a scheme, with an authority
+# (``hdfs://nn/...``, ``file:///...``) or without (``file:/tmp/...``, what a
+# qualified local path looks like: qualify() gives those on file://).
+_PATH = re.compile(r"^(/|[A-Za-z][A-Za-z0-9+.-]*:/)")
+
+
 def _table_named(args: tuple[Any, ...]) -> str | None:
     """``db.name`` of the table a catalog call names (``(db, table, ...)``
     or a ``TableInfo`` first), None when it names none that way."""
@@ -97,15 +104,17 @@ def _table_named(args: tuple[Any, ...]) -> str | None:
 
 
 def _paths(args: tuple[Any, ...]) -> list[str]:
-    return [a for a in args if isinstance(a, str) and ("://" in a or a.startswith("/"))]
+    return [a for a in args if isinstance(a, str) and _PATH.match(a)]
 
 
 def _visible(path: str) -> bool:
-    """Whether ``path`` is seen by the table's readers: neither its name nor
-    its directory's starts with ``.`` or ``_`` (Hive's hidden names: the
-    journal, staging, moved-aside originals and trash all live in such)."""
+    """Whether ``path`` is seen by the table's readers: none of its last
+    three names starts with ``.`` or ``_`` (Hive's hidden names: the
+    journal, staging, moved-aside originals and trash all live in such; a
+    journal record is three deep: ``.lakekeeper/<run>/table.json``, and so
+    is a merge record, ``.lakekeeper/merged/<batch>.json``)."""
     parts = [p for p in path.rstrip("/").split("/") if p]
-    return not any(p.startswith((".", "_")) for p in parts[-2:])
+    return not any(p.startswith((".", "_")) for p in parts[-3:])
 
 
 class Fenced:
