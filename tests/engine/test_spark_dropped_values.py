@@ -40,7 +40,7 @@ def _parquet_bytes(table, **kwargs) -> bytes:
 
 
 def _orc_bytes(table) -> bytes:
-    import pyarrow.orc as orc
+    from pyarrow import orc
 
     sink = pa.BufferOutputStream()
     orc.write_table(table, sink)

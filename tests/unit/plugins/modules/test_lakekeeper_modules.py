@@ -323,12 +323,14 @@ def test_config_file_spark_submit_merged_on_the_target(engine, tmp_path, monkeyp
     props_file = flags[flags.index("--properties-file") + 1]
     cmd = shlex.split(res["cmd"])
     run_id = cmd[cmd.index("--new-run-id") + 1]
-    assert flags == ["--master", "yarn", "--deploy-mode", "client", "--name", "lakekeeper-compact-db.events-" + run_id,
-                     "--principal", "myuser@MY.REALM.COM",
-                     "--keytab", str(keytab), "--conf", "spark.yarn.queue=urgent",
-                     "--conf", "spark.yarn.kerberos.relogin.period=1h",
-                     "--properties-file", props_file] + (["--load-spark-defaults"] if load_flag else []) + [
-                     "--conf", "spark.pyspark.driver.python=%s" % sys.executable]
+    expected = ["--master", "yarn", "--deploy-mode", "client", "--name", "lakekeeper-compact-db.events-" + run_id,
+                "--principal", "myuser@MY.REALM.COM",
+                "--keytab", str(keytab), "--conf", "spark.yarn.queue=urgent",
+                "--conf", "spark.yarn.kerberos.relogin.period=1h",
+                "--properties-file", props_file]
+    expected += ["--load-spark-defaults"] if load_flag else []
+    expected += ["--conf", "spark.pyspark.driver.python=%s" % sys.executable]
+    assert flags == expected
     props = json.loads((tmp_path / "submit.json.properties").read_text())
     if load_flag:  # Spark 4 reads spark-defaults.conf too
         assert props == {"mode": "0o600", "text": "spark.ssl.keyPassword=hunter22\n"}
@@ -445,7 +447,7 @@ def test_documented_examples_give_the_driver_a_python_of_the_edge_node():
     archive's relative path."""
     examples = _documented_examples()
     assert {where.split(":")[0] for where, _args in examples} == {"lakekeeper_compact EXAMPLES",
-                                                                 "README.md, first example"}
+                                                                  "README.md, first example"}
     for where, args in examples:
         ss = _lakekeeper_argv.resolve_spark_submit(_lakekeeper_argv.merge_spark_submit(args["spark_submit"]))
         assert ss["enabled"] and ss.get("deploy_mode") in (None, "client"), where
