@@ -310,3 +310,65 @@ def test_a_file_that_comes_and_goes_before_the_swap_is_never_compacted_in(spark,
     spark.sql("REFRESH TABLE lk.came_and_went")
     assert files.snapshot(loc) == original and same_rows(spark.table("lk.came_and_went"), rows)
     spark.sql("DROP TABLE lk.came_and_went")
+
+
+def test_liveness_is_the_heartbeats_progress_on_the_filesystems_clock(files, warehouse, monkeypatch):
+    """A holder whose clock lags (once: its heartbeat stamped with its own
+    clock read as stale at once) and a holder in another PID namespace on
+    this host name (once: its pid not found here read as a dead process)
+    are live while their heartbeat moves; a failed read of the lease does
+    not stop the heartbeat (once: it stopped for good)."""
+    from lakekeeper_spark.protocol import lease as L
+
+    jdir = f"{warehouse}/.clock.lakekeeper"
+    path = f"{jdir}/lease.json"
+    real_time = time.time
+    monkeypatch.setattr(L.time, "time", lambda: real_time() - 3600)  # the holder's clock an hour behind
+    held = L.acquire(files.fs, jdir, "20240101T000000-111111", "lk.clock", "compact", timeout=30)
+    try:
+        deadline = real_time() + 20
+        while not files.fs.mtime(f"{jdir}/lease.beat-20240101T000000-111111") and real_time() < deadline:
+            time.sleep(0.2)  # a heartbeat written while the holder's clock lags (every timeout/6: 5 s)
+        monkeypatch.setattr(L.time, "time", real_time)
+        with pytest.raises(L.LeaseHeld, match="20240101T000000-111111"):
+            L.acquire(files.fs, jdir, "20240101T000000-222222", "lk.clock", "cleanup", timeout=30)
+    finally:
+        held.release()
+
+    # another PID namespace: the pid means nothing here, the heartbeat alone counts
+    doc = plant(files, path, "20240101T000000-333333", socket.gethostname(), dead_pid())
+    doc["pid_ns"] = "pid:[4026000000]"
+    files.write_bytes(path, json.dumps(doc).encode())
+    with pytest.raises(L.LeaseHeld, match="20240101T000000-333333"):
+        L.acquire(files.fs, jdir, "20240101T000000-444444", "lk.clock", "cleanup", timeout=30)
+    files.rmtree(path)
+
+    # the heartbeat survives reads that fail, and goes on beating
+    class Flaky:
+        def __init__(self, fs):
+            self.fs, self.failures = fs, 0
+
+        def __getattr__(self, name):
+            return getattr(self.fs, name)
+
+        def read_text(self, uri):
+            if self.failures < 3:
+                self.failures += 1
+                raise OSError("NameNode failover (test)")
+            return self.fs.read_text(uri)
+
+    flaky = Flaky(files.fs)
+    held = L.acquire(flaky, jdir, "20240101T000000-555555", "lk.clock", "compact", timeout=6)
+    beat = f"{jdir}/lease.beat-20240101T000000-555555"
+    try:
+        deadline = time.time() + 30
+        while not (flaky.failures >= 3 and files.fs.mtime(beat)) and time.time() < deadline:
+            time.sleep(0.2)
+        first = files.fs.mtime(beat)
+        assert flaky.failures >= 3 and first, "the heartbeat never got past the failed reads"
+        while files.fs.mtime(beat) == first and time.time() < deadline:
+            time.sleep(0.2)
+        assert files.fs.mtime(beat) > first and held.lost is None
+        held.check(max_age=0)  # still this run's
+    finally:
+        held.release()
