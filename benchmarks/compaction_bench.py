@@ -1,5 +1,9 @@
 """Compaction benchmark: the floor, our engine and lakekeeper 0.0.6 on the same tables.
 
+(One file of more than 500 lines: a script run by hand, whose contenders,
+data generation and report are read together; its app launchers live in
+bench_apps.py.)
+
     .venv/bin/python benchmarks/compaction_bench.py [--runs 3] [--block-size 64] [--scale 10000]
 
 One run of this script:

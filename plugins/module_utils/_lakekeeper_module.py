@@ -5,6 +5,11 @@
 
 """Private runner shared by the lakekeeper.hive modules (not a public API).
 
+Why one file of more than 500 lines: it is one flow, the steps of a module
+run in the order they happen (settings, launch, argv, run, result), which a
+reader follows top to bottom; the pure parts already live beside it
+(_lakekeeper_argv, _lakekeeper_result, _lakekeeper_catalog).
+
 It runs on the target, in named steps: read the spark_submit settings (the
 module's over the config file's), resolve the launch (the application
 transferred by the action plugin, python or spark-submit, environment,

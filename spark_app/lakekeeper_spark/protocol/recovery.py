@@ -1,6 +1,7 @@
 """Recovery: the journal-driven state machines that finish or undo whatever
 an interrupted run left, from its journal and the filesystem's actual state
-(``recover_table``). Runs automatically before every compact, rollback and
+(``recover_table``; about 500 lines: every command's state machine is read
+beside the others, since each must leave what the others can finish). Runs automatically before every compact, rollback and
 cleanup of a table, and as the ``recover`` command; a failing unit of a
 compaction is settled by the same code (``settle_unit``), an interrupted
 rollback is finished by the code that runs it (``finish_rollback``).
