@@ -66,3 +66,15 @@ def test_a_lazy_simple_serde_delimiter_as_it_reads_it():
     assert _delimiter({"field.delim": ","}, "field.delim", "\x01") == ","
     assert _delimiter({"field.delim": "9"}, "field.delim", "\x01") == "\t"  # a number is a byte's value
     assert _delimiter({"field.delim": "||"}, "field.delim", "\x01") == "|"
+
+
+def test_the_row_hash_spells_the_json_options_it_documents():
+    """row_hash writes to_json's options as SQL text (for the SQL review):
+    the same options as ``JSON_OPTIONS``, which the dedupe tie check uses."""
+    import inspect
+
+    from lakekeeper_spark.rewrite import content
+
+    source = inspect.getsource(content.row_hash)
+    for key, value in content.JSON_OPTIONS.items():
+        assert f"'{key}', '{value}'" in source, (key, value)
