@@ -233,7 +233,7 @@ class Op:
 
 def plan_schedule(rng: random.Random) -> tuple[list[list[str]], list[Op]]:
     """The tables' partitions and the interleaved operations."""
-    tables = [sorted(rng.sample("abcd", rng.randint(2, 3))) for _ in range(rng.randint(2, 3))]
+    tables = [sorted(rng.sample("abcd", rng.randint(2, 3))) for _table in range(rng.randint(2, 3))]
     per_table: list[list[Op]] = []
     for t, parts in enumerate(tables):
         ops = []
@@ -268,7 +268,7 @@ def make_batch(rng: random.Random, model: Model, next_id: list[int]) -> dict[str
         for n, (key, _v, ver, _op) in enumerate(picked):
             op = "D" if n < rng.randint(0, 2) else "U"
             batch.append((key, f"{key}-v{ver + 1}", ver + 1, op))
-        for _ in range(rng.randint(1, 3)):
+        for _insert in range(rng.randint(1, 3)):
             next_id[0] += 1
             batch.append((next_id[0], f"{next_id[0]}-v1", 1, "I"))
         if rng.random() < 0.3 and picked:  # a key twice in the batch: its later version wins
@@ -399,7 +399,7 @@ class Schedule:
         if not res.get("changed"):
             assert before[0] == after[0], (op, "changed: false but the visible files changed", res)
             assert before[1:] == after[1:], (op, "changed: false but hidden files or backups changed",
-                                              before[1:], after[1:], res)
+                                             before[1:], after[1:], res)
         if res["status"] in ("compacted", "rolled_back", "cleaned"):
             assert res["changed"] and before != after, (op, res)
 
