@@ -130,3 +130,19 @@ def test_cli_under_spark_submit_on_the_standalone_cluster(testbed, tmp_path):
     doc = engine("cleanup", "--older-than", "all")
     assert doc["tables"][0]["status"] == "cleaned"
     assert second_process() == expected
+
+
+def test_lease_liveness_on_the_namenodes_clock(testbed):
+    """The lease's heartbeat is a file the holder rewrites, so its time is
+    the NameNode's: a holder whose clock lags an hour is live, one whose
+    heartbeat stopped is taken over after the timeout, and then fails its
+    own check (lease_lost)."""
+    p = testbed.run_python(ROOT / "tests" / "testbed" / "apps" / "lease_clock.py", str(ROOT / "spark_app"),
+                           "/lk-lease-clock/.t.lakekeeper", timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    res = json.loads(p.stdout.strip().splitlines()[-1].split("RESULT ", 1)[1])
+    assert res["beat_written"] and abs(res["beat_age_on_namenode_clock"]) < 30, res
+    assert res["second_run"] == "locked", res
+    assert "by the filesystem's clock" in res["taken_over"], res
+    assert res["holder_check"] == "lease_lost", res
+    assert res["left"] == [], res
