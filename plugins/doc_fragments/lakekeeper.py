@@ -280,10 +280,6 @@ options:
         whatever this option says.
     type: int
     default: 10000
-  _lakekeeper_app:
-    description:
-      - Internal, set by the action plugin (the location of the transferred application). Do not set it.
-    type: dict
 """
 
     # Compaction modes and the partition filter (lakekeeper_analyze and lakekeeper_compact).
@@ -355,8 +351,9 @@ attributes:
     description: Supports being used with the C(async) keyword.
     support: full
     details:
-      - A long run can be started with C(async) and C(poll=0) and polled with M(ansible.builtin.async_status), so
-        the task outlives neither the connection nor a job's output; O(progress_file) shows where it is meanwhile.
+      - A long run can be started with C(async) and C(poll=0) and waited for with M(lakekeeper.hive.lakekeeper_wait)
+        (or polled with M(ansible.builtin.async_status)), so the run outlives the connection; O(progress_file) shows
+        where it is meanwhile.
   action_group:
     description: Action is part of action_group(s), for convenient setting of module_defaults.
     support: full
