@@ -52,6 +52,25 @@ def _sum_parts(table, key, planned_key=None):
     return n
 
 
+def _left_behind(module_result, error):
+    """Per table, what a background job that ended without its own result
+    (stopped by its async limit, killed) left behind, from its progress
+    records (lakekeeper_wait's progress_tables): finished tables with the
+    engine's status, the tables it was working on as failed, with what to do."""
+    out = []
+    for t in module_result.get("progress_tables") or []:
+        if not isinstance(t, Mapping) or not t.get("table"):
+            continue
+        if t.get("status") == "in_progress":
+            out.append({"table": t["table"], "status": "failed",
+                        "reason": "interrupted while being worked on (%s): its journal is finished or undone by the "
+                                  "next run on the table, or now by rollback.yml with lakekeeper_rollback_mode=recover"
+                                  % (error or "the run stopped")})
+        else:
+            out.append({"table": t["table"], "status": t.get("status") or "failed", "reason": t.get("reason") or ""})
+    return out
+
+
 def _records(action, analysis, results, todo, error, tables):
     records = []
     result_names = [r.get("table") for r in results]
@@ -115,7 +134,8 @@ def maintenance_summary(run):
     analysis_result = run.get("analysis") or {}
     module_result = run.get("result") or {}
     host = run.get("host", "")
-    records = _records(action, analysis_result.get("tables") or [], module_result.get("tables") or [],
+    results = module_result.get("tables") or _left_behind(module_result, error)
+    records = _records(action, analysis_result.get("tables") or [], results,
                        run.get("todo") or [], error, run.get("tables") or [])
 
     main_statuses = MAIN_STATUSES.get(action, ["failed"])
@@ -145,6 +165,8 @@ def maintenance_summary(run):
         "backup_tables": backups,
         "freed_bytes": sum(r.get("freed_bytes", 0) for r in records) if action == "cleanup" else 0,
         "preflight": run.get("preflight") or {},
+        "background": {k: module_result[k] for k in ("checks", "progress_lines", "waited_seconds")
+                       if k in module_result},
         "ingestion": {"hosts": list(run.get("ingestion_hosts") or []),
                       "run_id": run.get("pipeline_run_id") or "",
                       "paused": paused, "resumed": run.get("resumed") or {},

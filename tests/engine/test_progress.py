@@ -34,6 +34,8 @@ def test_a_run_writes_start_tables_heartbeats_tables_and_end(tmp_path):
     # once db.a is done, the heartbeats name db.b only, and count one done of two
     later = [r for r in beats if r["done"] == 1]
     assert later and all([t["table"] for t in r["tables"]] == ["db.b"] for r in later), beats
+    assert [(r["table"], r["done"]) for r in got if r["event"] == "started"] == [("db.a", 0), ("db.b", 0)]
+    assert events.index("started") < events.index("working")
     tables = [r for r in got if r["event"] == "table"]
     assert [(r["table"], r["status"], r["done"], r["of"]) for r in tables] == [
         ("db.a", "compacted", 1, 2), ("db.b", "failed", 2, 2)]

@@ -225,7 +225,7 @@ def test_playbooks_embedded(collections_dir, collection_path, kdc, tmp_path):
     state_dir, data_dir = tmp_path / "state", tmp_path / "data"
     started = time.time()
     # the tables of database e2e for the playbooks, the same tables in database lc for the lifecycle playbook
-    res = subprocess.run([sys.executable, CREATE_TABLES, str(state_dir), str(data_dir), "lc", "fleet:fl"],
+    res = subprocess.run([sys.executable, CREATE_TABLES, str(state_dir), str(data_dir), "lc", "fleet:fl", "wt"],
                          stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, timeout=900, check=False,
                          env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1"))
@@ -310,6 +310,8 @@ def test_playbooks_embedded(collections_dir, collection_path, kdc, tmp_path):
         assert not state_file.exists() and not process_state(pid).startswith("T")
         assert re.search(r"compact failed on edge: .*missing\.keytab", run.output), run
         assert {t: data_files(str(data_dir / t)) for t in originals} == originals
+
+        background_runs(inventory, collections_dir, tmp_path, data_dir / "wt", state_file, pid)
 
         # -- compact.yml: tables as an AWX survey string, names without the database -------------
         run = run_playbook(os.path.join(PLAYBOOKS, "compact.yml"), inventory, collections_dir, tmp_path,
@@ -403,6 +405,58 @@ def test_playbooks_embedded(collections_dir, collection_path, kdc, tmp_path):
         standin.kill()
         standin.wait()
         sys.stdout.write("\n".join(["timings:"] + TIMINGS) + "\n")
+
+
+def background_runs(inventory, collections_dir, tmp_path, data, state_file, pid):
+    """compact.yml in the background (async): a job its async limit stops,
+    then a job polled over a thousand times; the ingestion is resumed after both."""
+    pause = tmp_path / "pause-wt"
+    pause.mkdir()
+    originals = {t: data_files(str(data / t)) for t in ("events", "clicks")}
+    hold = {"LAKEKEEPER_PAUSE_AT": "table:compacting@wt.clicks", "LAKEKEEPER_PAUSE_DIR": str(pause)}
+
+    # -- the async limit passes while wt.clicks is being compacted: async_wrapper kills the job; the
+    # play ends, the ingestion is resumed, and the summary says what each table was left in ------------
+    run = run_playbook(os.path.join(PLAYBOOKS, "compact.yml"), inventory, collections_dir, tmp_path,
+                       ["lakekeeper_database=wt", "lakekeeper_async=45", "lakekeeper_poll_seconds=2"], env=hold)
+    assert run.rc == 2, run
+    s = run.summary("edge")
+    by = {t["table"]: t for t in s["tables"]}
+    assert by["wt.events"]["status"] == "compacted", by  # finished before the limit (its progress record)
+    assert by["wt.clicks"]["status"] == "failed" and "Timeout exceeded" in by["wt.clicks"]["reason"], by
+    assert "interrupted while being worked on" in by["wt.clicks"]["reason"], by
+    assert s["ingestion"]["resumed"]["ingest"]["hooks"] == ["standin"], s
+    assert not state_file.exists() and not process_state(pid).startswith("T")
+    assert (pause / "wt.clicks.table_compacting.paused").exists()
+    assert len(data_files(str(data / "events"))) == 1
+    assert data_files(str(data / "clicks")) == originals["clicks"]  # readers see it unchanged
+    (pause / "wt.clicks.table_compacting.paused").unlink()
+
+    # -- a long background job polled every 5 ms: over a thousand polls in one task (a task file
+    # that included itself once per poll hit Python's recursion limit), every progress line shown,
+    # the ingestion resumed; the journal the killed job left on wt.clicks is finished or undone first
+    started = start_playbook(os.path.join(PLAYBOOKS, "compact.yml"), inventory, collections_dir, tmp_path,
+                             ["lakekeeper_database=wt", "lakekeeper_async=900", "lakekeeper_poll_seconds=0.005"],
+                             env=hold)
+    try:
+        wait_for(pause / "wt.clicks.table_compacting.paused", started)
+        time.sleep(15)
+    finally:
+        (pause / "wt.clicks.table_compacting.resume").write_text("go")
+    run = started.finish()
+    assert run.rc == 0, run
+    s = run.summary("edge")
+    assert s["counts"]["compacted"] == 1 and s["counts"]["failed"] == 0, s
+    assert s["background"]["checks"] >= 1000, s["background"]
+    shown = [line for line in run.output.splitlines() if line.startswith("edge | [")]
+    assert len(shown) == s["background"]["progress_lines"] and shown, (s["background"], shown)
+    assert shown[0].endswith("compact started (run %s)" % s["run_id"]) or "compact started" in shown[0], shown
+    assert any(line.endswith("wt.clicks: started (0 of 1 done)") for line in shown), shown
+    assert any(": compacted in " in line and "wt.clicks" in line for line in shown), shown
+    assert shown[-1].endswith("compact finished: compact: 1 compacted"), shown
+    assert s["ingestion"]["resumed"]["ingest"]["hooks"] == ["standin"], s
+    assert not state_file.exists() and not process_state(pid).startswith("T")
+    assert len(data_files(str(data / "clicks"))) < len(originals["clicks"])
 
 
 def versioned(dt, ids, ver=1, op="I"):
@@ -724,7 +778,9 @@ def test_playbooks_on_the_testbed(collections_dir, testbed, tmp_path):
                    for p in progress if p.startswith("compact: 2 table(s): ")), progress
         assert sorted(p.split(":")[0] for p in progress if ": compacted in " in p) == ["pb.items", "pb.orders"], progress
         assert progress[-1] == "compact finished: compact: 2 compacted", progress
-        assert "TASK [lakekeeper.hive.maintenance : Ask whether the compaction has finished]" in run.output, run
+        assert "TASK [lakekeeper.hive.maintenance : Wait for the compaction to finish, printing its progress" \
+            in run.output, run
+        assert all("edge | [" in line for line in run.output.splitlines() if ": compacted in " in line), run
         assert "TASK [lakekeeper.hive.maintenance : Remove the progress file]" in run.output, run
         assert run.stats["lakekeeper_tables_compacted"] == 2 and run.stats["lakekeeper_tables_failed"] == 0, run
         assert run.stats["lakekeeper_files_before"] == 160 and run.stats["lakekeeper_files_after"] == 4, run

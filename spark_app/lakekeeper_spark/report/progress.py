@@ -5,6 +5,8 @@ on the driver's host (the edge node in client mode), flushed at once:
 
 ``start``     the run began (before the Spark application starts)
 ``tables``    the tables it will work on (known once a database is listed)
+``started``   a table's work began (so a run stopped before its ``table``
+              record shows which tables it had begun)
 ``table``     a table finished: its status, reason and seconds
 ``working``   every ``interval`` seconds while tables are in progress: which,
               for how long, and how many are done
@@ -72,6 +74,8 @@ class Progress:
     def table_started(self, name: str) -> None:
         with self._lock:
             self._running[name] = time.monotonic()
+            done = self._done
+        self._write("started", table=name, done=done, of=self._total)
 
     def table_finished(self, result: dict[str, Any]) -> None:
         with self._lock:

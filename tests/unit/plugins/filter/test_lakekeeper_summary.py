@@ -148,3 +148,23 @@ def test_a_list_of_partitions_cut_by_the_module_keeps_the_totals():
     a, b = run(result=whole), run(result=cut)
     assert a["tables"] == b["tables"] and a["totals"] == b["totals"] and a["lines"] == b["lines"]
     assert a["tables"][0]["files_before"] == 30 + 80 and a["tables"][0]["files_after"] == 1 + 80
+
+
+def test_a_background_job_stopped_without_its_result_is_summarized_from_its_progress():
+    # lakekeeper_wait's result for a job that async_wrapper killed at its async limit
+    waited = {"msg": "Timeout exceeded", "failed": True, "finished": 1, "checks": 1204, "progress_lines": 6,
+              "waited_seconds": 31.5,
+              "progress_tables": [{"table": "db.a", "status": "compacted", "reason": "compacted 1 of 1 unit(s)"},
+                                  {"table": "db.b", "status": "in_progress", "reason": ""}]}
+    s = maintenance_summary({"action": "compact", "result": waited, "todo": ["db.a", "db.b", "db.c"],
+                             "error": "Fail when a table could not be compacted: Timeout exceeded",
+                             "analysis": {"tables": [{"table": t, "needs_compaction": True, "files": 10}
+                                                     for t in ("db.a", "db.b", "db.c")]}})
+    by = {t["table"]: t for t in s["tables"]}
+    assert by["db.a"]["status"] == "compacted", by
+    assert by["db.b"]["status"] == "failed" and by["db.b"]["reason"].startswith(
+        "interrupted while being worked on (Fail when a table could not be compacted: Timeout exceeded): its "
+        "journal is finished or undone by the next run"), by
+    assert by["db.c"]["status"] == "failed" and by["db.c"]["reason"].startswith("not compacted: "), by
+    assert s["counts"] == {"compacted": 1, "skipped": 0, "failed": 2} and not s["ok"], s
+    assert s["background"] == {"checks": 1204, "progress_lines": 6, "waited_seconds": 31.5}, s

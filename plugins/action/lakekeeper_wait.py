@@ -1,0 +1,192 @@
+# -*- coding: utf-8 -*-
+# Copyright: Lakekeeper for Ansible contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Action plugin of lakekeeper.hive.lakekeeper_wait: waits for a module run in
+the background (``async``, ``poll: 0``) in one loop, printing the engine's
+new progress records at each poll. Documentation in
+plugins/modules/lakekeeper_wait.py.
+
+Why not a task file that includes itself once per poll: every include adds
+frames to the Python stack of ``ansible-playbook``; at a poll a minute, after
+about four hours it failed with "maximum recursion depth exceeded", and the
+``always:`` of the enclosing block (resuming the ingestion) never ran. Here
+the loop is a ``while`` in one task: any number of polls, constant memory.
+
+Each check is one command through the task's connection (with its become):
+``cat`` of the job's results file and ``tail -c +N`` of the progress file,
+about 5 ms on a local connection, one round trip on SSH. Paths are quoted
+with ``shlex.quote``; nothing of the user's reaches the shell otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+from ansible_collections.lakekeeper.hive.plugins.plugin_utils._lakekeeper_progress import progress_line
+
+display = Display()
+
+_MARK = "--- lakekeeper_wait: progress from byte %d ---"
+_ARGS = frozenset(("jid", "results_file", "progress_file", "poll_seconds", "check_seconds", "timeout"))
+
+
+def _float(args, name, default, minimum):
+    value = args.get(name, default)
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise AnsibleActionFail("%s must be a number of seconds, got %r" % (name, value)) from None
+    if value < minimum:
+        raise AnsibleActionFail("%s must be at least %s, got %s" % (name, minimum, value))
+    return value
+
+
+def job_state(text):
+    """The async job's result file as ``async_status`` reads it: ``(finished,
+    data)``. An empty file is a job still starting; a file that is not JSON a
+    job whose result cannot be read (finished, failed)."""
+    text = (text or "").strip()
+    if not text:
+        return False, {"started": 1, "finished": 0}
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return True, {"failed": True, "finished": 1,
+                      "msg": "the background job's result file is not JSON: %s" % text[:500]}
+    if not isinstance(data, dict):
+        return True, {"failed": True, "finished": 1, "msg": "the background job's result is not an object"}
+    if "started" not in data:  # the module's own result: the job has ended
+        data["finished"] = 1
+        return True, data
+    data.setdefault("finished", 0)
+    return bool(data.get("finished")), data
+
+
+class Progress(object):
+    """The bytes of the progress file read so far and the complete records
+    among them (a last line without its newline waits for the next check)."""
+
+    def __init__(self):
+        self.offset = 0
+        self.partial = ""
+        self.records = 0
+        self.tables = {}  # table -> its "table" record's status and reason (it has finished)
+        self.working = []  # tables with a "started" record
+
+    def _note(self, record):
+        event = record.get("event")
+        if event == "table" and record.get("table"):
+            self.tables[record["table"]] = {"table": record["table"], "status": record.get("status"),
+                                            "reason": record.get("reason") or ""}
+        elif event == "started" and record.get("table") and record["table"] not in self.working:
+            self.working.append(record["table"])
+
+    def left(self):
+        """Per table, what the progress records say of it: finished (with the
+        engine's status) or begun and not finished when the records end."""
+        out = list(self.tables.values())
+        out += [{"table": t, "status": "in_progress", "reason": ""} for t in self.working
+                if t and t not in self.tables]
+        return out
+
+    def feed(self, chunk):
+        text = self.partial + chunk
+        self.offset += len(chunk.encode("utf-8"))
+        lines = text.split("\n")
+        self.partial = lines.pop()
+        out = []
+        for raw in lines:
+            self.records += 1
+            try:
+                record = json.loads(raw)
+            except ValueError:
+                out.append("(unreadable progress record: %s)" % raw[:200])
+                continue
+            if not isinstance(record, dict):
+                continue
+            self._note(record)
+            line = progress_line(record)
+            if line:
+                out.append(line)
+        return out
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _VALID_ARGS = _ARGS
+
+    def _check(self, results_file, progress_file, offset):
+        cmd = "cat -- %s 2>/dev/null; printf '\\n%%s\\n' %s" % (
+            shlex.quote(results_file), shlex.quote(_MARK % offset))
+        if progress_file:
+            cmd += "; tail -c +%d -- %s 2>/dev/null" % (offset + 1, shlex.quote(progress_file))
+        res = self._low_level_execute_command(cmd, sudoable=True)
+        out = res.get("stdout", "")
+        mark = "\n" + _MARK % offset + "\n"
+        if res.get("rc") != 0 or mark not in out:
+            raise AnsibleActionFail("could not read the background job's files on the target (rc %s): %s"
+                                    % (res.get("rc"), (res.get("stderr") or out)[-2000:]), result=res)
+        status, progress = out.split(mark, 1)
+        return status, progress
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        del tmp
+        args = self._task.args
+        jid = args.get("jid")
+        results_file = args.get("results_file")
+        if not jid or not results_file:
+            raise AnsibleActionFail("jid and results_file are required: register the task run with async and "
+                                    "poll: 0, and pass its ansible_job_id and results_file")
+        progress_file = args.get("progress_file") or None
+        poll = _float(args, "poll_seconds", 60, 0)
+        check = min(_float(args, "check_seconds", 5, 0), poll)
+        timeout = _float(args, "timeout", 0, 0)
+        host = (task_vars or {}).get("inventory_hostname", "?")
+
+        if self._task.check_mode:
+            result.update(skipped=True, msg="check mode: the background job is not waited for")
+            return result
+
+        progress = Progress()
+        started = time.monotonic()
+        next_print = started + poll
+        pending = []
+        shown = 0
+        checks = 0
+        while True:
+            checks += 1
+            status, chunk = self._check(results_file, progress_file, progress.offset)
+            finished, data = job_state(status)
+            pending.extend(progress.feed(chunk))
+            now = time.monotonic()
+            if finished or now >= next_print:
+                for line in pending:
+                    display.display("%s | %s" % (host, line))
+                shown += len(pending)
+                pending = []
+                next_print = now + poll
+            if finished:
+                break
+            if timeout and now - started > timeout:
+                result.update(failed=True, finished=0, ansible_job_id=jid, checks=checks,
+                              progress_lines=shown, progress_tables=progress.left(),
+                              waited_seconds=round(now - started, 1),
+                              msg="the background job %s is still running after %s s of waiting; it was not "
+                                  "stopped (see its results file %s)" % (jid, timeout, results_file))
+                return result
+            time.sleep(check)
+
+        result.update(data)
+        result.update(ansible_job_id=jid, finished=1, checks=checks, progress_lines=shown,
+                      progress_records=progress.records, progress_tables=progress.left(),
+                      waited_seconds=round(time.monotonic() - started, 1))
+        return result
