@@ -14,6 +14,7 @@ this file.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tarfile
@@ -22,8 +23,28 @@ import tempfile
 APP_ENTRY = "run_lakekeeper.py"
 APP_MARKER = ".lakekeeper_app.sha256"
 DEFAULT_APP_CACHE_DIR = "~/.cache/lakekeeper"
-# The module option through which the action plugin passes the application.
-INTERNAL_OPTION = "_lakekeeper_app"
+# The environment variable through which the action plugin passes the
+# application (its checksum, the transferred archive) and the AWX job id to
+# the module: not a module option, so that ansible-doc shows none that users
+# must not set.
+INTERNAL_ENV = "LAKEKEEPER_ANSIBLE_APP"
+
+
+_INTERNAL = []
+
+
+def internal_info():
+    """What the action plugin passed (``{}`` when run without it). The first
+    call takes it out of the environment, so that the engine and spark-submit
+    do not inherit it."""
+    if not _INTERNAL:
+        raw = os.environ.pop(INTERNAL_ENV, "")
+        try:
+            info = json.loads(raw) if raw else {}
+        except ValueError:
+            info = {}
+        _INTERNAL.append(info if isinstance(info, dict) else {})
+    return _INTERNAL[0]
 
 
 class AppError(Exception):
@@ -84,7 +105,7 @@ def unpack_app(archive_path, app_dir, sha256):
 
 def ensure_app(module):
     """The directory of the bundled application on the target, or None."""
-    info = module.params.get(INTERNAL_OPTION) or {}
+    info = internal_info()
     sha256 = info.get("sha256")
     if not sha256:
         return None

@@ -18,7 +18,6 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_app import (
     DEFAULT_APP_CACHE_DIR,
-    INTERNAL_OPTION,
 )
 from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_argv import (
     SELECTORS,
@@ -87,7 +86,6 @@ def lakekeeper_argspec():
             state_dir=dict(type="path"),
             app_cache_dir=dict(type="path", default=DEFAULT_APP_CACHE_DIR),
             max_partitions_listed=dict(type="int", default=10000),
-            **{INTERNAL_OPTION: dict(type="dict")}
         ),
         mutually_exclusive=[SELECTORS],
         required_one_of=[SELECTORS],

@@ -41,8 +41,8 @@ from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_app import (
     APP_ENTRY,
-    INTERNAL_OPTION,
     ensure_app,
+    internal_info,
 )
 from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_catalog import (
     defaults_properties,
@@ -416,7 +416,7 @@ def build_argv(module, engine, command, selectors, ss, launch, config_file, resu
                     options=engine.options(module.params), config_file=config_file, dry_run=module.check_mode,
                     state_dir=launch.state_dir, result_file=result_file, python=launch.python,
                     spark_submit=launch.spark_submit,
-                    job_id=(module.params.get(INTERNAL_OPTION) or {}).get("job_id"),
+                    job_id=internal_info().get("job_id"),
                     require_metastore=catalog["kind"] != "embedded" and not launch.explicit_state_dir,
                     run_id=new_run_id() if ss.get("enabled") else None, spark_version=version)
     if secret_conf:

@@ -17,11 +17,12 @@ SHA-256 over the application's files:
 * otherwise a ``.tar.gz`` of the application (a few tens of KB) is transferred
   into the task's remote temporary directory and the module unpacks it
   atomically (Python ``tarfile``, no ``tar``/``unzip`` needed on the target);
-* the module gets the checksum and, when transferred, the archive path through
-  the internal option ``_lakekeeper_app``, and the AWX job id (``awx_job_id``
-  or ``tower_job_id`` of the job's variables, else ``AWX_JOB_ID``/``JOB_ID``
-  in the controller's environment), which goes into the Spark application's
-  default name.
+* the module gets the checksum and, when transferred, the archive path, and
+  the AWX job id (``awx_job_id`` or ``tower_job_id`` of the job's variables,
+  else ``AWX_JOB_ID``/``JOB_ID`` in the controller's environment), which goes
+  into the Spark application's default name, through the environment variable
+  ``LAKEKEEPER_ANSIBLE_APP`` (JSON) - not a module option, so that
+  ansible-doc shows no option a user must not set.
 
 ``spark_submit.script_path`` in the task's arguments disables all of this (the
 user runs an application already deployed on the target).
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import tarfile
 
@@ -41,7 +43,7 @@ from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_app im
     APP_ENTRY,
     APP_MARKER,
     DEFAULT_APP_CACHE_DIR,
-    INTERNAL_OPTION,
+    INTERNAL_ENV,
     app_dirname,
 )
 
@@ -131,7 +133,7 @@ class LakekeeperAction(ActionBase):
     _supports_async = True
 
     def _ship_app(self, args):
-        """Returns the ``_lakekeeper_app`` value and whether it was transferred."""
+        """Returns the application part of ``LAKEKEEPER_ANSIBLE_APP`` and whether it was transferred."""
         root = bundled_app_dir()
         files = app_files(root) if os.path.isdir(root) else []
         if APP_ENTRY not in files:
@@ -158,8 +160,6 @@ class LakekeeperAction(ActionBase):
         del tmp  # tmp no longer has any effect
 
         args = dict(self._task.args)
-        if INTERNAL_OPTION in args:
-            raise AnsibleActionFail("%s is internal to the action plugin; do not set it" % INTERNAL_OPTION)
         spark_submit = args.get("spark_submit")
         script_path = spark_submit.get("script_path") if isinstance(spark_submit, dict) else None
 
@@ -174,10 +174,15 @@ class LakekeeperAction(ActionBase):
             job_id = awx_job_id(task_vars, os.environ)
             if job_id:
                 internal["job_id"] = job_id
-            if internal:
-                args[INTERNAL_OPTION] = internal
-            result.update(self._execute_module(module_name=self._task.resolved_action or self._task.action,
-                                               module_args=args, task_vars=task_vars, wrap_async=wrap_async))
+            environment = self._task.environment
+            if internal:  # the task's environment stays the user's; this entry comes last and is the module's own
+                listed = environment if isinstance(environment, list) else ([environment] if environment else [])
+                self._task.environment = listed + [{INTERNAL_ENV: json.dumps(internal, sort_keys=True)}]
+            try:
+                result.update(self._execute_module(module_name=self._task.resolved_action or self._task.action,
+                                                   module_args=args, task_vars=task_vars, wrap_async=wrap_async))
+            finally:
+                self._task.environment = environment
         finally:
             if not wrap_async:
                 self._remove_tmp_path(self._connection._shell.tmpdir)

@@ -36,9 +36,14 @@ def test_build_ships_the_spark_app(built_collection):
     for name in names:
         assert not name.startswith((".venv/", ".git/", ".ansible/", ".cache/", "tests/output/")), name
         assert "__pycache__" not in name and not name.endswith(".pyc"), name
+        # the development tree stays out (galaxy.yml build_ignore): a user gets the collection
+        assert not name.startswith(("tests/", "scripts/", "benchmarks/")), name
+        assert name not in ("requirements.txt", "pytest.ini", "ruff.toml", ".ansible-lint"), name
+    assert "docs/modules.md" in names and "roles/maintenance/tasks/main.yml" in names
     root = os.path.join(installed, "ansible_collections", "lakekeeper", "hive")
     assert os.path.isfile(os.path.join(root, "spark_app", "run_lakekeeper.py"))
     res = run([os.path.join(BIN, "ansible-doc"), "-t", "module", "lakekeeper.hive.lakekeeper_compact"],
               env=tool_env(ANSIBLE_COLLECTIONS_PATH=installed))
     assert res.returncode == 0, res.stdout
     assert "spark_submit" in res.stdout
+    assert "_lakekeeper_app" not in res.stdout  # internal: passed by the action plugin in the environment

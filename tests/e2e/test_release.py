@@ -81,10 +81,13 @@ def test_execution_environment_holds_only_the_controllers_requirements(built_col
     pip, bindep = _introspect(context, installed, str(out))
     assert not [leak for leak in EE_LEAKS if leak in pip.lower()], pip
     assert "lakekeeper.hive" not in bindep, bindep
-    # the same collection without its meta/execution-environment.yml: the fallback the file prevents
+    # the same collection without its meta/execution-environment.yml, with the development
+    # requirements.txt the build leaves out (build_ignore): the fallback both prevent
     bare = tmp_path / "bare" / "ansible_collections" / "lakekeeper" / "hive"
     shutil.copytree(os.path.join(installed, "ansible_collections", "lakekeeper", "hive"), str(bare),
                     ignore=shutil.ignore_patterns("spark_app", "tests", "plugins"))
+    assert not (bare / "requirements.txt").exists()  # not shipped
+    shutil.copy(os.path.join(ROOT, "requirements.txt"), str(bare / "requirements.txt"))
     os.remove(str(bare / "meta" / "execution-environment.yml"))
     assert not (out / "requirements.txt").exists()  # nothing to install for this collection
     pip, _bindep = _introspect(context, str(tmp_path / "bare"), str(out))
