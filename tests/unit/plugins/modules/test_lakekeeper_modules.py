@@ -29,6 +29,7 @@ import yaml
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.lakekeeper.hive.plugins.module_utils import _lakekeeper_app as _app_utils
 from ansible_collections.lakekeeper.hive.plugins.module_utils import _lakekeeper_argv
 from ansible_collections.lakekeeper.hive.plugins.module_utils import _lakekeeper_catalog
 from ansible_collections.lakekeeper.hive.plugins.modules import lakekeeper_analyze
@@ -155,7 +156,14 @@ def engine(tmp_path):
     return write_exe(tmp_path / "run_lakekeeper.py", STUB_ENGINE)
 
 
-def run(module, args, tmp_path, check_mode=False, diff=False):
+def run(module, args, tmp_path, check_mode=False, diff=False, internal=None):
+    """The module's main() with these arguments; ``internal``: what the action
+    plugin passes in the environment (LAKEKEEPER_ANSIBLE_APP)."""
+    del _app_utils._INTERNAL[:]  # read once per module run, as in a real one
+    if internal is None:
+        os.environ.pop(_app_utils.INTERNAL_ENV, None)
+    else:
+        os.environ[_app_utils.INTERNAL_ENV] = json.dumps(internal)
     args = dict(args)
     args.setdefault("python", sys.executable)
     args.setdefault("state_dir", str(tmp_path / "state"))
@@ -513,23 +521,23 @@ def test_cached_application_unpacked_then_reused(tmp_path):
         handle.add(str(root / "lakekeeper_spark"), arcname="lakekeeper_spark")
         handle.add(str(root / "run_lakekeeper.py"), arcname="run_lakekeeper.py")
     cache = tmp_path / "cache"
-    res = run(lakekeeper_compact, dict(table="db.t", app_cache_dir=str(cache),
-                                       _lakekeeper_app=dict(sha256=sha, archive=str(archive))), tmp_path)
+    res = run(lakekeeper_compact, dict(table="db.t", app_cache_dir=str(cache)), tmp_path,
+              internal=dict(sha256=sha, archive=str(archive)))
     assert res["failed"] is False
     app_dir = cache / ("app-%s" % sha[:12])
     assert res["script"] == str(app_dir / "run_lakekeeper.py")
     # Second run: no archive (the action plugin saw the marker), the cache is used as is.
-    res = run(lakekeeper_compact, dict(table="db.t", app_cache_dir=str(cache), _lakekeeper_app=dict(sha256=sha)),
-              tmp_path)
+    res = run(lakekeeper_compact, dict(table="db.t", app_cache_dir=str(cache)), tmp_path,
+              internal=dict(sha256=sha))
     assert res["failed"] is False and res["script"] == str(app_dir / "run_lakekeeper.py")
     # A cache that does not match its name is refused.
     (app_dir / ".lakekeeper_app.sha256").write_text("0" * 64)
-    res = run(lakekeeper_compact, dict(table="db.t", app_cache_dir=str(cache), _lakekeeper_app=dict(sha256=sha)),
-              tmp_path)
+    res = run(lakekeeper_compact, dict(table="db.t", app_cache_dir=str(cache)), tmp_path,
+              internal=dict(sha256=sha))
     assert res["failed"] is True and "does not match" in res["msg"]
     os.remove(str(app_dir / ".lakekeeper_app.sha256"))
-    res = run(lakekeeper_compact, dict(table="db.t", app_cache_dir=str(cache), _lakekeeper_app=dict(sha256=sha)),
-              tmp_path)
+    res = run(lakekeeper_compact, dict(table="db.t", app_cache_dir=str(cache)), tmp_path,
+              internal=dict(sha256=sha))
     assert res["failed"] is True and "missing" in res["msg"]
 
 
@@ -561,7 +569,7 @@ def test_case(case, engine, tmp_path, monkeypatch):
         monkeypatch.setenv("STUB_SUBMIT_LOG", str(submit_log))
         args["spark_submit_path"] = names["spark_submit"]
     res = run(MODULES[case["module"]], args, tmp_path, check_mode=case.get("check_mode", False),
-              diff=case.get("diff", False))
+              diff=case.get("diff", False), internal=case.get("internal"))
     assert res["failed"] is False, res
     cmd = shlex.split(res["cmd"])
     # the module's private tmpdir: its result file, and the secret properties file beside it
