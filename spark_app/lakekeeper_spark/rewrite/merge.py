@@ -202,14 +202,14 @@ def _key_check(ctx: Context, info: TableInfo, p: TablePlan, batch: Any, columns:
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
 
-    from .rewrite import is_deleted, null_key
+    from .rewrite import is_deleted, key_present, null_key
 
     keys = list(columns.keys)
     kcols = [F.col(quote_column(k)) for k in keys]
     order = F.col(quote_column(columns.order_by or ""))
     # the batch's latest version of each key (across its partitions), and in how many partitions it has the key
     w = Window.partitionBy(*kcols).orderBy(F.col("__lk_o").desc_nulls_last())
-    ranked = (batch.where(~null_key(keys))
+    ranked = (batch.where(key_present(keys))
               .select(F.col(SPEC), *kcols, is_deleted(columns).alias("__lk_del"), order.alias("__lk_o"))
               .withColumn("__lk_n", F.size(F.collect_set(F.col(SPEC)).over(Window.partitionBy(*kcols))))
               .withColumn("__lk_rn", F.row_number().over(w)))

@@ -146,6 +146,15 @@ def null_key(keys: Any) -> Any:
     return reduce(lambda a, b: a | b, [F.col(quote_column(k)).isNull() for k in keys])
 
 
+def key_present(keys: Any) -> Any:
+    """The opposite of ``null_key``: every one of the ``keys`` columns is set."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    return reduce(lambda a, b: a & b, [F.col(quote_column(k)).isNotNull() for k in keys])
+
+
 def _dedupe_aggregate(df: Any, columns: RewriteColumns, group: tuple[str, ...] = ()) -> Any:
     """Rows, distinct keys and keys whose latest version is a delete (per
     ``group`` column, if any), from the key, ordering and marker columns
@@ -389,13 +398,12 @@ def _expected_merge(df: Any, columns: RewriteColumns) -> dict[str, Any] | None:
     keys = {k.lower() for k in columns.keys}
     order = columns.order_by or ""
     rest = [c for c in df.columns if c.lower() not in keys and c.lower() != order.lower()]
-    nulls = null_key(columns.keys)
-    best = df.where(~nulls).groupBy(*_cols(columns.keys)).agg(
+    best = df.where(key_present(columns.keys)).groupBy(*_cols(columns.keys)).agg(
         F.max(F.struct(F.col(quote_column(order)).alias("__lk_o"), *_cols(rest))).alias("__lk_best"))
     latest = best.select(*[F.col(quote_column(c)) if c.lower() in keys else
                            (F.col("__lk_best.__lk_o").alias(c) if c.lower() == order.lower()
                             else F.col("__lk_best." + quote_column(c)).alias(c)) for c in df.columns])
-    kept = latest.unionByName(df.where(nulls)).where(~is_deleted(columns))
+    kept = latest.unionByName(df.where(null_key(columns.keys))).where(~is_deleted(columns))
     return content_check.checksum(kept)
 
 
