@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT / "tests" / "testbed"))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import spark_lanes  # noqa: E402  pylint: disable=wrong-import-position
+import ansible_lanes  # noqa: E402  pylint: disable=wrong-import-position
 
 PY = sys.executable
 PYTEST = [PY, "-m", "pytest", "--timeout=1800"]
@@ -90,6 +91,8 @@ def parts() -> list[Part]:
         Part("engine", PYTEST + ["tests/engine", "--durations=15"]),  # 770
         Part("playbooks", PYTEST + PLAYBOOKS + ["-m", "not crash_lane and not testbed", "--durations=15"]),  # 550
         *lanes[1:],  # 195
+        *[Part(f"lane-{lane['name']}", [PY, str(ROOT / "scripts" / "ansible_lanes.py"), lane["name"]])
+          for lane in ansible_lanes.lanes() if lane["default"]],
     ]
     out += [
         Part("sanity", [str(ROOT / "scripts" / "sanity")]),

@@ -126,12 +126,13 @@ class ActionModule(ActionBase):
     def _check(self, results_file, progress_file, offset):
         cmd = "cat -- %s 2>/dev/null; printf '\\n%%s\\n' %s" % (
             shlex.quote(results_file), shlex.quote(_MARK % offset))
-        if progress_file:
-            cmd += "; tail -c +%d -- %s 2>/dev/null" % (offset + 1, shlex.quote(progress_file))
+        if progress_file:  # not there yet: the engine has not started
+            quoted = shlex.quote(progress_file)
+            cmd += "; if [ -f %s ]; then tail -c +%d -- %s; fi" % (quoted, offset + 1, quoted)
         res = self._low_level_execute_command(cmd, sudoable=True)
         out = res.get("stdout", "")
         mark = "\n" + _MARK % offset + "\n"
-        if res.get("rc") != 0 or mark not in out:
+        if mark not in out:
             raise AnsibleActionFail("could not read the background job's files on the target (rc %s): %s"
                                     % (res.get("rc"), (res.get("stderr") or out)[-2000:]), result=res)
         status, progress = out.split(mark, 1)

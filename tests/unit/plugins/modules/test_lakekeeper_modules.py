@@ -27,7 +27,21 @@ import pytest
 import yaml
 
 from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
+try:  # ansible-core 2.19 and newer
+    from ansible.module_utils.testing import patch_module_args
+except ImportError:  # 2.16 to 2.18 (the ansible-2.16 lane): the module arguments as AnsibleModule reads them
+    import contextlib
+
+    from ansible.module_utils.common.text.converters import to_bytes
+
+    @contextlib.contextmanager
+    def patch_module_args(args):
+        saved = basic._ANSIBLE_ARGS
+        basic._ANSIBLE_ARGS = to_bytes(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
+        try:
+            yield
+        finally:
+            basic._ANSIBLE_ARGS = saved
 
 from ansible_collections.lakekeeper.hive.plugins.module_utils import _lakekeeper_app as _app_utils
 from ansible_collections.lakekeeper.hive.plugins.module_utils import _lakekeeper_argv
