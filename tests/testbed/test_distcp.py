@@ -39,6 +39,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -134,7 +135,8 @@ class DistCp:  # pylint: disable=too-few-public-methods
         self.bed, self.work = bed, work
         self.jars = maven.ensure("distcp")
         (work / "log4j2.properties").write_text(LOG4J2)
-        self.seconds: list[float] = []
+        self.seconds: list[float] = []  # wall time of each run
+        self.cpu: list[float] = []  # its CPU time (user + system)
 
     def __call__(self, filters: Path, src: str, dst: str, *options: str) -> dict:
         cp = f"{self.bed.conf_dir}:{self.bed.spark_home}/jars/*:{self.jars}/*"
@@ -143,9 +145,10 @@ class DistCp:  # pylint: disable=too-few-public-methods
                 "org.apache.hadoop.tools.DistCp", "-Dmapreduce.framework.name=local", f"-Dhadoop.tmp.dir={tmp}",
                 f"-Dmapreduce.jobtracker.staging.root.dir={tmp}/staging", "-filters", str(filters), *options,
                 self.bed.hdfs_uri + src, self.bed.hdfs_uri + dst]
-        t0 = time.monotonic()
+        t0, cpu0 = time.monotonic(), _children_cpu()
         p = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False, env=_env())
         self.seconds.append(round(time.monotonic() - t0, 1))
+        self.cpu.append(round(_children_cpu() - cpu0, 1))
         (self.work / f"distcp-{len(self.seconds) - 1}.log").write_text(p.stderr)
         assert p.returncode == 0, p.stderr[-4000:]
         err = p.stderr
@@ -155,6 +158,11 @@ class DistCp:  # pylint: disable=too-few-public-methods
         counters = {k: int(v) for k, v in re.findall(r"^\s+([A-Za-z_ ]+)=(\d+)$", err, re.M)}
         deleted = re.search(r"Deleted from target: files: (\d+) directories: (\d+)", err)
         return {"counters": counters, "deleted": int(deleted[1]) + int(deleted[2]) if deleted else None}
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _env() -> dict[str, str]:
@@ -263,5 +271,5 @@ def test_distcp_with_the_shipped_filters_leaves_out_lakekeepers_hidden_paths(tes
     # with the same filters, so what a wrong list copied stays (the missing data is back)
     assert replica_problems(source2, wrong2) == [f"copied hidden: {c}" for c in copied]
 
-    print(f"\ndistcp test: distcp runs {distcp.seconds} s (shipped, wrong, -update -delete twice); "
+    print(f"\ndistcp test: distcp runs {distcp.seconds} s, CPU {distcp.cpu} s (shipped, wrong, -update -delete twice); "
           f"{len(source)} source paths, {len(hidden)} hidden; phases {phases}; whole test {time.monotonic() - t0:.1f} s")
