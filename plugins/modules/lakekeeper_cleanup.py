@@ -17,8 +17,12 @@ description:
     RV(tables[].kept) list every backup with the reason.
   - Retention, like the Hudi cleaner - every policy is a reason to keep a backup, a backup is deleted only when no
     reason holds; in order - O(pin)ned backups are never deleted; a backup younger than O(grace_period) is never
-    deleted, whatever the other policies say; the O(keep_last) newest backups of a table (pinned ones count) are
-    kept; a backup younger than O(older_than) is kept.
+    deleted, whatever the other policies say; a backup that is one of the O(keep_last) newest backups of any of its
+    partitions (pinned ones count; like Hudi's KEEP_LATEST_FILE_VERSIONS) is kept, whole; a backup younger than
+    O(older_than) is kept.
+  - The backups of a table dropped since its compactions are cleaned too (found by a O(database) run through their
+    C(lakekeeper.backup_of) property, or by naming the table) under the same policies except O(keep_last) - there is
+    no table to roll back into; RV(tables[].table_dropped) says so.
   - A retention policy is required - O(older_than) or O(keep_last) (or either in O(config_file)); without one the
     module fails before anything runs, deleting nothing. O(older_than=all) deletes every backup that is neither
     pinned nor within the grace period.
@@ -53,12 +57,15 @@ options:
     type: str
   keep_last:
     description:
-      - Keep the N newest backups of each table (C(--keep-last)); V(0) keeps none on that account.
+      - Keep the N newest backups of each partition (C(--keep-last)), its rollback points - a run that compacted
+        only some partitions does not make an older backup of the others go. At least V(1) (V(0) is refused; leave it
+        unset to keep none on that account).
     type: int
   grace_period:
     description:
       - Never delete a backup younger than this (C(--grace-period), for example V(1h)), so that long-running readers of
         the original files are not broken. The engine's default is no grace period.
+      - An O(older_than) shorter than this is refused (V(all) excepted).
     type: str
   pin:
     description:
@@ -228,6 +235,13 @@ tables:
       type: list
       elements: dict
       returned: when the table was cleaned, planned or skipped
+    table_dropped:
+      description:
+        - The table was dropped after its compactions; its backups (in RV(tables[].backups_removed) and
+          RV(tables[].kept), each with C(table_dropped)) are cleaned without O(keep_last), and C(rule) V(table_dropped)
+          names a backup deleted because only O(keep_last) could have kept it.
+      type: bool
+      returned: for the backups of a dropped table
     freed_bytes:
       description: Bytes of the originals deleted (would be, in check mode).
       type: int
@@ -381,6 +395,10 @@ def main():
     missing = missing_retention_policy(module.params)
     if missing:
         module.fail_json(msg=missing)
+    if module.params.get("keep_last") is not None and module.params["keep_last"] < 1:
+        module.fail_json(msg="keep_last must be at least 1 (got %d): it keeps the N newest backups of each partition, "
+                             "its rollback points; to keep none on that account leave keep_last unset and set "
+                             "older_than; nothing was deleted" % module.params["keep_last"])
     run_module(module, Engine("lakekeeper_cleanup", command="cleanup"))
 
 

@@ -29,7 +29,7 @@ HELP: dict[str, tuple[str | None, str | None]] = {
     "backup_prefix": (None, None),
     "older_than": (None, "cleanup: keep backups younger than this (30m, 12h, 7d), or 'all' to keep none on "
                          "that account; cleanup needs this or --keep-last"),
-    "keep_last": (None, "cleanup: keep the N newest backups of each table"),
+    "keep_last": (None, "cleanup: keep the N newest backups of each partition (N >= 1)"),
     "grace_period": (None, "cleanup: never delete a backup younger than this (30m, 1h, 1d)"),
     "pin": ("RUN_ID", "cleanup: pin the backup of this run (never cleaned)"),
     "unpin": ("RUN_ID", "cleanup: unpin the backup of this run"),

@@ -52,6 +52,10 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None,
             return [table_result(database, "failed", f"database {database} does not exist", code="not_found")]
         backup_name = backup_table_pattern(ctx.settings.backup_prefix)
         tables = [f"{database}.{t}" for t in ctx.catalog.list_tables(database) if not backup_name.match(t)]
+        if command == "cleanup":  # the backups of tables dropped since are cleaned too (never leaked)
+            from .catalog.backup import dropped_tables
+
+            tables += dropped_tables(ctx.catalog, database)
     if command == "compact" and ctx.settings.deadline and not ctx.settings.dry_run and ctx.budget is None:
         from .policy.budget import Budget, parse_deadline
 
@@ -95,7 +99,7 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None,
             try:
                 if command in LEASED_COMMANDS and not ctx.settings.dry_run:
                     tctx.lease = _take_lease(tctx, command, name)
-                    fence = _fence(tctx, name)
+                    fence = _fence(tctx, name) if tctx.lease is not None else None
                 res = handlers[command](tctx, name)
             except LakekeeperError as exc:
                 res = error_result(name, exc, tctx.run_id)
@@ -194,13 +198,25 @@ def _record_history(ctx: Any, command: str, name: str, res: dict[str, Any], star
 
 def _take_lease(ctx: Any, command: str, name: str) -> Any:
     """The table's lease (lease.py), before anything (its recovery
-    included) is done to it; raises ``LeaseHeld`` (status ``locked``)."""
+    included) is done to it; raises ``LeaseHeld`` (status ``locked``).
+    None: the cleanup of a dropped table whose journal directory is gone."""
     from .storage.layout import journal_dir
     from .protocol.lease import acquire
     from .catalog.tables import load_table
 
-    info = load_table(ctx, name)
-    return acquire(ctx.fs, journal_dir(info), ctx.run_id, name, command, ctx.settings.lease_timeout_seconds,
+    try:
+        where = journal_dir(load_table(ctx, name))
+    except LakekeeperError as exc:
+        if command != "cleanup" or exc.code != "not_found":
+            raise
+        from .commands.cleanup import dropped_journal_dir
+
+        # a dropped table's backups: the lease where its compactions took it, if that directory is
+        # still there (else nothing on the filesystem is shared with a compaction: no lease)
+        where = dropped_journal_dir(ctx, name)
+        if where is None:
+            return None
+    return acquire(ctx.fs, where, ctx.run_id, name, command, ctx.settings.lease_timeout_seconds,
                    break_lease=command == "recover" and ctx.settings.break_lease)
 
 

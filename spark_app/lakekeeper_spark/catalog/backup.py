@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import threading
 import time
 from typing import Callable
@@ -192,17 +193,55 @@ def find_backups(catalog: Catalog, db: str, table: str, prefix: str) -> list[Bac
         info = catalog.get_table(db, name)
         if info.properties.get(PROP_OF) != f"{db}.{table}":
             continue
-        run_id = info.properties.get(PROP_RUN, "")
-        created = info.properties.get(PROP_CREATED)
-        out.append(
-            BackupRef(
-                db=db,
-                name=name,
-                run_id=run_id,
-                created_at=float(created) if created else run_id_time(run_id).timestamp(),
-                journal_dir=info.properties.get(PROP_JOURNAL, ""),
-                pinned=info.properties.get(PROP_PINNED, "false").lower() == "true",
-            )
-        )
+        out.append(_ref(db, name, info.properties))
     out.sort(key=lambda b: (b.created_at, b.run_id))
     return out
+
+
+def _ref(db: str, name: str, props: dict[str, str]) -> BackupRef:
+    run_id = props.get(PROP_RUN, "")
+    created = props.get(PROP_CREATED)
+    return BackupRef(
+        db=db,
+        name=name,
+        run_id=run_id,
+        created_at=float(created) if created else run_id_time(run_id).timestamp(),
+        journal_dir=props.get(PROP_JOURNAL, ""),
+        pinned=props.get(PROP_PINNED, "false").lower() == "true",
+    )
+
+
+# The tail every backup table name ends with, whatever its prefix (layout.backup_table_name).
+_RUN_TAIL = re.compile(r"_(\d{8})_(\d{6})_([0-9a-f]{6})$")
+
+
+def dropped_tables(catalog: Catalog, db: str) -> list[str]:
+    """The tables of ``db`` dropped since a compaction whose backups are
+    still there (``DB.TABLE``, sorted): found by the ``lakekeeper.backup_of``
+    property of the tables whose name ends like a backup's (any prefix),
+    naming a table of ``db`` that no longer exists."""
+    names = catalog.list_tables(db)
+    existing = {n.lower() for n in names}
+    out = set()
+    for name in names:
+        if not _RUN_TAIL.search(name):
+            continue
+        try:
+            source = catalog.get_table(db, name).properties.get(PROP_OF) or ""
+        except Exception:  # noqa: BLE001 - dropped meanwhile, or unreadable: not ours to judge
+            log.warning("%s.%s could not be read while looking for backups of dropped tables", db, name,
+                        exc_info=True)
+            continue
+        sdb, _sep, stable = source.partition(".")
+        if stable and sdb.lower() == db.lower() and stable.lower() not in existing:
+            out.add(f"{db}.{stable}")
+    return sorted(out)
+
+
+def backup_partitions(catalog: Catalog, b: BackupRef) -> list[str]:
+    """The partitions a backup holds the originals of (spec strings), or
+    ``[""]`` for a non-partitioned table's."""
+    info = catalog.get_table(b.db, b.name)
+    if not info.is_partitioned:
+        return [""]
+    return [p.spec_str for p in catalog.list_partitions(info)]

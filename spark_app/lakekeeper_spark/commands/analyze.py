@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from ..report import sizes
-from ..catalog.backup import find_backups
+from ..catalog.backup import backup_partitions, find_backups
 from ..catalog.context import Context
 from ..rewrite.delete_ratio import apply_delete_ratio
 from ..report.errors import java_message
@@ -49,7 +49,7 @@ def backup_facts(ctx: Context, info: TableInfo) -> list[dict[str, Any]]:
     directories (bytes, files), and the retention verdict."""
     out = []
     backups = find_backups(ctx.catalog, info.db, info.name, ctx.settings.backup_prefix)
-    for b, v in backup_verdicts(backups, ctx.settings, time.time()):
+    for b, v in backup_verdicts(backups, ctx.settings, time.time(), lambda b: backup_partitions(ctx.catalog, b)):
         entry = v.to_dict()
         entry["created_at"] = int(b.created_at)
         try:

@@ -8,18 +8,25 @@ unpins that backup. Only directories that are provably Lakekeeper
 originals next to a live directory are deleted (see recovery.backup_units),
 and only the files the compaction planned: anything else found there is
 moved into the live directory first (``moved_to_live``).
+
+``--keep-last`` counts per partition (retention.py): a backup that is still
+one of the N newest rollback points of any of its partitions is kept, whole.
+A table dropped since its compactions (``DB.TABLE`` given, or found by a
+database run through its backups' ``lakekeeper.backup_of`` property) has
+its backups cleaned under the same policy except keep_last (there is no
+table to roll back into); its result says ``table_dropped``.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Callable
 
-from ..catalog.backup import BackupRef, find_backups, set_pinned
+from ..catalog.backup import BackupRef, backup_partitions, find_backups, set_pinned
 from ..catalog.context import Context
-from ..report.errors import Refused
+from ..report.errors import LakekeeperError, Refused
 from ..protocol.journal import Journal
-from ..storage.layout import journal_dir
+from ..storage.layout import journal_dir, parse_hidden_name, split_path
 from ..protocol.recovery import backup_record, backup_units, recover_table
 from ..report.results import table_result
 from ..policy.retention import backup_verdicts, missing_policy, policy_of
@@ -66,11 +73,68 @@ def _stranded(ctx: Context, units: list[dict[str, Any]], planned: dict[str, set[
     return None
 
 
+def _dropped_units(ctx: Context, b: BackupRef) -> list[dict[str, Any]]:
+    """``backup_units`` of a backup whose table was dropped: its original
+    directories, each checked to be the Lakekeeper original of run
+    ``b.run_id`` (named after the live directory beside it, which may be
+    gone with the table's data)."""
+    bkp = ctx.catalog.get_table(b.db, b.name)
+    if bkp.is_partitioned:
+        found = [(p.spec_str, ctx.fs.qualify(p.location)) for p in ctx.catalog.list_partitions(bkp)]
+    else:
+        found = [("", ctx.fs.qualify(bkp.location or ""))]
+    out = []
+    for spec, old in found:
+        parent, name = split_path(old)
+        parsed = parse_hidden_name(name)
+        if not parsed or parsed[1] != "lk_old" or parsed[2] != b.run_id:
+            raise LakekeeperError("backup_mismatch", f"backup {b.full_name} points at {old}, which is not a "
+                                                     f"Lakekeeper original of run {b.run_id}; not touching it")
+        out.append({"spec": spec, "location": f"{parent}/{parsed[0]}", "old": old})
+    return out
+
+
+def _planned(ctx: Context, b: BackupRef) -> dict[str, set[str]]:
+    """The original files a dropped table's backup run planned, by live
+    location (its journal, when it is still there)."""
+    if not b.journal_dir or not ctx.fs.exists(f"{b.journal_dir.rstrip('/')}/{b.run_id}"):
+        return {}
+    doc, _units = Journal.load(ctx.fs, b.journal_dir, b.run_id)
+    return {ctx.fs.qualify(u["location"]): {f[0] for f in u["files"]} for u in doc.get("units", []) if u.get("files")}
+
+
+def dropped_journal_dir(ctx: Context, full_name: str) -> str | None:
+    """Where the lease of a dropped table's cleanup is taken: the journal
+    directory its backups name (the one its compactions used), when it is
+    still there; None when there is no such backup or directory."""
+    db, name = full_name.split(".")
+    for b in find_backups(ctx.catalog, db, name, ctx.settings.backup_prefix):
+        if b.journal_dir and ctx.fs.exists(b.journal_dir):
+            return b.journal_dir
+    return None
+
+
 def cleanup_table(ctx: Context, full_name: str) -> dict[str, Any]:
     if not (ctx.settings.pin or ctx.settings.unpin):
         missing = missing_policy(policy_of(ctx.settings))
         if missing:  # the command line refuses this first; here for every other caller
             raise Refused("no_retention_policy", missing)
+    db, name = full_name.split(".")
+    if not ctx.catalog.table_exists(db, name):
+        backups = find_backups(ctx.catalog, db, name, ctx.settings.backup_prefix)
+        if not backups:
+            raise LakekeeperError("not_found", f"table {full_name} does not exist")
+        if ctx.settings.pin or ctx.settings.unpin:
+            res = pin_table(ctx, full_name, backups, ctx.settings.pin or ctx.settings.unpin, bool(ctx.settings.pin))
+            return dict(res, table_dropped=True)
+        verdicts = backup_verdicts(backups, ctx.settings, time.time(), dropped=True)
+        res = _clean(ctx, full_name, backups, verdicts, lambda b: _dropped_units(ctx, b), lambda b: _planned(ctx, b),
+                     lambda b: b.journal_dir, [])
+        res["reason"] = f"table {full_name} was dropped; {res['reason']}"
+        res["table_dropped"] = True
+        for entry in res["backups_removed"] + res["kept"]:
+            entry["table_dropped"] = True
+        return res
     info = load_table(ctx, full_name)
     ctx, _policy = with_policy(ctx, info)  # lakekeeper.retention.* of the table over the run's policy
     recovered = [] if ctx.settings.dry_run else recover_table(ctx, info)
@@ -80,9 +144,17 @@ def cleanup_table(ctx: Context, full_name: str) -> dict[str, Any]:
         res["recovered"] = recovered
         res["changed"] = res["changed"] or bool(recovered)
         return res
-    now = time.time()
+    verdicts = backup_verdicts(backups, ctx.settings, time.time(), lambda b: backup_partitions(ctx.catalog, b))
+    return _clean(ctx, full_name, backups, verdicts, lambda b: backup_units(ctx, info, b),
+                  lambda b: backup_record(ctx, info, b).planned, lambda b: b.journal_dir or journal_dir(info), recovered)
+
+
+def _clean(ctx: Context, full_name: str, backups: list[BackupRef], verdicts: list[tuple[BackupRef, Any]],
+           units_of: Callable[[BackupRef], list[dict[str, Any]]], planned_of: Callable[[BackupRef], dict[str, set[str]]],
+           journal_of: Callable[[BackupRef], str], recovered: list[Any]) -> dict[str, Any]:
+    """Delete the backups the verdicts let go: originals, backup table, journal."""
     chosen, kept = [], []
-    for b, v in backup_verdicts(backups, ctx.settings, now):
+    for b, v in verdicts:
         if v.delete:
             chosen.append((b, v))
         else:
@@ -93,7 +165,7 @@ def cleanup_table(ctx: Context, full_name: str) -> dict[str, Any]:
                             kept=kept, freed_bytes=0, backups_removed=[], recovered=recovered)
     removed, freed = [], 0
     for b, v in chosen:
-        units = backup_units(ctx, info, b)
+        units = units_of(b)
         size = sum(ctx.fs.content_summary(u["old"])["length"] for u in units if ctx.fs.exists(u["old"]))
         entry = {"backup_table": b.full_name, "run_id": b.run_id, "bytes": size, "units": len(units),
                  "age_seconds": v.age_seconds, "pinned": False, "verdict": "delete", "reason": v.reason,
@@ -101,7 +173,7 @@ def cleanup_table(ctx: Context, full_name: str) -> dict[str, Any]:
         dropped = [u["spec"] for u in units if u.get("partition_missing")]
         if dropped:  # e.g. left by a rollback that could not restore them
             entry["dropped_partitions"] = dropped
-        planned = backup_record(ctx, info, b).planned
+        planned = planned_of(b)
         stranded = _stranded(ctx, units, planned)
         if stranded:  # someone's files among the originals, and no live directory to move them into
             kept.append({"backup_table": b.full_name, "run_id": b.run_id, "age_seconds": v.age_seconds,
@@ -111,7 +183,7 @@ def cleanup_table(ctx: Context, full_name: str) -> dict[str, Any]:
         if not ctx.settings.dry_run:
             for u in units:
                 names = planned.get(u["location"])
-                if names is not None and ctx.fs.exists(u["old"]):
+                if names is not None and ctx.fs.exists(u["old"]) and ctx.fs.exists(u["location"]):
                     # a file that is not one of the originals (a writer closed it there after the
                     # move aside) is someone's data: into the live directory, not deleted
                     late = adopt_files(ctx.fs, u["old"], u["location"], names, what="files found among the originals")
@@ -119,7 +191,8 @@ def cleanup_table(ctx: Context, full_name: str) -> dict[str, Any]:
                         entry.setdefault("moved_to_live", []).extend(late)
                 ctx.fs.delete(u["old"])
             ctx.catalog.drop_table(b.db, b.name)
-            Journal(ctx.fs, b.journal_dir or journal_dir(info), b.run_id).remove()
+            if journal_of(b):
+                Journal(ctx.fs, journal_of(b), b.run_id).remove()
         removed.append(entry)
         freed += size
     if not removed:  # every backup chosen had to be kept

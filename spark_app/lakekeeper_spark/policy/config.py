@@ -11,6 +11,7 @@ from typing import Any
 
 from ..report.errors import UsageError
 from .names import validate_ident
+from .retention import policy_error
 
 MB = 1024 * 1024
 MODES = ("ratio", "minor", "major", "smart")
@@ -127,7 +128,7 @@ class Settings:
     dry_run: bool = False
     log_level: str = "INFO"
     older_than_seconds: int | None = None  # cleanup: keep backups younger than this; 0 is "all"
-    keep_last: int | None = None  # cleanup: keep the N newest backups of a table
+    keep_last: int | None = None  # cleanup: keep the N newest backups of each partition
     grace_seconds: int = 0  # cleanup: never delete a backup younger than this
     pin: str | None = None  # cleanup: run id (or backup table name) to pin instead of cleaning
     unpin: str | None = None  # cleanup: run id (or backup table name) to unpin
@@ -215,8 +216,9 @@ class Settings:
             raise UsageError("min_piece_mb must be >= 0 (0: files are never written in pieces)")
         if self.history < 0:
             raise UsageError("history must be >= 0 (0: no history)")
-        if self.keep_last is not None and self.keep_last < 0:
-            raise UsageError("keep_last must be >= 0")
+        retention_error = policy_error(self.keep_last, self.older_than_seconds, self.grace_seconds or 0)
+        if retention_error:
+            raise UsageError(retention_error)
         if self.target_file_size_mb is not None and self.target_file_size_mb <= 0:
             raise UsageError("target_file_size_mb must be > 0")
         self.mode = str(self.mode).strip().lower()
