@@ -17,8 +17,10 @@ from typing import Any
 
 from ..catalog.backup import BackupRef, find_backups, set_pinned
 from ..catalog.context import Context
+from ..catalog.legacy import LegacyBackupRef, find_legacy_backups
 from ..report.errors import Refused
 from ..protocol.journal import Journal
+from ..protocol.legacy import legacy_cleanup
 from ..storage.layout import journal_dir
 from ..protocol.recovery import backup_record, backup_units, recover_table
 from ..report.results import table_result
@@ -75,6 +77,9 @@ def cleanup_table(ctx: Context, full_name: str) -> dict[str, Any]:
     ctx, _policy = with_policy(ctx, info)  # lakekeeper.retention.* of the table over the run's policy
     recovered = [] if ctx.settings.dry_run else recover_table(ctx, info)
     backups = find_backups(ctx.catalog, info.db, info.name, ctx.settings.backup_prefix)
+    # lakekeeper 0.0.x's backups: found, and under the same policy (protocol/legacy.py)
+    backups = sorted(backups + find_legacy_backups(ctx.catalog, info.db, info.name, ctx.settings.backup_prefix),
+                     key=lambda b: (b.created_at, b.run_id))
     if ctx.settings.pin or ctx.settings.unpin:
         res = pin_table(ctx, full_name, backups, ctx.settings.pin or ctx.settings.unpin, bool(ctx.settings.pin))
         res["recovered"] = recovered
@@ -93,6 +98,14 @@ def cleanup_table(ctx: Context, full_name: str) -> dict[str, Any]:
                             kept=kept, freed_bytes=0, backups_removed=[], recovered=recovered)
     removed, freed = [], 0
     for b, v in chosen:
+        if isinstance(b, LegacyBackupRef):  # deleted as 0.0.x did (its __old_ directories, then its table)
+            entry, keep = legacy_cleanup(ctx, info, b, v)
+            if entry is None:
+                kept.append(keep)
+                continue
+            removed.append(entry)
+            freed += entry["bytes"]
+            continue
         units = backup_units(ctx, info, b)
         size = sum(ctx.fs.content_summary(u["old"])["length"] for u in units if ctx.fs.exists(u["old"]))
         entry = {"backup_table": b.full_name, "run_id": b.run_id, "bytes": size, "units": len(units),
