@@ -291,6 +291,10 @@ def main(argv: list[str] | None = None) -> int:
             raise _Done() from exc
         result_file = args.result_file
         logging.getLogger().setLevel(settings.log_level)
+        for note in args.deprecations:  # lakekeeper 0.0.x's keys and flags (policy/upgrade.py)
+            log.warning("%s", note)
+        if args.deprecations:
+            doc["deprecations"] = list(args.deprecations)
         run_id = args.new_run_id or new_run_id()
         doc.update(command=args.command, run_id=run_id, dry_run=settings.dry_run)
         progress = Progress(args.progress_file, args.command, run_id)
