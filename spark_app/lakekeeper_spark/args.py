@@ -133,8 +133,9 @@ def _parser() -> argparse.ArgumentParser:
     sel.add_argument("--table", "-t", help="one table: <database>.<table>")
     sel.add_argument("--tables", help="comma-separated list of <database>.<table>")
     sel.add_argument("--database", "-d", help="every table of a database")
-    common.add_argument("--config-file", "-c", help="YAML file with the reference configuration keys (also "
-                                                   "accepted before the command, as lakekeeper 0.0.x took it)")
+    common.add_argument("--config-file", "-c",
+                        help="YAML file with the reference configuration keys (also accepted before the command, "
+                             "as lakekeeper 0.0.x took it)")
     common.add_argument("--dry-run", action="store_true", default=None, dest="dry_run")
     _contract_flags(common)
     # lakekeeper 0.0.x's compact flags (policy/upgrade.py)

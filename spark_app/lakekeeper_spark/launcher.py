@@ -202,7 +202,7 @@ def submit_if_configured(argv: list[str], script: str, environ: dict[str, str] |
           file=sys.stderr)
     environ[SUBMITTED_ENV] = "1"
     try:
-        return run(cmd, env=environ).returncode  # noqa: S603 - an argv list, no shell
+        return run(cmd, env=environ, check=False).returncode  # noqa: S603 - an argv list, no shell
     except OSError as exc:
         print(f"lakekeeper: cannot run {cmd[0]}: {exc.strerror or exc}", file=sys.stderr)
         return 127

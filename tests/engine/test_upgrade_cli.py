@@ -193,7 +193,8 @@ def test_the_spark_submit_section_is_launched_as_0_0_6_built_it(tmp_path, legacy
 
     calls = []
 
-    def run(cmd, env):
+    def run(cmd, env, check):
+        assert check is False
         calls.append((cmd, env))
         return subprocess.CompletedProcess(cmd, 5)
 
@@ -227,7 +228,7 @@ def test_run_lakekeeper_py_launches_a_crontab_line_of_0_0_x(tmp_path):
     link.symlink_to(SCRIPT)
     env = {k: v for k, v in os.environ.items() if k not in ("LAKEKEEPER_SUBMITTED", "PYSPARK_GATEWAY_PORT")}
     proc = subprocess.run([sys.executable, str(link), "--config-file", str(cfg), "compact", "--database", "mydb"],
-                          capture_output=True, text=True, env=env, timeout=120)
+                          capture_output=True, text=True, env=env, timeout=120, check=False)
     assert proc.returncode == 7, proc.stderr
     seen = json.loads(record.read_text())
     assert seen["env"] == "1" and seen["argv"][:4] == ["--master", "yarn", "--deploy-mode", "client"], seen
