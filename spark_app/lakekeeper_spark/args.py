@@ -14,9 +14,10 @@ from typing import Any, Callable
 
 from . import __version__
 from .flags import COMMANDS, ENGINE_FLAGS
-from .policy.config import MODES, build_settings, load_config_file, parse_properties
+from .policy.config import MODES, build_settings, config_file_values, parse_properties, read_config_file
 from .policy.names import parse_table_list, parse_table_name, validate_ident
 from .policy.retention import missing_policy, policy_of
+from .policy.upgrade import STATISTICS_NOTE, legacy_notes_and_values, sort_by_of_legacy
 from .report.errors import UsageError
 from .storage.layout import is_run_id
 
@@ -127,13 +128,21 @@ def _misapplied(args: argparse.Namespace) -> str | None:
 
 def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    sel = common.add_mutually_exclusive_group(required=True)
-    sel.add_argument("--table", help="one table: <database>.<table>")
+    # one of them (or, as lakekeeper 0.0.x read it, the config file's table, tables or database key)
+    sel = common.add_mutually_exclusive_group()
+    sel.add_argument("--table", "-t", help="one table: <database>.<table>")
     sel.add_argument("--tables", help="comma-separated list of <database>.<table>")
-    sel.add_argument("--database", help="every table of a database")
-    common.add_argument("--config-file", "-c", help="YAML file with the reference configuration keys")
+    sel.add_argument("--database", "-d", help="every table of a database")
+    common.add_argument("--config-file", "-c",
+                        help="YAML file with the reference configuration keys (also accepted before the command, "
+                             "as lakekeeper 0.0.x took it)")
     common.add_argument("--dry-run", action="store_true", default=None, dest="dry_run")
     _contract_flags(common)
+    # lakekeeper 0.0.x's compact flags (policy/upgrade.py)
+    common.add_argument("--sort-columns", dest="legacy_sort_columns", metavar="COL[,COL]",
+                        help="compact, deprecated (lakekeeper 0.0.x): --sort-by")
+    common.add_argument("--analyze-stats", "--no-analyze-stats", dest="legacy_analyze_stats", action="store_true",
+                        default=None, help="compact, deprecated (lakekeeper 0.0.x): ignored; " + STATISTICS_NOTE)
     common.add_argument("--result-file", help="also write the JSON result to this local file")
     common.add_argument("--state-dir", help="embedded Metastore and warehouse directory (plain python mode)")
     common.add_argument("--new-run-id", dest="new_run_id", metavar="RUN_ID",
@@ -150,6 +159,9 @@ def _parser() -> argparse.ArgumentParser:
                              "command line (plain python mode)")
     p = argparse.ArgumentParser(prog="run_lakekeeper.py", description="Safe compaction of Hive external tables")
     p.add_argument("--version", action="version", version=f"lakekeeper-spark {__version__}")
+    p.add_argument("--config-file", "-c", dest="global_config_file", metavar="CONFIG_FILE",
+                   help="the config file, before the command as lakekeeper 0.0.x took it (one given after the "
+                        "command wins)")
     sub = p.add_subparsers(dest="command", required=True)
     helps = {
         "analyze": "report file counts, sizes and what compaction would do (no writes)",
@@ -163,12 +175,49 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _legacy_flags(args: argparse.Namespace, overrides: dict[str, Any], sort_columns: dict[str, list[str]]) -> None:
+    """lakekeeper 0.0.x's compact flags and its config file's sort_columns,
+    as today's settings (policy/upgrade.py), with their deprecation notes."""
+    for dest, flag in (("legacy_sort_columns", "--sort-columns"), ("legacy_analyze_stats", "--analyze-stats")):
+        if getattr(args, dest) is not None and args.command != "compact":
+            raise UsageError(f"{flag} only applies to compact")
+    if args.legacy_analyze_stats is not None:
+        args.deprecations.append(f"--analyze-stats/--no-analyze-stats (lakekeeper 0.0.x) is ignored: {STATISTICS_NOTE}")
+    if args.legacy_sort_columns is not None:
+        if args.sort_by is not None:
+            raise UsageError("--sort-columns (lakekeeper 0.0.x) is --sort-by: give one of them")
+        if not args.table:  # 0.0.6 applied it only with --table
+            raise UsageError("--sort-columns (lakekeeper 0.0.x) only applied with --table; today: --sort-by")
+        overrides["sort_by"] = args.legacy_sort_columns
+        args.deprecations.append("--sort-columns (lakekeeper 0.0.x) is deprecated: --sort-by")
+        return  # 0.0.6: the command line's sort wins over the file's sort_columns
+    tables = [args.table] if args.table else [t.strip() for t in (args.tables or "").split(",") if t.strip()]
+    cols, note = sort_by_of_legacy(sort_columns, args.command, tables, args.database, args.config_file or "")
+    if note:
+        args.deprecations.append(note)
+    if cols and overrides.get("sort_by") is None:
+        overrides["sort_by"] = cols
+
+
 def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
     """Validated arguments, settings, and the explicit table list (empty for --database)."""
     args = _parser().parse_args(argv)
-    file_values = load_config_file(args.config_file) if args.config_file else {}
+    args.config_file = args.config_file or args.global_config_file
+    args.deprecations = []
+    file_data = read_config_file(args.config_file) if args.config_file else {}
+    file_values = config_file_values(file_data, args.config_file) if args.config_file else {}
+    legacy: dict[str, Any] = {"selection": None, "sort_columns": {}}
+    if file_data:
+        notes, legacy = legacy_notes_and_values(file_data, args.config_file)
+        args.deprecations += notes
+    if not (args.table or args.tables or args.database):
+        if legacy["selection"] is None:
+            raise UsageError("one of the arguments --table --tables --database is required (or, as lakekeeper "
+                             "0.0.x took it, a table, tables or database key in the config file)")
+        setattr(args, *legacy["selection"])
     overrides = {dest: getattr(args, dest) for _o, _f, dest, _k, _c, _r in ENGINE_FLAGS if dest not in NOT_SETTINGS}
     overrides["dry_run"] = args.dry_run
+    _legacy_flags(args, overrides, legacy["sort_columns"])
     settings = build_settings(file_values, overrides)
     misapplied = _misapplied(args)
     if misapplied:

@@ -24,6 +24,7 @@ from .report.errors import LakekeeperError, UsageError, innermost_cause, java_me
 from .protocol.faults import parking_enabled, run_parking
 from .report.history import RECORDED_COMMANDS
 from .storage.layout import backup_table_pattern, new_run_id
+from .storage.legacy import legacy_backup_pattern
 from .report.progress import Progress
 
 log = logging.getLogger("lakekeeper")
@@ -51,7 +52,9 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None,
         if not ctx.catalog.database_exists(database):
             return [table_result(database, "failed", f"database {database} does not exist", code="not_found")]
         backup_name = backup_table_pattern(ctx.settings.backup_prefix)
-        tables = [f"{database}.{t}" for t in ctx.catalog.list_tables(database) if not backup_name.match(t)]
+        legacy_name = legacy_backup_pattern(ctx.settings.backup_prefix)  # lakekeeper 0.0.x's backups
+        tables = [f"{database}.{t}" for t in ctx.catalog.list_tables(database)
+                  if not backup_name.match(t) and not legacy_name.match(t)]
         if command == "cleanup":  # the backups of tables dropped since are cleaned too (never leaked)
             from .catalog.backup import dropped_tables
 
@@ -304,6 +307,10 @@ def main(argv: list[str] | None = None) -> int:
             raise _Done() from exc
         result_file = args.result_file
         logging.getLogger().setLevel(settings.log_level)
+        for note in args.deprecations:  # lakekeeper 0.0.x's keys and flags (policy/upgrade.py)
+            log.warning("%s", note)
+        if args.deprecations:
+            doc["deprecations"] = list(args.deprecations)
         run_id = args.new_run_id or new_run_id()
         doc.update(command=args.command, run_id=run_id, dry_run=settings.dry_run)
         progress = Progress(args.progress_file, args.command, run_id)

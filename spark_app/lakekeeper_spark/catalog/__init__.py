@@ -11,4 +11,5 @@ everything above.
 - ``context``          what a run shares (``Context``) and its bounded thread pools;
   here because it holds the catalog adapter, and table loading builds on it
 - ``tables``           loading a table, eligibility, its units and plan
+- ``legacy``           lakekeeper 0.0.x's backup tables: found, never compacted, read as units
 """

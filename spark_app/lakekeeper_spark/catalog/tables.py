@@ -8,6 +8,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from .context import Context
+from .legacy import is_legacy_backup
 from ..report.errors import Refused, UsageError
 from ..storage.formats import detect_format, reader_properties, unfaithful_properties
 from ..storage.layout import BACKUP_OF_PROPERTY, SCRATCH_OF_PROPERTY, parse_hidden_name, split_path
@@ -98,6 +99,9 @@ def load_table(ctx: Context, full_name: str) -> TableInfo:
     db, name = full_name.split(".")
     info = ctx.catalog.get_table(db, name)
     check_eligible(info)
+    if is_legacy_backup(info, ctx.settings.backup_prefix):  # never compacted: its files are another's originals
+        raise Refused("backup_table", f"{info.full_name} is a lakekeeper 0.0.x backup (named so); rollback and "
+                                      f"cleanup of the table it backs up manage it")
     info.location = ctx.fs.qualify(info.location or "")
     return info
 

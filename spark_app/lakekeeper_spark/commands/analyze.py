@@ -12,10 +12,12 @@ from typing import Any
 from ..report import sizes
 from ..catalog.backup import backup_partitions, find_backups
 from ..catalog.context import Context
+from ..catalog.legacy import find_legacy_backups
 from ..rewrite.delete_ratio import apply_delete_ratio
 from ..report.errors import java_message
 from ..report.history import read_history, summarize, trim_units
 from ..protocol.journal import Journal
+from ..protocol.legacy import legacy_backup_facts, legacy_leftovers
 from ..storage.layout import history_dir
 from ..protocol.lease import lease_path, read_holder, describe
 from ..report.model import TableInfo, Unit
@@ -65,6 +67,21 @@ def backup_facts(ctx: Context, info: TableInfo) -> list[dict[str, Any]]:
     return out
 
 
+def legacy_facts(ctx: Context, info: TableInfo, p: Any) -> dict[str, Any]:
+    """What lakekeeper 0.0.x left of the table (its backups, with the verdict
+    of a cleanup over them and today's backups, and its directories that no
+    backup accounts for); no keys when there is nothing."""
+    legacy = find_legacy_backups(ctx.catalog, info.db, info.name, ctx.settings.backup_prefix)
+    out: dict[str, Any] = {}
+    if legacy:
+        out["legacy_backups"] = legacy_backup_facts(
+            ctx, info, find_backups(ctx.catalog, info.db, info.name, ctx.settings.backup_prefix), legacy)
+    found = legacy_leftovers(ctx, info, p, legacy)
+    if found:
+        out["legacy_leftovers"] = found
+    return out
+
+
 def history_facts(ctx: Context, info: TableInfo) -> dict[str, Any]:
     """The table's newest history records (newest first, at most
     ``settings.history``) and their summary; what could not be read is
@@ -97,6 +114,7 @@ def analyze_table(ctx: Context, full_name: str) -> dict[str, Any]:
         parts.append(partition_result(u, "analyzed", u.decision.reason, decision=u.decision.action,
                                       histogram_before=before, histogram_after=after))
     backups = backup_facts(ctx, info)
+    legacy = legacy_facts(ctx, info, p)
     files = sum(u.stats.files for u in p.units)
     files_after = sum(u.decision.target_files if id(u) in chosen else u.stats.files for u in p.units)
     reason = f"{len(todo)} of {len(p.units)} unit(s) need compaction" if p.units else (
@@ -129,6 +147,7 @@ def analyze_table(ctx: Context, full_name: str) -> dict[str, Any]:
         lease=lease_facts(ctx, p.journal_dir),
         mode=ctx.settings.mode,
         **history_facts(ctx, info),
+        **legacy,
         **({"where": ctx.settings.where} if ctx.settings.where else {}),
         **({"policy": policy, "excluded": out} if policy else {}),
     )

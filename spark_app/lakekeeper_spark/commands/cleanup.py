@@ -24,8 +24,10 @@ from typing import Any, Callable
 
 from ..catalog.backup import BackupRef, backup_partitions, find_backups, set_pinned
 from ..catalog.context import Context
+from ..catalog.legacy import LegacyBackupRef, find_legacy_backups
 from ..report.errors import LakekeeperError, Refused
 from ..protocol.journal import Journal
+from ..protocol.legacy import legacy_cleanup
 from ..storage.layout import journal_dir, parse_hidden_name, split_path
 from ..protocol.recovery import backup_record, backup_units, recover_table
 from ..report.results import table_result
@@ -139,6 +141,9 @@ def cleanup_table(ctx: Context, full_name: str) -> dict[str, Any]:
     ctx, _policy = with_policy(ctx, info)  # lakekeeper.retention.* of the table over the run's policy
     recovered = [] if ctx.settings.dry_run else recover_table(ctx, info)
     backups = find_backups(ctx.catalog, info.db, info.name, ctx.settings.backup_prefix)
+    # lakekeeper 0.0.x's backups: found, and under the same policy (protocol/legacy.py)
+    backups = sorted(backups + find_legacy_backups(ctx.catalog, info.db, info.name, ctx.settings.backup_prefix),
+                     key=lambda b: (b.created_at, b.run_id))
     if ctx.settings.pin or ctx.settings.unpin:
         res = pin_table(ctx, full_name, backups, ctx.settings.pin or ctx.settings.unpin, bool(ctx.settings.pin))
         res["recovered"] = recovered
@@ -146,13 +151,15 @@ def cleanup_table(ctx: Context, full_name: str) -> dict[str, Any]:
         return res
     verdicts = backup_verdicts(backups, ctx.settings, time.time(), lambda b: backup_partitions(ctx.catalog, b))
     return _clean(ctx, full_name, backups, verdicts, lambda b: backup_units(ctx, info, b),
-                  lambda b: backup_record(ctx, info, b).planned, lambda b: b.journal_dir or journal_dir(info), recovered)
+                  lambda b: backup_record(ctx, info, b).planned, lambda b: b.journal_dir or journal_dir(info), recovered,
+                  info)
 
 
 def _clean(ctx: Context, full_name: str, backups: list[BackupRef], verdicts: list[tuple[BackupRef, Any]],
            units_of: Callable[[BackupRef], list[dict[str, Any]]], planned_of: Callable[[BackupRef], dict[str, set[str]]],
-           journal_of: Callable[[BackupRef], str], recovered: list[Any]) -> dict[str, Any]:
-    """Delete the backups the verdicts let go: originals, backup table, journal."""
+           journal_of: Callable[[BackupRef], str], recovered: list[Any], info: Any = None) -> dict[str, Any]:
+    """Delete the backups the verdicts let go: originals, backup table, journal
+    (``info``: the live table's, which lakekeeper 0.0.x's backups need)."""
     chosen, kept = [], []
     for b, v in verdicts:
         if v.delete:
@@ -165,6 +172,14 @@ def _clean(ctx: Context, full_name: str, backups: list[BackupRef], verdicts: lis
                             kept=kept, freed_bytes=0, backups_removed=[], recovered=recovered)
     removed, freed = [], 0
     for b, v in chosen:
+        if isinstance(b, LegacyBackupRef):  # deleted as 0.0.x did (its __old_ directories, then its table)
+            entry, keep = legacy_cleanup(ctx, info, b, v)
+            if entry is None:
+                kept.append(keep)
+                continue
+            removed.append(entry)
+            freed += entry["bytes"]
+            continue
         units = units_of(b)
         size = sum(ctx.fs.content_summary(u["old"])["length"] for u in units if ctx.fs.exists(u["old"]))
         entry = {"backup_table": b.full_name, "run_id": b.run_id, "bytes": size, "units": len(units),

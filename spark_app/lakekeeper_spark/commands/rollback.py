@@ -38,8 +38,10 @@ from typing import Any
 
 from ..catalog.backup import find_backups
 from ..catalog.context import Context
+from ..catalog.legacy import find_legacy_backups
 from ..report.errors import LakekeeperError, Refused
 from ..protocol.journal import Journal
+from ..protocol.legacy import legacy_rollback
 from ..storage.layout import journal_dir, trash_path
 from ..protocol.recovery import PARTITION_DROPPED, backup_record, backup_units, finish_rollback, recover_table, update_statistics
 from ..report.results import table_result
@@ -92,10 +94,28 @@ def _backup_of_run(ctx: Context, info: Any, full_name: str, backups: list[Any],
     return b, units, selected
 
 
+def _newest_legacy(ctx: Context, info: Any, backups: list[Any]) -> Any:
+    """The table's newest backup if lakekeeper 0.0.x made it (with ``--run-id``:
+    the 0.0.x backup of that name, refused unless it is the newest), else None."""
+    legacy = find_legacy_backups(ctx.catalog, info.db, info.name, ctx.settings.backup_prefix)
+    every = sorted(list(backups) + legacy, key=lambda b: (b.created_at, b.run_id))
+    run = ctx.settings.rollback_run
+    if run and legacy:
+        match = [b for b in legacy if run in (b.name, b.full_name)]
+        if match and match[0] is not every[-1]:
+            raise Refused("newer_run", f"{every[-1].full_name} was made after {match[0].full_name}; roll it back "
+                                       f"first, or roll back without run_id (the newest backup)")
+        return match[0] if match else None
+    return every[-1] if every and every[-1] in legacy else None
+
+
 def rollback_table(ctx: Context, full_name: str) -> dict[str, Any]:
     info = load_table(ctx, full_name)
     recovered = [] if ctx.settings.dry_run else recover_table(ctx, info)
     backups = find_backups(ctx.catalog, info.db, info.name, ctx.settings.backup_prefix)
+    legacy = _newest_legacy(ctx, info, backups)
+    if legacy is not None:  # lakekeeper 0.0.x's backup is the newest: restored as 0.0.x did
+        return legacy_rollback(ctx, info, legacy, recovered)
     if not backups:
         return table_result(full_name, "skipped", "no backup to roll back to", changed=bool(recovered),
                             run_id=ctx.run_id, recovered=recovered)

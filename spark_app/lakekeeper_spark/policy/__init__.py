@@ -12,4 +12,5 @@ reading the config file): above storage (hidden names), below the catalog.
 - ``retention``        which backups a cleanup deletes
 - ``merge_rules``      merge mode's rules (routing, moved keys, the applied record)
 - ``replication``      Hive replication: the refusal and distcp's filters
+- ``upgrade``          lakekeeper 0.0.x's config keys and flags: deprecated or refused by name
 """

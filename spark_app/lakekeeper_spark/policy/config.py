@@ -12,6 +12,7 @@ from typing import Any
 from ..report.errors import UsageError
 from .names import validate_ident
 from .retention import policy_error
+from .upgrade import LEGACY_KEYS
 
 MB = 1024 * 1024
 MODES = ("ratio", "minor", "major", "smart")
@@ -396,6 +397,11 @@ _LAUNCHER_KEYS = {"spark_submit"}
 
 
 def load_config_file(path: str) -> dict[str, Any]:
+    return config_file_values(read_config_file(path), path)
+
+
+def read_config_file(path: str) -> dict[str, Any]:
+    """The config file's mapping, as written (``config_file_values`` reads its settings)."""
     import yaml  # only needed when a config file is used
 
     try:
@@ -407,7 +413,13 @@ def load_config_file(path: str) -> dict[str, Any]:
         raise UsageError(f"config file {path} is not valid YAML: {exc}") from exc
     if not isinstance(data, dict):
         raise UsageError(f"config file {path} must hold a mapping of settings")
-    unknown = sorted(set(data) - set(_FILE_KEYS) - _LAUNCHER_KEYS - {"dedupe"})
+    return data
+
+
+def config_file_values(data: dict[str, Any], path: str) -> dict[str, Any]:
+    """The settings of a config file's mapping; lakekeeper 0.0.x's own keys
+    (upgrade.LEGACY_KEYS) are left to upgrade.py."""
+    unknown = sorted(set(data) - set(_FILE_KEYS) - _LAUNCHER_KEYS - {"dedupe"} - set(LEGACY_KEYS))
     if unknown:
         raise UsageError(f"config file {path}: unknown key(s) {', '.join(unknown)}")
     out = {k: v for k, v in data.items() if k in _FILE_KEYS}

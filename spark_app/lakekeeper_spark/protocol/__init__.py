@@ -15,4 +15,5 @@ rewrite's fault points, merge's record).
   recovery finishes a merge run through it)
 - ``recovery``     the journal-driven state machines (recover, settle a unit, finish a
   rollback), a backup's units and journal record, Metastore statistics
+- ``legacy``       what lakekeeper 0.0.x left: reported, rolled back and cleaned as 0.0.6 did
 """

@@ -19,4 +19,5 @@ it checks. Below the policy: nothing here decides from settings.
 - ``space``       the space pre-flight
 - ``group_commit`` one call for the same write from threads running at once; here,
   not in protocol, because the catalog's partition writer and the journal share it
+- ``legacy``      the names lakekeeper 0.0.x gave its backups and directories (pure)
 """
