@@ -30,7 +30,7 @@ SUCCESS = ("compacted", "rolled_back", "recovered", "cleaned", "not_needed", "ok
 MAIN_STATUSES = ("compacted", "rolled_back", "cleaned", "not_needed", "skipped", "refused", "locked", "failed")
 
 _LAST = "lakekeeper_table_last_success_timestamp_seconds"
-_LINE = re.compile(r'^' + _LAST + r'\{(?P<labels>.*)\}\s+(?P<value>\S+)\s*$')
+_LINE = re.compile(r"^" + _LAST + r"\{(?P<labels>.*)\}\s+(?P<value>\S+)\s*$")
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
