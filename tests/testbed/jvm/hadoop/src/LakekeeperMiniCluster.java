@@ -43,10 +43,11 @@ public final class LakekeeperMiniCluster {
     private LakekeeperMiniCluster() {
     }
 
-    private static long t0 = System.nanoTime();
+    private static final long T0 = System.nanoTime();
+    private static final long STOP_MS = 3000;
 
     private static void log(String msg) {
-        System.err.printf("LAKEKEEPER-MINICLUSTER %s (%.1f s)%n", msg, (System.nanoTime() - t0) / 1e9);
+        System.err.printf("LAKEKEEPER-MINICLUSTER %s (%.1f s)%n", msg, (System.nanoTime() - T0) / 1e9);
         System.err.flush();
     }
 
@@ -131,19 +132,31 @@ public final class LakekeeperMiniCluster {
             log("YARN up: ResourceManager " + rm + ", " + nodeManagers + " NodeManagers");
         }
 
-        // SIGTERM: the NodeManagers stop their containers; HDFS needs no orderly stop (its data
-        // is thrown away with the bed, and MiniDFSCluster.shutdown() fails inside a shutdown hook)
+        // SIGTERM: the NodeManagers stop their containers (at most STOP_MS, then the JVM halts:
+        // a stop of MiniYARNCluster can wait far longer, and the bed kills any container left
+        // over with the JVM's other descendants); HDFS needs no orderly stop (its data is
+        // thrown away with the bed, and MiniDFSCluster.shutdown() fails inside a shutdown hook)
         final MiniYARNCluster yarnFinal = yarn;
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             log("stopping");
-            try {
-                if (yarnFinal != null) {
-                    yarnFinal.stop();
+            if (yarnFinal != null) {
+                Thread stopper = new Thread(() -> {
+                    try {
+                        yarnFinal.stop();
+                    } catch (Throwable e) {
+                        log("YARN stop: " + e);
+                    }
+                }, "lakekeeper-yarn-stop");
+                stopper.setDaemon(true);
+                stopper.start();
+                try {
+                    stopper.join(STOP_MS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
                 }
-            } catch (Throwable e) {
-                log("YARN stop: " + e);
+                log(stopper.isAlive() ? "YARN still stopping after " + STOP_MS + " ms; halting" : "YARN stopped");
             }
-            log("stopped");
+            Runtime.getRuntime().halt(0);
         }, "lakekeeper-minicluster-stop"));
 
         Configuration hconf = dfs.getConfiguration(0);
