@@ -33,7 +33,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-__all__ = ["ensure", "MavenError", "JVM_DIR", "cache_root", "module_dir", "modules"]
+__all__ = ["ensure", "fetched", "MavenError", "JVM_DIR", "cache_root", "module_dir", "modules"]
 
 JVM_DIR = Path(__file__).resolve().parents[1] / "jvm"
 _MARKER = ".testbed-fetched"
@@ -97,6 +97,11 @@ def _fetched(target: Path, digest: str) -> bool:
         return (target / _MARKER).read_text().strip() == digest
     except FileNotFoundError:
         return False
+
+
+def fetched(module: str) -> bool:
+    """Whether ``ensure(module)`` would answer from the cache (no Maven run)."""
+    return _fetched(module_dir(module), _digest(module))
 
 
 def _log(msg: str) -> None:
