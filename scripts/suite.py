@@ -233,8 +233,8 @@ class Runner:
         notes = self.bed.stop()
         services.cpu = self.groups.cpu_seconds(self._bed_group)
         services.rc = 0
-        services.summary = "NameNode, DataNode, Metastore, Spark master and worker over the run" + (
-            f"; {'; '.join(notes)}" if notes else "")
+        services.summary = (f"{', '.join(self.bed.procs)} (Hadoop {self.bed.hadoop_version}) over the run" + (
+            f"; {'; '.join(notes)}" if notes else ""))
         if all(p.rc == 0 for p in self.chosen):
             shutil.rmtree(self.bed.run_dir, ignore_errors=True)
         else:

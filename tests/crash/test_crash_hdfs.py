@@ -1,5 +1,5 @@
-"""The rename-critical crash points on real HDFS (test bed: Hadoop 2.7.3
-NameNode + DataNode, Hive Metastore service), where rename semantics differ
+"""The rename-critical crash points on real HDFS (test bed: Hadoop 3.5
+HDFS by default, 2.7.3 with LAKEKEEPER_TESTBED_HADOOP=2.7; Hive Metastore service), where rename semantics differ
 from file:// (a directory renamed onto an existing one moves inside it, a
 missing source returns false): killed between the two renames, before and
 after the move in, and during a rollback; then ``recover``. Same invariants

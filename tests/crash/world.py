@@ -23,7 +23,7 @@ file world (embedded Derby, file://):
   verify         one Spark process: second recovery (must do nothing) and
                  every invariant, per table (world_verify.py)
 
-HDFS world (test bed: HDFS 2.7, Metastore service): the rename-critical
+HDFS world (test bed: HDFS 3.5 or 2.7, Metastore service): the rename-critical
 steps, a rollback step, owner/mode, permission denied and a space quota hit
 during the write; and one run per table: a second compact and a cleanup
 started as separate processes while a compaction of the same table waits

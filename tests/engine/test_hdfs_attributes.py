@@ -1,5 +1,5 @@
-"""HDFS-only cases of issue 17, on the test bed (HDFS 2.7.3 NameNode, the
-Hadoop client of this Spark): what a unit directory holds on HDFS that a
+"""HDFS-only cases of issue 17, on the test bed (Hadoop 3.5 HDFS by default,
+2.7.3 with LAKEKEEPER_TESTBED_HADOOP=2.7; the Hadoop client of this Spark): what a unit directory holds on HDFS that a
 compaction by rename would lose or break. Each case ends in one of two
 outcomes: compacted with every value read back identical, or left untouched
 (byte for byte, nothing written next to it) with a reason and a ``code``.
@@ -26,8 +26,8 @@ superuser, write access through its group) over files of ``ingest``: refused
 (``ownership``), nothing written; with ``allow_owner_change`` compacted with
 a warning naming the change.
 
-Erasure coding (Hadoop 3 only) cannot run on a 2.7 NameNode: its rule is
-tested as a pure function (tests/engine/test_hdfs_rules.py).
+Erasure coding (Hadoop 3 only): its rule is tested as a pure function
+(tests/engine/test_hdfs_rules.py); the 3.5 bed could run it for real (not yet).
 """
 
 from __future__ import annotations
@@ -237,8 +237,9 @@ OWNER_RUN = textwrap.dedent(
     for d in (base, base + "/t"):  # the ingestion user's directories; group lakers may write
         su.setOwner(P(d), "ingest", "lakers")
         su.setPermission(P(d), perm("drwxrwxr-x"))
-    # as on any real cluster, a directory this user may not read: a Hadoop 2.7 NameNode then
-    # refuses the content summary (its only way to a quota) of every directory above it
+    # as on any real cluster, a directory this user may not read: the NameNode then refuses the
+    # quota of every directory above it (2.7: the content summary, its only way to a quota;
+    # 3.5: getQuotaUsage too)
     su.mkdirs(P(base + "-private"))
     su.setOwner(P(base + "-private"), "alice", "alice")
     su.setPermission(P(base + "-private"), perm("drwx------"))

@@ -1,9 +1,9 @@
 """The HDFS pre-flight's rules (hdfs_checks.py) as pure functions, without
 Spark: what refuses or skips a unit, what is carried onto its copy, whose
 ownership a run must be able to keep. Erasure coding (Hadoop 3 only) is
-tested only here: the test bed's NameNode is Hadoop 2.7, and no real
-erasure-coded cluster was available (see tests/engine/test_hdfs_attributes.py
-for the rest, on real HDFS)."""
+tested only here so far: the test bed's Hadoop 3.5 HDFS has erasure coding
+(XOR-2-1-1024k enabled), no engine case on it yet (see
+tests/engine/test_hdfs_attributes.py for the rest, on real HDFS)."""
 
 from __future__ import annotations
 

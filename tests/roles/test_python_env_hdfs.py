@@ -1,10 +1,11 @@
-"""Role lakekeeper.hive.python_env with an hdfs:// destination: a real
-NameNode + DataNode of the test bed (testbed.Testbed, Hadoop 2.7.3 jars) and
-an ``hdfs`` stand-in that runs Hadoop's own FsShell (what ``hdfs dfs`` runs).
+"""Role lakekeeper.hive.python_env with an hdfs:// destination: the real
+HDFS of the test bed (testbed.Testbed: Hadoop 3.5 by default, 2.7.3 with
+LAKEKEEPER_TESTBED_HADOOP=2.7) and an ``hdfs`` stand-in that runs Hadoop's
+own FsShell (what ``hdfs dfs`` runs) from the bed's jars.
 
 Opt-in (starts HDFS and several client JVMs, about 40-60 s):
-``LAKEKEEPER_ROLE_HDFS_TESTS=1``. Skipped when the Hadoop jars are not cached
-(``scripts/testbed fetch``)."""
+``LAKEKEEPER_ROLE_HDFS_TESTS=1``. Skipped when the bed's Hadoop jars are not
+cached (``scripts/testbed fetch``)."""
 from __future__ import annotations
 
 import os
@@ -24,16 +25,18 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def hdfs(tmp_path_factory):
-    from testbed import hadoop_jars
-    from testbed.bed import Testbed, find_java
+    from testbed import hadoop3, hadoop_jars, maven
+    from testbed.bed import Testbed, find_java, hadoop_line
     from testbed.confs import JAVA17_OPENS
 
-    if hadoop_jars.missing_jars(hadoop_jars.jars_dir()):
-        pytest.skip("Hadoop jars not cached: scripts/testbed fetch")
+    if hadoop_line() == "2.7" and hadoop_jars.missing_jars(hadoop_jars.jars_dir()):
+        pytest.skip("Hadoop 2.7.3 jars not cached: scripts/testbed fetch --hadoop 2.7")
+    if hadoop_line() != "2.7" and not maven.fetched(hadoop3.MODULE):
+        pytest.skip("Hadoop 3 jars not cached: scripts/testbed fetch --hadoop 3.5")
     run_dir = tmp_path_factory.mktemp("hdfs_bed")
-    bed = Testbed.start(run_dir / "bed", hdfs=True, metastore=False, spark=False, watchdog=True)
+    bed = Testbed.start(run_dir / "bed", hdfs=True, yarn=False, metastore=False, spark=False, watchdog=True)
     # `hdfs dfs ARGS` == `java ... org.apache.hadoop.fs.FsShell ARGS`
-    cp = os.pathsep.join([str(bed.conf_dir), *hadoop_jars.classpath()])
+    cp = os.pathsep.join(bed.hadoop_classpath())
     wrapper = run_dir / "hdfs"
     opens = " ".join(JAVA17_OPENS)
     wrapper.write_text(f"""#!/bin/sh

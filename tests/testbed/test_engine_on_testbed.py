@@ -1,4 +1,4 @@
-"""The engine on the test bed: HDFS 2.7.3, the Hive Metastore service and
+"""The engine on the test bed: HDFS (3.5, or 2.7.3), the Hive Metastore service and
 Spark standalone with executors in a separate worker JVM.
 
 1. The engine integration tests whose work differs on HDFS and a Metastore

@@ -5,7 +5,9 @@ Two Spark client processes in total, each checking several things:
       EXTERNAL parquet table on HDFS through the Metastore service;
   (b) a second, separate Spark process (configured only by the client conf dir)
       sees the table and the same rows through the Metastore service;
-  (c) HDFS rename semantics, a space quota, ACLs and chown via the Hadoop API.
+  (c) HDFS rename semantics, a space quota, ACLs and chown via the Hadoop API;
+  (d) what only a Hadoop 3 NameNode answers (erasure coding, a path's storage
+      policy, its enclosing root): answered on the 3.5 bed, "Unknown method" on 2.7.
 """
 from __future__ import annotations
 
@@ -65,9 +67,15 @@ def read_back(testbed, written):
 def test_services_and_client_conf(testbed):
     testbed.check_alive()
     st = testbed.status()
-    assert set(st) == {"namenode", "datanode", "metastore", "spark-master", "spark-worker"}
+    if testbed.hadoop3:  # NameNode, DataNodes, ResourceManager and NodeManager in one JVM
+        assert set(st) == {"hadoop", "metastore", "spark-master", "spark-worker"}
+        assert testbed.hadoop_version.startswith("3.") and testbed.datanodes == 3
+        assert testbed.ec_policies == ["XOR-2-1-1024k"]
+    else:
+        assert set(st) == {"namenode", "datanode", "metastore", "spark-master", "spark-worker"}
+        assert testbed.hadoop_version == "2.7.3" and testbed.datanodes == 1 and testbed.yarn_rm is None
     nn_port = int(testbed.hdfs_uri.rsplit(":", 1)[1])
-    assert nn_port in st["namenode"]["listening"]
+    assert nn_port in st["hadoop" if testbed.hadoop3 else "namenode"]["listening"]
     assert int(testbed.metastore_uri.rsplit(":", 1)[1]) in listening_ports(testbed.procs["metastore"].pid)
     for s in st.values():
         assert Path(s["log"]).is_file()
@@ -140,3 +148,18 @@ def test_hdfs_quota_acl_chown(testbed, read_back):
     assert h["big_write_error"] == "DSQuotaExceededException"
     assert "user:nobody:r-x" in h["acl_entries"]
     assert h["owner_after_chown"] == "nobody:nogroup"
+
+
+def test_hadoop3_only_calls(testbed, read_back):
+    h = read_back["hadoop3"]
+    assert "error" not in h or h.get("error") == "Unknown method", h.get("error")
+    if not testbed.hadoop3:  # what a 2.7 NameNode answers (the engine's checks expect exactly this)
+        for key in ("policies", "storage_policy", "enclosing_root", "dir_ec"):
+            assert h[key] == {"error": "Unknown method"}, (key, h[key])
+        return
+    assert "XOR-2-1-1024k:ENABLED" in h["policies"], h["policies"]
+    assert h["storage_policy"] == "HOT"
+    assert h["enclosing_root"] == "/"
+    assert h["dir_ec"] == "XOR-2-1-1024k"
+    assert h["file_ec"] is True and h["read_back_equal"] is True and h["file_len"] == 5 * 512 * 1024
+    assert len(h["block_hosts"]) == 3  # two data blocks and the parity block, each on its own DataNode

@@ -3,7 +3,9 @@ master) configured only by HADOOP_CONF_DIR/SPARK_CONF_DIR from the test bed.
 
 (b) reads the table written by write_table.py through the Metastore service;
 (c) checks HDFS rename semantics, a space quota, ACLs and chown through the
-    Hadoop FileSystem API in this JVM.
+    Hadoop FileSystem API in this JVM;
+(d) erasure coding, the storage policy of a path and the enclosing root of a
+    path: Hadoop 3 NameNodes answer them, Hadoop 2.7 answers "Unknown method".
 Prints one line "RESULT {json}"; each section reports its own error so one
 failure does not hide the others.
 
@@ -93,13 +95,52 @@ def hdfs_section(spark, base):
     return out
 
 
+def _unknown(fn):
+    """fn()'s value, or {"error": ...}: a 2.7 NameNode's "Unknown method" (RpcNoSuchMethodException)."""
+    try:
+        return fn()
+    except Exception as e:  # py4j.protocol.Py4JJavaError
+        text = str(e)
+        return {"error": "Unknown method" if "Unknown method" in text else text[:2000]}
+
+
+def hadoop3_section(spark, base):
+    jvm = spark.sparkContext._jvm
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    Path = jvm.org.apache.hadoop.fs.Path
+    fs = Path(base).getFileSystem(conf)
+    d = Path(f"{base}/ec")
+    fs.mkdirs(d)
+    out = {"policies": _unknown(lambda: sorted(f"{p.getPolicy().getName()}:{p.getState().toString()}"
+                                              for p in fs.getAllErasureCodingPolicies())),
+           "storage_policy": _unknown(lambda: fs.getStoragePolicy(d).getName()),
+           "enclosing_root": _unknown(lambda: fs.getEnclosingRoot(d).toUri().getPath())}
+    out["set_ec"] = _unknown(lambda: fs.setErasureCodingPolicy(d, "XOR-2-1-1024k"))
+    out["dir_ec"] = _unknown(lambda: str(fs.getErasureCodingPolicy(d).getName()))
+    if "error" not in out["dir_ec"]:
+        # 2.5 cells of 1 MiB: striped over both data blocks, with the parity block on a third DataNode
+        data = bytearray((i * 7) % 251 for i in range(5 * 512 * 1024))
+        s = fs.create(Path(f"{base}/ec/f"))
+        s.write(data)
+        s.close()
+        st = fs.getFileStatus(Path(f"{base}/ec/f"))
+        i = fs.open(Path(f"{base}/ec/f"))
+        back = bytes(jvm.org.apache.commons.io.IOUtils.toByteArray(i))  # byte[] comes back as bytes
+        i.close()
+        locs = fs.getFileBlockLocations(st, 0, st.getLen())
+        out.update({"file_ec": st.isErasureCoded(), "file_len": st.getLen(), "read_back_equal": back == data,
+                    "block_hosts": sorted({str(n) for b in locs for n in b.getNames()})})
+    return out
+
+
 def main():
     db, table, base = sys.argv[1], sys.argv[2], sys.argv[3]
     # No master/catalog settings here on purpose: they come from SPARK_CONF_DIR.
     spark = SparkSession.builder.master("local[1]").appName("testbed-smoke-read").getOrCreate()
     out = {"pid": os.getpid(), "catalog": spark.conf.get("spark.sql.catalogImplementation"),
            "default_fs": spark.sparkContext._jsc.hadoopConfiguration().get("fs.defaultFS")}
-    for key, fn, arg in (("table", table_section, f"{db}.{table}"), ("hdfs", hdfs_section, base)):
+    for key, fn, arg in (("table", table_section, f"{db}.{table}"), ("hdfs", hdfs_section, base),
+                         ("hadoop3", hadoop3_section, base)):
         try:
             out[key] = fn(spark, arg)
         except Exception:
