@@ -205,7 +205,7 @@ class Runner:
             # the services' daemons go to their own cgroup: their CPU over the run is a row of its own
             self._enter(group)
             try:
-                self.bed = Testbed.start(run_dir, watchdog=True)
+                self.bed = Testbed.start(run_dir, watchdog=True, hiveserver2=True)  # test_hive_reader.py
             finally:
                 self._enter(self.groups.base)
             self.bed_json = str(self.bed.json_path)
@@ -230,7 +230,7 @@ class Runner:
         notes = self.bed.stop()
         services.cpu = self.groups.cpu_seconds(self._bed_group)
         services.rc = 0
-        services.summary = "NameNode, DataNode, Metastore, Spark master and worker over the run" + (
+        services.summary = "NameNode, DataNode, Metastore, Spark master and worker, HiveServer2 over the run" + (
             f"; {'; '.join(notes)}" if notes else "")
         if all(p.rc == 0 for p in self.chosen):
             shutil.rmtree(self.bed.run_dir, ignore_errors=True)

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from . import hadoop_jars
+from . import hiveserver2 as hs2
 from .confs import (DAEMON_JVM_OPTS, QUICK_JVM_OPTS, HADOOP_LOG4J, HIVE_LOG4J2, JAVA17_OPENS, write_properties,
                     write_site)
 from .procs import (Proc, TestbedError, free_ports, listening_ports, log_contains, log_tail, spawn,
@@ -38,7 +39,7 @@ DEFAULT_BLOCK_SIZE = 1024 * 1024  # 1 MiB: quota tests stay small
 DEFAULT_TIMEOUT = float(os.environ.get("LAKEKEEPER_TESTBED_TIMEOUT", "120"))
 
 # Order in which services appear in testbed.json and are reported.
-SERVICES = ("namenode", "datanode", "metastore", "spark-master", "spark-worker")
+SERVICES = ("namenode", "datanode", "metastore", "spark-master", "spark-worker", "hiveserver2")
 
 # HDFS transparent encryption: a Java keystore key provider (jceks) with one key,
 # made once per cache by Hadoop's KeyShell (KEY_NAME), read by the NameNode and,
@@ -198,6 +199,8 @@ class Testbed:
     block_size = property(lambda self: self.info.get("block_size", DEFAULT_BLOCK_SIZE))
     key_provider = property(lambda self: (self.info.get("hdfs") or {}).get("key_provider"),
                             doc="jceks:// URI of the key provider (HDFS encryption zones; key KEY_NAME)")
+    hiveserver2_url = property(lambda self: (self.info.get("hiveserver2") or {}).get("url"),
+                               doc="jdbc:hive2:// URL of the HiveServer2 (hiveserver2=True)")
 
     def __repr__(self) -> str:
         return f"Testbed({self.json_path})"
@@ -220,7 +223,8 @@ class Testbed:
               worker_memory: str = "1g", superuser_group: str | None = None,
               timeout: float = DEFAULT_TIMEOUT, watchdog: bool = False,
               extra_core_site: dict | None = None, extra_hdfs_site: dict | None = None,
-              extra_hive_site: dict | None = None, attach: "Testbed | None" = None) -> "Testbed":
+              extra_hive_site: dict | None = None, attach: "Testbed | None" = None,
+              hiveserver2: bool = False) -> "Testbed":
         """Start the services in run_dir (created; a previous test bed's files there are wiped).
 
         watchdog=True starts a small reaper process that kills every service group
@@ -229,6 +233,9 @@ class Testbed:
         attach=another running test bed: start only a Spark master and worker (of
         the calling interpreter's pyspark) and use that bed's HDFS and Metastore,
         which this one never stops (an older-Spark lane on the suite's one bed).
+
+        hiveserver2=True also starts a HiveServer2 on the bed's Metastore and HDFS
+        (testbed/hiveserver2.py), in parallel with the others.
         """
         t0 = time.monotonic()
         run = Path(run_dir).resolve()
@@ -243,7 +250,7 @@ class Testbed:
         logs, conf, tmp = run / "logs", run / "conf", run / "tmp"
         for d in (logs, conf, tmp):
             d.mkdir(parents=True, exist_ok=True)
-        nn_port, hms_port, master_port = free_ports(3)
+        nn_port, hms_port, master_port, hs2_port = free_ports(4)
         hdfs_uri = f"hdfs://127.0.0.1:{nn_port}" if hdfs else None
         warehouse = f"{hdfs_uri}/warehouse" if hdfs else f"file://{run / 'warehouse'}"
         info: dict = {
@@ -265,6 +272,7 @@ class Testbed:
             "metastore": {"uri": f"thrift://127.0.0.1:{hms_port}", "port": hms_port} if metastore else None,
             "spark": {"master_url": f"spark://127.0.0.1:{master_port}", "master_port": master_port,
                       "worker_cores": worker_cores, "worker_memory": worker_memory} if spark else None,
+            "hiveserver2": {"url": hs2.jdbc_url(hs2_port), "port": hs2_port} if hiveserver2 else None,
             "processes": {},
         }
         if attach is not None:
@@ -346,6 +354,12 @@ class Testbed:
             write_properties(mconf / "hive-log4j2.properties", HIVE_LOG4J2, sep=" = ")
             (run / "metastore").mkdir(exist_ok=True)
         _write_client_conf(bed, conf / "client")
+        if hiveserver2:
+            if not info["metastore"]:
+                raise TestbedError("HiveServer2 needs the bed's Metastore")
+            hs2.configure(conf / "hiveserver2", run, port=hs2_port, metastore_uri=info["metastore"]["uri"],
+                          hdfs_uri=(info["hdfs"] or {}).get("uri"), warehouse=info["warehouse_dir"],
+                          key_provider=(info["hdfs"] or {}).get("key_provider"))
 
         # ---- spawn everything at once (the JVMs start in parallel)
         procs: dict[str, Proc] = {}
@@ -387,6 +401,9 @@ class Testbed:
                     "--webui-port", "0", "--cores", str(worker_cores), "--memory", worker_memory,
                     "--work-dir", str(run / "spark" / "work"), info["spark"]["master_url"]],
                     logs / "spark-worker.log", senv, run)
+            if hiveserver2:
+                procs["hiveserver2"], checks["hiveserver2"] = hs2.spawn_server(
+                    java, conf / "hiveserver2", run, spark_home, logs / "hiveserver2.log", _clean_env(), hs2_port)
             bed.procs = procs
             bed._save_procs()
             if watchdog:
@@ -549,6 +566,14 @@ class Testbed:
         full_env.update(env or {})
         return subprocess.Popen([self.python, str(script), *map(str, args)], env=full_env, stdout=stdout,
                                 stderr=stderr, text=True)
+
+    def hive_batch(self, statements: list[str], timeout: float = 600) -> list["hs2.HiveResult"]:
+        """Run the statements on the bed's HiveServer2, all in one Beeline JVM (see hiveserver2.batch)."""
+        return hs2.batch(self, statements, timeout=timeout)
+
+    def hive_query(self, sql: str, timeout: float = 600) -> list[tuple]:
+        """One statement on the bed's HiveServer2 (a Beeline JVM of its own): its rows."""
+        return hs2.batch(self, [sql], timeout=timeout)[0].check().rows
 
     def export_lines(self) -> str:
         import shlex

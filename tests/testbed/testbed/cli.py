@@ -1,6 +1,6 @@
 """Command line for the test bed (wrapped by scripts/testbed).
 
-    scripts/testbed up [--dir D] [--no-spark] [--no-hdfs] [--no-metastore]
+    scripts/testbed up [--dir D] [--no-spark] [--no-hdfs] [--no-metastore] [--hiveserver2]
     scripts/testbed status [--dir D] [--json]
     scripts/testbed env [--dir D]          # eval "$(scripts/testbed env)"
     scripts/testbed logs [--dir D] [SERVICE] [-n LINES]
@@ -43,7 +43,7 @@ def cmd_up(args) -> int:
     bed = Testbed.start(run, hdfs=not args.no_hdfs, metastore=not args.no_metastore,
                         spark=not args.no_spark, block_size=args.block_size,
                         worker_cores=args.worker_cores, worker_memory=args.worker_memory,
-                        timeout=args.timeout)
+                        timeout=args.timeout, hiveserver2=args.hiveserver2)
     t = bed.info["timings"]
     print(f"testbed: up in {t['total_start_s']} s (ready after: "
           + ", ".join(f"{k} {v} s" for k, v in t["ready_after_s"].items()) + ")", file=sys.stderr)
@@ -55,6 +55,7 @@ def cmd_up(args) -> int:
 
 def _print_summary(bed: Testbed, file=sys.stderr) -> None:
     rows = [("HDFS", bed.hdfs_uri), ("Metastore", bed.metastore_uri), ("Spark master", bed.master_url),
+            ("HiveServer2", bed.hiveserver2_url),
             ("warehouse", bed.warehouse_dir), ("client conf", str(bed.conf_dir)),
             ("logs", str(bed.log_dir)), ("json", str(bed.json_path))]
     for k, v in rows:
@@ -131,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--dir", help="run directory (data, conf, logs)")
     up.add_argument("--no-hdfs", action="store_true", help="no NameNode/DataNode; warehouse on file://")
     up.add_argument("--no-metastore", action="store_true", help="no Hive Metastore service")
+    up.add_argument("--hiveserver2", action="store_true", help="also a HiveServer2 (jars fetched from Maven Central once)")
     up.add_argument("--no-spark", action="store_true", help="no Spark standalone master/worker")
     up.add_argument("--block-size", type=int, default=DEFAULT_BLOCK_SIZE, help="dfs.blocksize in bytes")
     up.add_argument("--worker-cores", type=int, default=2)
