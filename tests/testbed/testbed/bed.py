@@ -272,7 +272,8 @@ class Testbed:
             "metastore": {"uri": f"thrift://127.0.0.1:{hms_port}", "port": hms_port} if metastore else None,
             "spark": {"master_url": f"spark://127.0.0.1:{master_port}", "master_port": master_port,
                       "worker_cores": worker_cores, "worker_memory": worker_memory} if spark else None,
-            "hiveserver2": {"url": hs2.jdbc_url(hs2_port), "port": hs2_port} if hiveserver2 else None,
+            "hiveserver2": {"url": hs2.jdbc_url(hs2_port), "port": hs2_port, "timezone": hs2.TIMEZONE}
+            if hiveserver2 else None,
             "processes": {},
         }
         if attach is not None:

@@ -12,7 +12,8 @@ The server: binary Thrift transport on 127.0.0.1 (a free port), no SASL
 (``auth=noSasl`` in the JDBC URL), ``doAs`` off, the bed's Metastore and HDFS,
 ``hive.fetch.task.conversion=more`` so a ``SELECT`` of columns and expressions
 reads through Hive's SerDes and input formats in the server itself (no
-MapReduce job), CBO off (Calcite is only loaded, never planned with).
+MapReduce job), CBO off (Calcite is only loaded, never planned with), the JVM in time zone
+``TIMEZONE`` (not UTC).
 
 The client: ``batch(bed, statements)`` runs every statement of a batch in one
 Beeline JVM (``--outputformat=tsv2``, ``--force``), each after a marker query, and
@@ -40,8 +41,14 @@ MODULE = "hive"
 MAIN = "org.apache.hive.service.server.HiveServer2"
 BEELINE = "org.apache.hive.beeline.BeeLine"
 READY_LINE = "Starting ThriftBinaryCLIService on port"
+# The server's JVM time zone (Hive 2.3 reads and shows timestamps in it): not UTC, as on
+# many clusters, so that a conversion Hive makes or skips (Parquet INT96 files written by
+# parquet-mr or by others, ORC's writer time zone) shows in the values. +05:30, no DST.
+TIMEZONE = "Asia/Kolkata"
 # Spark's thrift server carries a modified copy of org.apache.hive.service: never beside hive-service.
 _LEFT_OFF = re.compile(r"spark-hive-thriftserver.*\.jar$")
+# how Beeline prints a failed statement, or an exception thrown while it fetched rows
+_ERROR_STARTS = ("Error:", "org.apache.hive.service.cli.HiveSQLException", "java.", "\tat ", "Caused by:")
 
 
 def jdbc_url(port: int) -> str:
@@ -105,13 +112,13 @@ def configure(conf: Path, run: Path, *, port: int, metastore_uri: str, hdfs_uri:
 
 
 def spawn_server(java: str, conf: Path, run: Path, spark_home: Path, log: Path, env: dict[str, str],
-                 port: int, timezone: str | None = None) -> tuple[Proc, object]:
+                 port: int, timezone: str = TIMEZONE) -> tuple[Proc, object]:
     """Start HiveServer2; returns the process and its readiness check."""
     cp = os.pathsep.join([str(conf), *classpath(spark_home)])
     tmp = run / "tmp"
     tmp.mkdir(parents=True, exist_ok=True)
     argv = [java, *JAVA17_OPENS, *DAEMON_JVM_OPTS, "-Xmx512m", f"-Djava.io.tmpdir={tmp}",
-            *([f"-Duser.timezone={timezone}"] if timezone else []), "-cp", cp, MAIN]
+            f"-Duser.timezone={timezone}", "-cp", cp, MAIN]
     proc = spawn("hiveserver2", argv, log, env, run)
     return proc, (proc, lambda: port in listening_ports(proc.pid) and log_contains(proc.log, READY_LINE))
 
@@ -185,14 +192,16 @@ def _parse(out: str, statements: list[str], marker: str, rc: int) -> list[HiveRe
         if body is None:
             results.append(HiveResult(s, [], [], f"not run (beeline exit {rc}): {out[-2000:]}"))
             continue
-        errors = [ln for ln in body if ln.startswith("Error:") or ln.startswith("java.") or ln.startswith("\tat ")]
-        if errors:
-            results.append(HiveResult(s, [], [], "\n".join(errors)[:3000]))
-            continue
         if not body:  # a statement without a result set
             results.append(HiveResult(s, [], []))
             continue
         header, rows = body[0].split("\t"), body[1:]
+        # an error: Beeline's "Error: ..." instead of a result, or an exception while fetching rows
+        errors = [ln for ln in body if ln.startswith(_ERROR_STARTS)]
+        errors += [ln for ln in rows if ln.count("\t") != len(header) - 1 and ln not in errors]
+        if errors:
+            results.append(HiveResult(s, [], [], "\n".join(errors)[:3000]))
+            continue
         results.append(HiveResult(s, header, [tuple(None if v == "NULL" else v for v in r.split("\t"))
                                               for r in rows]))
     return results
