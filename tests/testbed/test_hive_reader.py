@@ -85,7 +85,7 @@ OUTCOMES = {
 
 def _error_kind(error: str) -> str:
     """An error without what names one file or object (a compacted table's files have new names)."""
-    first = error.strip().splitlines()[0]
+    first = (error.strip().splitlines() or [""])[0]
     return re.sub(r"@[0-9a-f]+|hdfs://\S+|part-[\w.-]+", "<>", first)
 
 

@@ -5,7 +5,7 @@
     scripts/testbed env [--dir D]          # eval "$(scripts/testbed env)"
     scripts/testbed logs [--dir D] [SERVICE] [-n LINES]
     scripts/testbed down [--dir D]
-    scripts/testbed fetch                  # only download the Hadoop jars (CI cache step)
+    scripts/testbed fetch                  # only download the jars (Hadoop, HiveServer2's; CI cache step)
 
 D defaults to $LAKEKEEPER_TESTBED_DIR, else <repo>/.lakekeeper/testbed; status, env,
 logs and down also accept $LAKEKEEPER_TESTBED_JSON when --dir is not given.
@@ -18,7 +18,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import hadoop_jars
+from . import hadoop_jars, maven
 from .bed import DEFAULT_BLOCK_SIZE, DEFAULT_TIMEOUT, JSON_NAME, Testbed
 from .procs import TestbedError, log_tail
 
@@ -120,6 +120,7 @@ def cmd_logs(args) -> int:
 
 def cmd_fetch(args) -> int:
     print(hadoop_jars.ensure_jars())
+    print(maven.ensure("hive"))  # HiveServer2 (hiveserver2=True): Maven Central, once
     return 0
 
 
@@ -151,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("service", nargs="?")
             p.add_argument("-n", "--lines", type=int, default=0)
         p.set_defaults(func=func)
-    f = sub.add_parser("fetch", help="download the Hadoop 2.7.3 jars into the cache only")
+    f = sub.add_parser("fetch", help="download the Hadoop 2.7.3 jars and HiveServer2's into the cache only")
     f.set_defaults(func=cmd_fetch)
     args = ap.parse_args(argv)
     try:
