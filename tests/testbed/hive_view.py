@@ -65,7 +65,7 @@ class View:
     @property
     def checksum(self) -> tuple[int, int] | str:
         if self.error is not None:
-            return "error: " + _first_line(self.error)
+            return "error: " + first_line(self.error)
         total = 0
         for row, n in self.rows.items():
             h = int.from_bytes(hashlib.sha256("\x1f".join(row).encode()).digest()[:8], "big")
@@ -82,7 +82,7 @@ class View:
                 f"{len(theirs)} only there, e.g. {[decode_row(r) for r in theirs[:limit]]}")
 
 
-def _first_line(text: str) -> str:
+def first_line(text: str) -> str:
     return text.strip().splitlines()[0][:300] if text.strip() else text
 
 

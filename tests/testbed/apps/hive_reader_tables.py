@@ -283,10 +283,24 @@ def spark_view(spark, t: str, cols: list[dict]) -> dict:
         return {"error": f"{type(exc).__name__}: {str(exc)[:1500]}"}
 
 
+def _jvm_cpu_seconds(spark) -> float:
+    """CPU seconds of this Spark JVM (pyspark's gateway, which the python process never waits for, so its
+    CPU reaches no parent's account)."""
+    import os
+
+    pid = spark._jvm.java.lang.ProcessHandle.current().pid()
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return sum(int(x) for x in stat[stat.rindex(")") + 2:].split()[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
 def main() -> None:
-    spark = SparkSession.builder.master("local[2]").enableHiveSupport() \
-        .config("spark.sql.shuffle.partitions", "2").config("spark.sql.session.timeZone", TZ) \
-        .config("spark.driver.extraJavaOptions", f"-Duser.timezone={TZ}").getOrCreate()
+    # interpreted evaluation, as the engine suite's session (tests/engine/conftest.py): a few hundred rows
+    builder = SparkSession.builder.master("local[2]").enableHiveSupport()
+    for k, v in {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false",
+                 "spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+                 "spark.sql.session.timeZone": TZ, "spark.driver.extraJavaOptions": f"-Duser.timezone={TZ}"}.items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
     files = Files(spark)
     result: dict = {"tables": {}, "tamper": {}}
     try:
@@ -298,6 +312,7 @@ def main() -> None:
                                       "spark": spark_view(spark, t, cols)}
     except Exception:  # noqa: BLE001
         result["error"] = traceback.format_exc()
+    result["jvm_cpu_seconds"] = _jvm_cpu_seconds(spark)
     Path(OUT).write_text(json.dumps(result, indent=1))
     spark.stop()
 
