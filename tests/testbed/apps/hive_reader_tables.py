@@ -309,7 +309,7 @@ def main() -> None:
             t = f"{DB}.{name}"
             cols = columns(spark, t)
             result["tables"][t] = {**meta, "columns": cols, "location": f"{BASE}/{name}",
-                                      "spark": spark_view(spark, t, cols)}
+                                   "spark": spark_view(spark, t, cols)}
     except Exception:  # noqa: BLE001
         result["error"] = traceback.format_exc()
     result["jvm_cpu_seconds"] = _jvm_cpu_seconds(spark)
