@@ -65,7 +65,10 @@ def read_back(testbed, written):
 def test_services_and_client_conf(testbed):
     testbed.check_alive()
     st = testbed.status()
-    assert set(st) == {"namenode", "datanode", "metastore", "spark-master", "spark-worker"}
+    hs2 = {"hiveserver2"} if testbed.hiveserver2_url else set()  # the suite's bed has one (test_hive_reader.py)
+    assert set(st) == {"namenode", "datanode", "metastore", "spark-master", "spark-worker"} | hs2
+    if hs2:
+        assert testbed.info["hiveserver2"]["port"] in st["hiveserver2"]["listening"]
     nn_port = int(testbed.hdfs_uri.rsplit(":", 1)[1])
     assert nn_port in st["namenode"]["listening"]
     assert int(testbed.metastore_uri.rsplit(":", 1)[1]) in listening_ports(testbed.procs["metastore"].pid)
