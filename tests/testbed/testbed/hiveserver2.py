@@ -71,12 +71,13 @@ def classpath(spark_home: Path) -> list[str]:
 
 def configure(conf: Path, run: Path, *, port: int, metastore_uri: str, hdfs_uri: str | None,
               warehouse: str, key_provider: str | None) -> None:
-    """hive-site.xml, core-site.xml and the log4j2 settings in ``conf``."""
+    """hive-site.xml, core-site.xml, hdfs-site.xml and the log4j2 settings in ``conf``."""
     scratch = run / "hiveserver2"
     core = {"fs.defaultFS": hdfs_uri} if hdfs_uri else {}
     if key_provider:
         core["hadoop.security.key.provider.path"] = key_provider
     write_site(conf / "core-site.xml", core)
+    write_site(conf / "hdfs-site.xml", {"dfs.replication": 1})  # one DataNode (dfs -put through Hive)
     write_site(conf / "hive-site.xml", {
         "hive.metastore.uris": metastore_uri,
         "hive.metastore.warehouse.dir": warehouse,
