@@ -208,7 +208,7 @@ class Runner:
             # the services' daemons go to their own cgroup: their CPU over the run is a row of its own
             self._enter(group)
             try:
-                self.bed = Testbed.start(run_dir, watchdog=True)
+                self.bed = Testbed.start(run_dir, watchdog=True, hiveserver2=True)  # test_hive_reader.py
             finally:
                 self._enter(self.groups.base)
             self.bed_json = str(self.bed.json_path)

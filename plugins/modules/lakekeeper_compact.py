@@ -405,7 +405,8 @@ tables:
           Avro files with different writer schemas; nothing was written).
         - V(unsupported_values) when every partition to compact has files holding timestamps Spark cannot carry
           (Parquet INT96, ORC or text timestamps with digits below a microsecond, Parquet INT64 nanoseconds or
-          timestamps without isAdjustedToUTC; nothing was written).
+          timestamps without isAdjustedToUTC, Parquet INT96 timestamps in files parquet-mr did not write, which Hive
+          would see shifted by its time zone once rewritten; nothing was written).
         - V(unreadable_file) when every partition to compact holds a file Hive reads and Spark skips (a closed
           C(x._COPYING_) that a killed C(hdfs dfs -put) left; nothing was written), or when a O(merge_from) batch, or
           the table it merges into, holds one (nothing was merged).
@@ -517,8 +518,10 @@ tables:
           newest file (values are the same whatever the codec), and C(notes) lists the codecs found.
         - A partition whose files hold timestamps Spark cannot carry (nanoseconds, as Hive and Impala write them in
           Parquet INT96, ORC and text) has C(status) V(refused) and C(code) V(unsupported_values), naming the column
-          and a value, its files untouched. A Parquet partition keeps its timestamp physical type (INT96,
-          TIMESTAMP_MICROS, TIMESTAMP_MILLIS).
+          and a value, its files untouched; so has a partition with Parquet INT96 timestamps in a file parquet-mr
+          did not write (Impala, pyarrow), whose values Hive reads as written but would convert from UTC in the
+          compacted copy. A Parquet partition keeps its timestamp physical type (INT96, TIMESTAMP_MICROS,
+          TIMESTAMP_MILLIS).
         - A partition holding a file Hive reads and Spark skips (a closed C(._COPYING_) that a killed
           C(hdfs dfs -put) left) has C(status) V(refused) and C(code) V(unreadable_file), naming the file, its files
           untouched (a copy written through Spark would lack its rows).

@@ -9,6 +9,11 @@ into a partition of a real EXTERNAL table.
   nested; text): the partition is refused (``unsupported_values``, naming
   the column and a value), its files byte for byte as they were; partitions
   of whole microseconds compact, values unchanged;
+* Parquet INT96 files pyarrow (or Impala) wrote are refused whatever their
+  values: Hive reads them without the UTC conversion it applies to the copy
+  Spark's parquet-mr would write (tests/testbed/test_hive_reader.py shows
+  the shift); INT96 files of Hive's writer (parquet-mr, not Spark) with whole
+  microseconds compact;
 * Parquet INT64 TIMESTAMP_MICROS / MILLIS stay so (the compacted files'
   footers), INT96 stays INT96; a partition mixing INT96 and INT64 is refused
   (``mixed_files``); a copy written in another type fails verification;
@@ -78,6 +83,8 @@ def _by_spec(res):
 
 
 def test_parquet_int96_nanoseconds_are_refused_and_whole_microseconds_compact(spark, engine, files, warehouse):
+    from lakekeeper_spark.storage.formats import file_facts, parquet_footer
+
     t, loc = _table(spark, warehouse, "nanos_int96", "id INT, ts TIMESTAMP", "STORED AS PARQUET")
 
     def part(ids, offsets, **kw):
@@ -91,6 +98,16 @@ def test_parquet_int96_nanoseconds_are_refused_and_whole_microseconds_compact(sp
     plain_nanos[2] = part([5, 6, 9], [0, 1000, 123456789], use_dictionary=False)
     kept = {dt: _partition(spark, files, t, loc, dt, c) for dt, c in
             (("dict", dict_nanos), ("plain", plain_nanos), ("micro", micros))}
+    # Hive's own writer (parquet-mr, INT96, no Spark metadata in the footer): the pages are read, and pass
+    hive_writer = spark.newSession()
+    hive_writer.conf.set("spark.sql.hive.convertMetastoreParquet", "false")
+    for i in range(3):
+        hive_writer.sql(f"INSERT INTO {t} PARTITION (dt='hive') SELECT {i}, "
+                        f"TIMESTAMP'2020-01-01 10:00:0{i}.123456'")
+    (first, *_rest) = files.data_files(f"{loc}/dt=hive")
+    assert parquet_footer(spark, first)["timestamps"] == ["INT96"]
+    assert not file_facts(spark, "parquet", first)["spark_written"]
+    assert file_facts(spark, "parquet", first)["created_by"].startswith("parquet-mr")
     before = {dt: files.snapshot(w) for dt, w in kept.items()}
     rows = frozen(spark, t)
 
@@ -101,8 +118,13 @@ def test_parquet_int96_nanoseconds_are_refused_and_whole_microseconds_compact(sp
         assert p["status"] == "refused" and p["code"] == "unsupported_values", res
         assert "ts = 2020-01-01 10:00:00.123456789" in p["reason"] and "nothing was written or moved" in p["reason"]
         assert files.snapshot(kept[dt]) == before[dt]
-    assert by["dt=micro"]["status"] == "compacted", res
-    assert len(files.data_files(kept["micro"])) == 1 and _footer_types(spark, files, kept["micro"]) == {("INT96",)}
+    p = by["dt=micro"]
+    assert p["status"] == "refused" and p["code"] == "unsupported_values", res
+    assert "INT96 timestamps written by parquet-cpp-arrow" in p["reason"] and "shifted by its UTC offset" in p["reason"]
+    assert files.snapshot(kept["micro"]) == before["micro"]
+    assert by["dt=hive"]["status"] == "compacted", res
+    assert len(files.data_files(f"{loc}/dt=hive")) == 1
+    assert _footer_types(spark, files, f"{loc}/dt=hive") == {("INT96",)}
     spark.sql(f"REFRESH TABLE {t}")
     assert same_rows(spark.table(t), rows)
 

@@ -54,6 +54,15 @@ def test_int96_values_below_a_microsecond():
     assert ts.first_sub_micro(whole[:20]) is None  # a partial value is not read
 
 
+def test_which_int96_files_hive_reads_as_written():
+    """Hive converts INT96 values from UTC only in files parquet-mr wrote
+    (ParquetRecordReaderBase: created_by starts with "parquet-mr")."""
+    for writer in ("parquet-mr version 1.17.0 (build 6e1d2e7)", "parquet-mr version 1.8.1 (build 4aba4da)"):
+        assert not ts.int96_read_as_written(writer), writer
+    for writer in ("impala version 4.1.0-RELEASE (build 1c1b2a4)", "parquet-cpp-arrow version 20.0.0", "", None):
+        assert ts.int96_read_as_written(writer), writer
+
+
 def test_the_text_pattern():
     for text in ("2020-01-01 10:00:00.123456780", "10:00:00.1234567", "2020-01-01T10:00:00.000000001"):
         assert ts.sub_micro(text), text

@@ -67,13 +67,16 @@ def read_back(testbed, written):
 def test_services_and_client_conf(testbed):
     testbed.check_alive()
     st = testbed.status()
+    hs2 = {"hiveserver2"} if testbed.hiveserver2_url else set()  # the suite's bed has one (test_hive_reader.py)
     if testbed.hadoop3:  # NameNode, DataNodes, ResourceManager and NodeManager in one JVM
-        assert set(st) == {"hadoop", "metastore", "spark-master", "spark-worker"}
+        assert set(st) == {"hadoop", "metastore", "spark-master", "spark-worker"} | hs2
         assert testbed.hadoop_version.startswith("3.") and testbed.datanodes == 3
         assert testbed.ec_policies == ["XOR-2-1-1024k"]
     else:
-        assert set(st) == {"namenode", "datanode", "metastore", "spark-master", "spark-worker"}
+        assert set(st) == {"namenode", "datanode", "metastore", "spark-master", "spark-worker"} | hs2
         assert testbed.hadoop_version == "2.7.3" and testbed.datanodes == 1 and testbed.yarn_rm is None
+    if hs2:
+        assert testbed.info["hiveserver2"]["port"] in st["hiveserver2"]["listening"]
     nn_port = int(testbed.hdfs_uri.rsplit(":", 1)[1])
     assert nn_port in st["hadoop" if testbed.hadoop3 else "namenode"]["listening"]
     assert int(testbed.metastore_uri.rsplit(":", 1)[1]) in listening_ports(testbed.procs["metastore"].pid)

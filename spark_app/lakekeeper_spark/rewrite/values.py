@@ -17,6 +17,11 @@ in the files it rewrites:
   nanoseconds (``TIMESTAMP(NANOS)``) or without ``isAdjustedToUTC`` (Spark
   writes a ``timestamp`` column adjusted to UTC: readers that read the flag,
   Impala and Hive 3, would shift the values) are refused from their footers.
+  So are INT96 files that parquet-mr did not write (Impala's, parquet-cpp's:
+  their footer's ``created_by``), whatever their values: Hive reads their
+  INT96 values as written but converts a parquet-mr file's from UTC to its
+  time zone, so Spark's copy would shift every value by the Hive server's
+  UTC offset (tests/testbed/test_hive_reader.py, Hive 2.3 in +05:30).
 - **ORC**: the timestamp columns (nested ones too) of every file not written
   by Spark, read by Spark as strings: ORC's own type conversion formats the
   stored nanoseconds (``yyyy-MM-dd HH:mm:ss.fffffffff``). Column statistics
@@ -43,7 +48,7 @@ from typing import Any
 from ..report.model import Decision, TableInfo, Unit
 from ..policy.names import quote_column
 from ..storage.formats import parquet_reader_at, reader_properties
-from ..storage.timestamps import LOCAL_SUFFIX, NANOS, SUB_MICRO_REGEX, int96_sub_micro
+from ..storage.timestamps import LOCAL_SUFFIX, NANOS, SUB_MICRO_REGEX, int96_read_as_written, int96_sub_micro
 from .unit_formats import representatives
 
 log = logging.getLogger(__name__)
@@ -54,9 +59,10 @@ CHECK_BATCH = 200
 _TIMESTAMP_TYPES = ("timestamp", "timestamp_ntz")
 
 
-def _refuse(info: TableInfo, u: Unit, what: str) -> None:
-    reason = (f"{what}; Spark holds timestamps in microseconds, so the compacted copy would not keep them "
-              f"(its verification, reading through Spark too, would not see it); nothing was written or moved")
+def _refuse(info: TableInfo, u: Unit, what: str, why: str | None = None) -> None:
+    why = why or ("Spark holds timestamps in microseconds, so the compacted copy would not keep them "
+                  "(its verification, reading through Spark too, would not see it)")
+    reason = f"{what}; {why}; nothing was written or moved"
     log.warning("%s %s: %s: %s", info.full_name, u.spec or "(table)", CODE, reason)
     u.decision = Decision("refuse", reason, u.stats.files, u.decision.rule, code=CODE)
 
@@ -119,6 +125,14 @@ def _parquet_unit(spark: Any, info: TableInfo, u: Unit, facts: dict[str, dict[st
             if hit is not None:
                 return _refuse(info, u, f"its Parquet file {file.name} holds INT96 timestamps with nanoseconds, "
                                         f"e.g. {hit[0]} = {hit[1]} (UTC)")
+    for first, files in representatives(u):
+        f = facts.get(f"{base}/{first.name}", {})
+        if f.get("int96") and int96_read_as_written(f.get("created_by")):
+            return _refuse(info, u, f"its Parquet file {first.name} stores INT96 timestamps written by "
+                                    f"{f.get('created_by') or 'an unnamed writer'} (not parquet-mr)",
+                           "Hive reads those as written but converts the INT96 values of a file parquet-mr wrote "
+                           "(Spark's copy) from UTC to its time zone, so it would see every value shifted by its "
+                           "UTC offset")
     return None
 
 

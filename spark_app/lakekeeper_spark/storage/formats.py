@@ -276,6 +276,7 @@ def file_facts(spark: Any, fmt: str, uri: str) -> dict[str, Any]:
             types = parquet_timestamp_types(text)
             keys = footer.getFileMetaData().getKeyValueMetaData()
             return {"codec": codec, "columns": _columns_of(spark, fmt, physical),
+                    "created_by": str(footer.getFileMetaData().getCreatedBy() or ""),
                     "layout": parquet_layout(text), "timestamps": timestamp_types(types),
                     "int96": sorted(n for n, t in types.items() if t == INT96),
                     "spark_written": bool(keys.containsKey(_SPARK_VERSION_KEY) or keys.containsKey(_SPARK_PARQUET_SCHEMA))}

@@ -12,6 +12,10 @@ type (Impala, Hive 3) read differently.
   Parquet schema's text (pure)
 - ``sub_micro`` whether the fraction of a timestamp's text has digits below a
   microsecond that are not zero (pure; the regex the Spark checks use too)
+- ``int96_read_as_written`` whether Hive reads a Parquet file's INT96 values
+  as they were written, without converting them from UTC to its time zone
+  (a file parquet-mr did not write: Impala's, parquet-cpp's), by the writer
+  its footer names (pure)
 - ``int96_sub_micro`` a Parquet file's INT96 values below a microsecond, read
   from the raw pages (parquet-mr's page reader on the driver: Spark reads INT96
   only as a timestamp, already truncated). Only the INT96 column chunks are
@@ -60,6 +64,21 @@ def parquet_timestamp_types(schema: str) -> dict[str, str]:
         local = re.search(r"TIMESTAMP\(\s*\w+\s*,\s*FALSE\s*\)", r) is not None
         out[name] = unit + (LOCAL_SUFFIX if local else "")
     return out
+
+
+# Hive (2.x, 3.x: ``hive.parquet.timestamp.skip.conversion``, default true) converts INT96 values
+# from UTC to its JVM's time zone only in files whose footer's created_by starts with this
+# (ParquetRecordReaderBase); Spark and Hive write through parquet-mr.
+PARQUET_MR = "parquet-mr"
+
+
+def int96_read_as_written(created_by: str | None) -> bool:
+    """Whether Hive reads the INT96 values of a Parquet file written by
+    ``created_by`` (its footer's writer) without converting them from UTC:
+    true for every writer but parquet-mr (Impala, parquet-cpp/pyarrow). A
+    copy written by Spark (parquet-mr) of such a file is converted: every
+    value shifts by the Hive server's UTC offset."""
+    return not (created_by or "").startswith(PARQUET_MR)
 
 
 def sub_micro(text: str | None) -> bool:

@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 from . import hadoop3, hadoop_jars
+from . import hiveserver2 as hs2
 from .confs import (DAEMON_JVM_OPTS, QUICK_JVM_OPTS, HADOOP_LOG4J, HADOOP3_LOG4J, HIVE_LOG4J2, JAVA17_OPENS,
                     write_properties, write_site)
 from .procs import (Proc, TestbedError, free_ports, listening_ports, log_contains, log_tail, spawn,
@@ -42,7 +43,7 @@ DEFAULT_TIMEOUT = float(os.environ.get("LAKEKEEPER_TESTBED_TIMEOUT", "120"))
 
 # Order in which services appear in testbed.json and are reported. Hadoop 3.5: one JVM
 # "hadoop" (NameNode, DataNodes, ResourceManager, NodeManagers); Hadoop 2.7: two.
-SERVICES = ("hadoop", "namenode", "datanode", "metastore", "spark-master", "spark-worker")
+SERVICES = ("hadoop", "namenode", "datanode", "metastore", "spark-master", "spark-worker", "hiveserver2")
 
 # The Hadoop lines the bed runs: "3.5" (default; HDFS + YARN from Maven Central, see
 # hadoop3.py) and "2.7" (HDFS only, jars from the pyspark 2.4.8 sdist, see hadoop_jars.py).
@@ -239,6 +240,8 @@ class Testbed:
         if self.hadoop3:
             return [str(self.conf_dir), str(Path(jars) / "*")]
         return [str(self.conf_dir), *hadoop_jars.classpath(Path(jars))]
+    hiveserver2_url = property(lambda self: (self.info.get("hiveserver2") or {}).get("url"),
+                               doc="jdbc:hive2:// URL of the HiveServer2 (hiveserver2=True)")
 
     def __repr__(self) -> str:
         return f"Testbed({self.json_path})"
@@ -264,7 +267,7 @@ class Testbed:
               extra_hive_site: dict | None = None, attach: "Testbed | None" = None,
               hadoop: str | None = None, yarn: bool | None = None, datanodes: int | None = None,
               nodemanagers: int = 1, nm_memory_mb: int = 3072, nm_vcores: int = 8,
-              extra_yarn_site: dict | None = None) -> "Testbed":
+              extra_yarn_site: dict | None = None, hiveserver2: bool = False) -> "Testbed":
         """Start the services in run_dir (created; a previous test bed's files there are wiped).
 
         hadoop="3.5" (default, or $LAKEKEEPER_TESTBED_HADOOP): HDFS with ``datanodes``
@@ -279,6 +282,9 @@ class Testbed:
         attach=another running test bed: start only a Spark master and worker (of
         the calling interpreter's pyspark) and use that bed's HDFS, YARN and Metastore,
         which this one never stops (an older-Spark lane on the suite's one bed).
+
+        hiveserver2=True also starts a HiveServer2 on the bed's Metastore and HDFS
+        (testbed/hiveserver2.py), in parallel with the others.
         """
         t0 = time.monotonic()
         line = hadoop_line(hadoop)
@@ -307,7 +313,7 @@ class Testbed:
         logs, conf, tmp = run / "logs", run / "conf", run / "tmp"
         for d in (logs, conf, tmp):
             d.mkdir(parents=True, exist_ok=True)
-        nn_port, hms_port, master_port = free_ports(3)
+        nn_port, hms_port, master_port, hs2_port = free_ports(4)
         hdfs_uri = f"hdfs://127.0.0.1:{nn_port}" if hdfs else None
         warehouse = f"{hdfs_uri}/warehouse" if hdfs else f"file://{run / 'warehouse'}"
         ec_policies = hadoop3.ec_policies_for(datanodes) if hdfs and line == "3.5" else []
@@ -335,6 +341,8 @@ class Testbed:
             "metastore": {"uri": f"thrift://127.0.0.1:{hms_port}", "port": hms_port} if metastore else None,
             "spark": {"master_url": f"spark://127.0.0.1:{master_port}", "master_port": master_port,
                       "worker_cores": worker_cores, "worker_memory": worker_memory} if spark else None,
+            "hiveserver2": {"url": hs2.jdbc_url(hs2_port), "port": hs2_port, "timezone": hs2.TIMEZONE}
+            if hiveserver2 else None,
             "processes": {},
         }
         if attach is not None:
@@ -390,6 +398,12 @@ class Testbed:
             write_site(mconf / "core-site.xml", {"fs.defaultFS": hdfs_uri} if hdfs else {})
             write_properties(mconf / "hive-log4j2.properties", HIVE_LOG4J2, sep=" = ")
             (run / "metastore").mkdir(exist_ok=True)
+        if hiveserver2:
+            if not info["metastore"]:
+                raise TestbedError("HiveServer2 needs the bed's Metastore")
+            hs2.configure(conf / "hiveserver2", run, port=hs2_port, metastore_uri=info["metastore"]["uri"],
+                          hdfs_uri=(info["hdfs"] or {}).get("uri"), warehouse=info["warehouse_dir"],
+                          key_provider=(info["hdfs"] or {}).get("key_provider"))
 
         # ---- spawn everything at once (the JVMs start in parallel)
         procs: dict[str, Proc] = {}
@@ -426,6 +440,9 @@ class Testbed:
                     "--webui-port", "0", "--cores", str(worker_cores), "--memory", worker_memory,
                     "--work-dir", str(run / "spark" / "work"), info["spark"]["master_url"]],
                     logs / "spark-worker.log", senv, run)
+            if hiveserver2:
+                procs["hiveserver2"], checks["hiveserver2"] = hs2.spawn_server(
+                    java, conf / "hiveserver2", run, spark_home, logs / "hiveserver2.log", _clean_env(), hs2_port)
             bed.procs = procs
             bed._save_procs()
             if watchdog:
@@ -660,6 +677,14 @@ class Testbed:
         full_env.update(env or {})
         return subprocess.Popen([self.python, str(script), *map(str, args)], env=full_env, stdout=stdout,
                                 stderr=stderr, text=True)
+
+    def hive_batch(self, statements: list[str], timeout: float = 600) -> list["hs2.HiveResult"]:
+        """Run the statements on the bed's HiveServer2, all in one Beeline JVM (see hiveserver2.batch)."""
+        return hs2.batch(self, statements, timeout=timeout)
+
+    def hive_query(self, sql: str, timeout: float = 600) -> list[tuple]:
+        """One statement on the bed's HiveServer2 (a Beeline JVM of its own): its rows."""
+        return hs2.batch(self, [sql], timeout=timeout)[0].check().rows
 
     def export_lines(self) -> str:
         import shlex

@@ -1,12 +1,12 @@
 """Command line for the test bed (wrapped by scripts/testbed).
 
     scripts/testbed up [--dir D] [--hadoop 3.5|2.7] [--datanodes N] [--no-yarn]
-                       [--no-spark] [--no-hdfs] [--no-metastore]
+                       [--no-spark] [--no-hdfs] [--no-metastore] [--hiveserver2]
     scripts/testbed status [--dir D] [--json]
     scripts/testbed env [--dir D]          # eval "$(scripts/testbed env)"
     scripts/testbed logs [--dir D] [SERVICE] [-n LINES]
     scripts/testbed down [--dir D]
-    scripts/testbed fetch [--hadoop 3.5|2.7|all]   # only download jars (CI cache step)
+    scripts/testbed fetch [--hadoop 3.5|2.7|all]   # only download jars (Hadoop, HiveServer2's; CI cache step)
 
 D defaults to $LAKEKEEPER_TESTBED_DIR, else <repo>/.lakekeeper/testbed; status, env,
 logs and down also accept $LAKEKEEPER_TESTBED_JSON when --dir is not given.
@@ -45,7 +45,7 @@ def cmd_up(args) -> int:
                         spark=not args.no_spark, block_size=args.block_size,
                         worker_cores=args.worker_cores, worker_memory=args.worker_memory,
                         timeout=args.timeout, hadoop=args.hadoop, yarn=False if args.no_yarn else None,
-                        datanodes=args.datanodes)
+                        datanodes=args.datanodes, hiveserver2=args.hiveserver2)
     t = bed.info["timings"]
     print(f"testbed: up in {t['total_start_s']} s (ready after: "
           + ", ".join(f"{k} {v} s" for k, v in t["ready_after_s"].items()) + ")", file=sys.stderr)
@@ -59,7 +59,7 @@ def _print_summary(bed: Testbed, file=sys.stderr) -> None:
     hdfs = f"{bed.hdfs_uri} (Hadoop {bed.hadoop_version}, {bed.datanodes} DataNode(s)" + (
         f", erasure coding: {', '.join(bed.ec_policies)})" if bed.ec_policies else ")") if bed.hdfs_uri else None
     rows = [("HDFS", hdfs), ("YARN RM", bed.yarn_rm), ("Metastore", bed.metastore_uri),
-            ("Spark master", bed.master_url),
+            ("Spark master", bed.master_url), ("HiveServer2", bed.hiveserver2_url),
             ("warehouse", bed.warehouse_dir), ("client conf", str(bed.conf_dir)),
             ("logs", str(bed.log_dir)), ("json", str(bed.json_path))]
     for k, v in rows:
@@ -127,6 +127,7 @@ def cmd_fetch(args) -> int:
         print(hadoop3.jars())
     if args.hadoop in ("2.7", "all"):
         print(hadoop_jars.ensure_jars())
+    print(maven.ensure("hive"))  # HiveServer2 (hiveserver2=True): Maven Central, once
     return 0
 
 
@@ -146,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--no-yarn", action="store_true", help="no ResourceManager/NodeManager (3.5)")
     up.add_argument("--no-hdfs", action="store_true", help="no NameNode/DataNode; warehouse on file://")
     up.add_argument("--no-metastore", action="store_true", help="no Hive Metastore service")
+    up.add_argument("--hiveserver2", action="store_true", help="also a HiveServer2 (jars fetched from Maven Central once)")
     up.add_argument("--no-spark", action="store_true", help="no Spark standalone master/worker")
     up.add_argument("--block-size", type=int, default=DEFAULT_BLOCK_SIZE, help="dfs.blocksize in bytes")
     up.add_argument("--worker-cores", type=int, default=2)
@@ -165,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("-n", "--lines", type=int, default=0)
         p.set_defaults(func=func)
     f = sub.add_parser("fetch", help="download the jars into the cache only: Hadoop 3.5.0 (Maven Central), "
-                                     "Hadoop 2.7.3 (pyspark 2.4.8 sdist) or both")
+                                     "Hadoop 2.7.3 (pyspark 2.4.8 sdist) or both, and HiveServer2's")
     f.add_argument("--hadoop", choices=["3.5", "2.7", "all"], default="all")
     f.set_defaults(func=cmd_fetch)
     args = ap.parse_args(argv)

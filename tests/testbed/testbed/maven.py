@@ -33,7 +33,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-__all__ = ["ensure", "fetched", "MavenError", "JVM_DIR", "cache_root", "module_dir", "modules"]
+__all__ = ["ensure", "fetched", "MavenError", "JVM_DIR", "cache_root", "module_dir", "modules", "version"]
 
 JVM_DIR = Path(__file__).resolve().parents[1] / "jvm"
 _MARKER = ".testbed-fetched"
@@ -64,6 +64,11 @@ def _pom(module: str) -> Path:
 def _properties(root: ET.Element) -> dict[str, str]:
     props = root.find(f"{_NS}properties")
     return {} if props is None else {p.tag[len(_NS):]: (p.text or "").strip() for p in props}
+
+
+def version(module: str) -> str:
+    """The version a module's jars are fetched at (its ``testbed.version``)."""
+    return _version(module)
 
 
 def _version(module: str) -> str:

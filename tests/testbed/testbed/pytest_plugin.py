@@ -4,6 +4,11 @@ Use it from a conftest.py (with tests/testbed on sys.path)::
 
     from testbed.pytest_plugin import testbed  # noqa: F401  (re-export the fixture)
 
+A second session fixture, ``hiveserver2``, is the same bed with a HiveServer2
+(testbed/hiveserver2.py): when a collected test asks for it, the bed starts
+one beside its other services; a reused bed (LAKEKEEPER_TESTBED_JSON) must
+have one already (``scripts/testbed up --hiveserver2``; the suite's has).
+
 or on the command line: ``PYTHONPATH=tests/testbed pytest -p testbed.pytest_plugin ...``.
 
 * Starts the test bed once per pytest process (in a numbered pytest temp dir),
@@ -33,7 +38,7 @@ import pytest
 from .bed import Testbed
 from .procs import TestbedError
 
-__all__ = ["testbed"]
+__all__ = ["testbed", "hiveserver2"]
 
 # One test bed per pytest process, even if several conftests re-export the fixture.
 _STATE: dict = {"bed": None, "users": 0, "owned": False}
@@ -67,7 +72,8 @@ def _acquire(request, tmp_path_factory) -> Testbed:
         return bed
     run_dir = tmp_path_factory.mktemp("testbed")
     shared = os.environ.get("LAKEKEEPER_TESTBED_SHARED")
-    bed = Testbed.start(run_dir, watchdog=True,
+    wants_hs2 = any("hiveserver2" in getattr(item, "fixturenames", ()) for item in request.session.items)
+    bed = Testbed.start(run_dir, watchdog=True, hiveserver2=wants_hs2,
                         spark=os.environ.get("LAKEKEEPER_TESTBED_NO_SPARK") != "1",
                         hdfs=os.environ.get("LAKEKEEPER_TESTBED_NO_HDFS") != "1",
                         attach=Testbed.load(shared) if shared else None)
@@ -107,3 +113,13 @@ def testbed(request, tmp_path_factory) -> Testbed:
         yield bed
     finally:
         _release(request)
+
+
+@pytest.fixture(scope="session")
+def hiveserver2(testbed) -> Testbed:  # pylint: disable=redefined-outer-name
+    """The test bed with its HiveServer2 (``hiveserver2_url``, ``hive_batch``, ``hive_query``)."""
+    if not testbed.hiveserver2_url:
+        pytest.fail(f"the test bed {testbed.json_path} has no HiveServer2 (a reused bed: start it with "
+                    "scripts/testbed up --hiveserver2)", pytrace=False)
+    testbed.check_alive()
+    return testbed
