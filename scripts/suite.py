@@ -77,14 +77,23 @@ class Part:
 PLAYBOOKS = ["tests/playbooks", "tests/e2e"]
 
 
+# The test bed's newer services each get a test of their own (DistCp, HiveServer2 reading
+# every table shape, YARN in client and cluster mode, erasure coding): a second part on the
+# same shared bed, beside the first, so that neither holds the critical path alone.
+TESTBED_2 = ["tests/testbed/test_distcp.py", "tests/testbed/test_hive_reader.py",
+             "tests/testbed/test_yarn_playbooks.py", "tests/testbed/test_erasure_coding.py"]
+
+
 def parts() -> list[Part]:
     """Every part, longest first (the order slots are given in; wall seconds
     of the 2026-11-29 runs in the comments)."""
     lanes = [Part(f"lane-{lane['name']}", [PY, str(ROOT / "scripts" / "spark_lanes.py"), lane["name"]],
                   bed="own-spark") for lane in spark_lanes.lanes() if lane["default"]]
     out = [
-        Part("testbed", PYTEST + NOT_ENGINE + ["-m", "not crash_lane and testbed", "--durations=30"],  # 1,350
-             bed="use"),
+        Part("testbed", PYTEST + NOT_ENGINE + [f"--ignore={p}" for p in TESTBED_2]  # 1,350
+             + ["-m", "not crash_lane and testbed", "--durations=30"], bed="use"),
+        Part("testbed-2", PYTEST + [p for p in TESTBED_2 if (ROOT / p).exists()]
+             + ["-m", "not crash_lane and testbed", "--durations=15"], bed="use"),
         Part("main", PYTEST + NOT_ENGINE + [f"--ignore={p}" for p in PLAYBOOKS]  # about 1,000
              + ["-m", "not crash_lane and not testbed", "--durations=30"]),
         *lanes[:1],  # the oldest line: 860
