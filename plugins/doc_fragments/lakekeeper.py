@@ -92,6 +92,18 @@ options:
       - For long runs started with C(async) and C(poll=0) - read it while the job goes on (the maintenance role
         prints the new records at each poll, see its C(maintenance_async)). Its directory must exist.
     type: path
+  metrics_dir:
+    description:
+      - A directory on the target that node_exporter's textfile collector reads (C(--collector.textfile.directory)):
+        after each run the module replaces C(lakekeeper_<command>.prom) there, atomically, with Prometheus gauges of
+        that run - C(lakekeeper_tables) by C(status), C(lakekeeper_files_before), C(lakekeeper_files_after),
+        C(lakekeeper_bytes_before), C(lakekeeper_bytes_after), C(lakekeeper_run_duration_seconds),
+        C(lakekeeper_run_success), C(lakekeeper_run_timestamp_seconds), C(lakekeeper_lease_waits),
+        C(lakekeeper_leases_taken_over) - and C(lakekeeper_table_last_success_timestamp_seconds) per C(table), kept
+        from the previous file for the tables the run did not see.
+      - Written after every run, also a failed one (with C(lakekeeper_run_success=0)), not in check mode. Written by
+        the module on the host it runs on, in client and cluster deploy mode alike. The directory must exist.
+    type: path
 notes:
   - The engine is the PySpark application bundled in the collection (C(spark_app/run_lakekeeper.py)); the action
     plugin caches it on the target in O(app_cache_dir) (transferred only when its checksum changes), unless

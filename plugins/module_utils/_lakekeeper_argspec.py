@@ -77,6 +77,7 @@ def lakekeeper_argspec():
             parallelism=dict(type="int"),
             lease_timeout=dict(type="str"),
             progress_file=dict(type="path"),
+            metrics_dir=dict(type="path"),
             spark_submit=dict(type="dict", options=spark_submit_suboptions()),
             spark_submit_path=dict(type="path"),
             spark_home=dict(type="path"),

@@ -26,6 +26,7 @@ import importlib.util
 import os
 import stat
 import sys
+import time
 import traceback
 
 try:
@@ -80,6 +81,7 @@ from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_argv i
     selector_args,
     split_conf,
 )
+from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_metrics import write_metrics
 from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_result import (
     build_diff,
     did_change,
@@ -445,10 +447,27 @@ def _stderr_cause(stderr):
     return None
 
 
-def parse(module, engine, command, result, rc, stdout, stderr, result_text):
+def write_run_metrics(module, command, doc, rc, started):
+    """The Prometheus textfile of this run in ``metrics_dir`` (not in check
+    mode); a failure to write is a warning, never the run's failure."""
+    directory = module.params.get("metrics_dir")
+    if not directory or module.check_mode:
+        return None
+    try:
+        return write_metrics(directory, command, doc, rc, round(time.time() - started, 3), time.time())
+    except (IOError, OSError) as exc:
+        module.warn("could not write the metrics of this run into metrics_dir %s: %s" % (directory, exc))
+        return None
+
+
+def parse(module, engine, command, result, rc, stdout, stderr, result_text, started=None):
     """Fill ``result`` from the engine's document; fail_json when it failed. Returns the document."""
     dry_run = module.check_mode
     doc = parse_result(stdout, result_text)
+    if started is not None:
+        path = write_run_metrics(module, command, doc, rc, started)
+        if path:
+            result["metrics_file"] = path
     application_id = find_application_id(stderr, stdout)
     if application_id:
         result["application_id"] = application_id
@@ -538,9 +557,10 @@ def run_module(module, engine):
     result = dict(changed=False, cmd=join_cmd(mask_argv(argv)), rc=None, command=command,
                   dry_run=module.check_mode, script=launch.script,
                   catalog=dict((k, catalog.get(k)) for k in CATALOG_KEYS))
+    started = time.time()
     rc, stdout, stderr, result_text = execute(module, argv, launch, result_file)
     result["rc"] = rc
-    doc = parse(module, engine, command, result, rc, stdout, stderr, result_text)
+    doc = parse(module, engine, command, result, rc, stdout, stderr, result_text, started)
 
     warn_locked(module, doc)
     msg = doc.get("msg") or "%s: %d table(s)" % (command, len(result["tables"]))

@@ -320,6 +320,11 @@ application_id:
   returned: when spark-submit printed one
   type: str
   sample: application_1732240000000_0042
+metrics_file:
+  description: The Prometheus textfile this run wrote into O(metrics_dir) (C(lakekeeper_<command>.prom)).
+  returned: when O(metrics_dir) is set, not in check mode
+  type: str
+  sample: /var/lib/node_exporter/textfile/lakekeeper_rollback.prom
 stdout_lines:
   description: The last lines of the engine's stdout.
   returned: on failure
