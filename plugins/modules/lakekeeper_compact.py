@@ -636,7 +636,9 @@ cmd:
     /usr/bin/python3 /root/.cache/lakekeeper/app-3f9a1c2b4d5e/run_lakekeeper.py compact --table db.events
     --state-dir /root/.lakekeeper/state --master 'local[*]' --result-file /tmp/ansible-moduletmp-1/lakekeeper-result.json
 rc:
-  description: Exit code of the engine (0 success, also with refused tables; 1 a table failed, or was refused with O(fail_on_refused); 2 bad command line or config; 3 the engine could not start).
+  description: >-
+    Exit code of the engine (0 success, also with refused tables; 1 a table failed, or was refused with
+    O(fail_on_refused); 2 bad command line or config; 3 the engine could not start).
   returned: always
   type: int
   sample: 0

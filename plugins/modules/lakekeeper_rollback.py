@@ -16,7 +16,7 @@ description:
     is used to put its original files back, then the backup table is dropped.
   - With O(run_id), the backup of that run is restored instead (undo run O(run_id), for example from an earlier job's
     RV(run_id)); a table is refused (C(code=newer_run)) when a later run changed one of the same partitions, and
-    refused (C(code=not_found)) when it has no backup of that run (a O(database) run passes over such tables).
+    refused (C(code=not_found)) when it has no backup of that run (not a failure unless O(fail_on_refused)).
   - With O(where), only the partitions the filter selects are restored, from the most recent backup that holds one
     of them (or from the backup of O(run_id)); the backup keeps its other partitions for a later rollback or cleanup.
   - With O(mode=recover), runs the engine command C(recover), which repairs what a crashed compaction left behind.
@@ -303,7 +303,9 @@ cmd:
     /usr/bin/python3 /root/.cache/lakekeeper/app-3f9a1c2b4d5e/run_lakekeeper.py rollback --table db.events
     --state-dir /root/.lakekeeper/state --master 'local[*]' --result-file /tmp/ansible-moduletmp-1/lakekeeper-result.json
 rc:
-  description: Exit code of the engine (0 success, also with refused tables; 1 a table failed, or was refused with O(fail_on_refused); 2 bad command line or config; 3 the engine could not start).
+  description: >-
+    Exit code of the engine (0 success, also with refused tables; 1 a table failed, or was refused with
+    O(fail_on_refused); 2 bad command line or config; 3 the engine could not start).
   returned: always
   type: int
   sample: 0

@@ -33,8 +33,8 @@ def _external(spark, warehouse: str, name: str, files: int, props: dict[str, str
     return loc
 
 
-def test_a_mixed_list_reports_each_table_with_its_own_status_and_refusals_do_not_fail(spark, engine, files,
-                                                                                        warehouse):
+def test_a_mixed_list_reports_each_table_with_its_own_status_and_refusals_do_not_fail(
+        spark, engine, files, warehouse):
     from lakekeeper_spark.report.results import run_failed
 
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {DB}")

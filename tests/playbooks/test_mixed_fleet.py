@@ -74,12 +74,12 @@ def test_a_mixed_list_is_green_with_refusals_reported_and_red_on_request(collect
     assert "lakekeeper.exclude" in reasons["mx.excluded"] and "repl.last.id=4711" in reasons["mx.replica"], reasons
     assert "MANAGED" in reasons["mx.managed"] and "transactional" in reasons["mx.acid"], reasons
     # set_stats, as AWX shows them: the statuses counted apart, none of them a failure
-    stats = {k: run.stats["lakekeeper_tables_%s" % k] for k in ("compacted", "not_needed", "skipped", "refused",
-                                                                 "failed")}
+    stats = {k: run.stats["lakekeeper_tables_%s" % k]
+             for k in ("compacted", "not_needed", "skipped", "refused", "failed")}
     assert stats == {"compacted": 1, "not_needed": 1, "skipped": 0, "refused": 4, "failed": 0}, run.stats
     assert run.stats["lakekeeper_hosts_failed"] == 0, run.stats
-    assert sorted(run.stats["lakekeeper_refused_tables"]) == ["edge:mx.acid", "edge:mx.excluded", "edge:mx.managed",
-                                                               "edge:mx.replica"], run.stats
+    assert sorted(run.stats["lakekeeper_refused_tables"]) == [
+        "edge:mx.acid", "edge:mx.excluded", "edge:mx.managed", "edge:mx.replica"], run.stats
     assert "compact on edge (cluster mixed): 1 compacted, 1 not needed, 0 skipped, 4 refused, 0 failed" in run.output, run
     assert "mx.managed was refused (managed_table)" in run.output, run  # the module's warning
     assert run.recap["edge"]["failed"] == 0, run

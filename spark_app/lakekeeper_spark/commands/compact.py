@@ -114,8 +114,8 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
         base["where"] = ctx.settings.where
     if merge is not None and not merge.routing.todo:  # every partition of this batch was merged before
         return table_result(full_name, "not_needed", f"batch already applied: {merge.source} was merged into "
-                                                  f"{len(merge.routing.already)} partition(s) before "
-                                                  f"(record {merge.record_uri})",
+                                                     f"{len(merge.routing.already)} partition(s) before "
+                                                     f"(record {merge.record_uri})",
                             changed=bool(recovered), code=ALREADY_APPLIED, partitions=_ordered(p, skipped), **base)
     if ctx.settings.dry_run:
         parts = [partition_result(u, "planned", u.decision.reason, **_merge_part(merge, u)) for u in todo] + skipped

@@ -201,4 +201,3 @@ def test_a_mixed_fleet_is_not_a_failure():
     assert s["counts"] == {"compacted": 1, "not_needed": 1, "skipped": 1, "refused": 3, "failed": 0}
     assert s["totals"]["lakekeeper_refused_tables"] == ["edge:db.mine", "edge:db.managed", "edge:db.replica"]
     assert "db.managed: refused (MANAGED table)" in s["lines"]
-
