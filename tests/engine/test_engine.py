@@ -567,7 +567,7 @@ def test_database_mode_skips_backups_and_compacts_each_table(spark, engine, ware
     assert sorted((r["table"], r["status"]) for r in res) == [("lkdb.one", "compacted"), ("lkdb.two", "compacted")]
     # the backup tables now in lkdb are not tables to compact
     res = engine.run("compact", database="lkdb")
-    assert sorted((r["table"], r["status"]) for r in res) == [("lkdb.one", "skipped"), ("lkdb.two", "skipped")]
+    assert sorted((r["table"], r["status"]) for r in res) == [("lkdb.one", "not_needed"), ("lkdb.two", "not_needed")]
     res = engine.run("cleanup", database="lkdb", older_than="1d")
     assert all(r["status"] == "skipped" and len(r["kept"]) == 1 for r in res)
     res = engine.run("cleanup", database="lkdb", older_than="all")
