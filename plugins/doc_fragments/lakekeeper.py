@@ -83,6 +83,17 @@ options:
         what its run left; a lease whose process on the same host is gone is stale at once.
       - When not set, the config file's value or the engine's default (V(30m)) applies.
     type: str
+  fail_on_refused:
+    description:
+      - A table the engine refuses (leaves alone as it must - MANAGED, transactional, excluded by its owner with the
+        table property C(lakekeeper.exclude), a Hive replication replica, a lakekeeper backup table, a view...) is
+        reported with C(status) V(refused) and its C(code) and C(reason), with a warning; by default it does not fail
+        the task, also when the table was named in O(table) or O(tables).
+      - V(true) gives back the strict behaviour - a refused table fails the task as a failed one does
+        (C(--fail-on-refused)).
+      - What each status means - docs/statuses.md of the collection.
+    type: bool
+    default: false
   progress_file:
     description:
       - A file on the target (the host that runs the driver) that the engine appends progress records to while it
@@ -118,8 +129,9 @@ notes:
     pyspark 4.3.0 (the whole suite), 3.5.8 and 3.3.4 on Python 3.9 (the engine suite, the crash matrix for one
     table shape, and C(spark-submit) with the packed environment); 3.4.4 on demand. An older Spark is refused
     before anything is touched. RV(runtime) reports the versions a run used.
-  - The module fails when the engine exits with a non-zero code or reports a failed or refused table, with the reason
-    per table and what was left in place in RV(msg).
+  - The module fails when the engine exits with a non-zero code or reports a failed table (or a refused one with
+    O(fail_on_refused)), with the reason per table and what was left in place in RV(msg). A refused table is
+    otherwise reported (C(status) V(refused), with a warning) and the task succeeds.
 """
 
     # How the engine is launched: embedded python or spark-submit.
@@ -283,9 +295,9 @@ options:
   max_partitions_listed:
     description:
       - At most this many entries of each table's RV(tables[].partitions) are returned; V(0) returns every one.
-      - Only partitions nothing was done to are left out (C(analyzed), C(skipped)); those compacted, rolled back,
-        planned, failed or refused are always listed, and then refused units, then the partitions to compact
-        with the most files to save. A table whose list was cut says so in RV(tables[].partitions_not_listed).
+      - Only partitions nothing was done to are left out (C(analyzed), C(not_needed), C(skipped)); those compacted,
+        rolled back, planned, failed or refused are always listed, and then refused units, then the partitions to
+        compact with the most files to save. A table whose list was cut says so in RV(tables[].partitions_not_listed).
       - An analyze of a table of 100,000 partitions otherwise returns about 50 MB, which ansible-playbook keeps in
         memory and AWX stores with the job's events.
       - The diff and the O(lakekeeper.hive.lakekeeper_compact#module:refresh_command) of a compaction see every partition,
@@ -341,8 +353,8 @@ options:
         V(AND), V(OR), V(NOT), parentheses, string and number literals, on B(partition columns) only.
       - The engine parses it with its own strict parser and evaluates it on each partition's values - it never
         reaches SQL. Values are compared as numbers when both sides are numbers, else as strings.
-      - A table that is not partitioned, or that lacks a column of the filter, is refused (skipped in a
-        O(database) run); a syntax error fails the run before anything is read.
+      - A table that is not partitioned, or that lacks a column of the filter, is refused (named or in a
+        O(database) run alike; see O(fail_on_refused)); a syntax error fails the run before anything is read.
     type: str
 """
 

@@ -17,12 +17,14 @@ from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.lakekeeper.hive.plugins.plugin_utils._lakekeeper_numbers import to_int as _int
 
+# The statuses every summary counts (0 included), in this order; the words of docs/statuses.md. A refused
+# table is counted as refused, not failed: it fails the run only with fail_on_refused (the module then fails).
 MAIN_STATUSES = {
-    "compact": ["compacted", "skipped", "failed"],
-    "analyze": ["to_compact", "ok", "skipped", "failed"],
-    "rollback": ["rolled_back", "skipped", "failed"],
-    "recover": ["recovered", "skipped", "failed"],
-    "cleanup": ["cleaned", "skipped", "failed"],
+    "compact": ["compacted", "not_needed", "skipped", "refused", "failed"],
+    "analyze": ["to_compact", "not_needed", "refused", "failed"],
+    "rollback": ["rolled_back", "skipped", "refused", "failed"],
+    "recover": ["recovered", "skipped", "refused", "failed"],
+    "cleanup": ["cleaned", "skipped", "refused", "failed"],
 }
 
 
@@ -76,13 +78,15 @@ def _records(action, analysis, results, todo, error, tables):
     result_names = [r.get("table") for r in results]
     for r in results:
         status = r.get("status", "failed")
-        rec = {"table": r.get("table"), "status": "failed" if status == "refused" else status,
+        rec = {"table": r.get("table"), "status": status,
                "reason": _str(r.get("reason", "")),
                "files_before": _sum_parts(r, "files_before"),
                "files_after": _sum_parts(r, "files_after", "target_files"),
                "bytes_before": _sum_parts(r, "bytes_before"),
                "bytes_after": _sum_parts(r, "bytes_after"),
                "backup_table": r.get("backup_table"), "run_id": r.get("run_id") or ""}
+        if r.get("code"):  # why it was refused, skipped or failed (docs/engine-contract.md)
+            rec["code"] = _str(r["code"])
         if action == "cleanup":
             rec.update({"freed_bytes": _int(r.get("freed_bytes", 0)),
                         "backups_removed": [b.get("backup_table") for b in r.get("backups_removed") or []],
@@ -97,10 +101,14 @@ def _records(action, analysis, results, todo, error, tables):
                "backup_table": None, "run_id": ""}
         space = a.get("space", {})
         if a.get("status", "") in ("failed", "refused"):
-            rec["status"] = "failed"
+            rec["status"] = a["status"]
+            if a.get("code"):
+                rec["code"] = a["code"]
+        elif a.get("excluded"):  # analyze reports it; compact refuses it (code excluded)
+            rec.update({"status": "refused", "code": "excluded"})
         elif action == "analyze":
             rec.update({"status": "to_compact" if a.get("needs_compaction", False)
-                        else ("skipped" if a.get("status", "") == "skipped" else "ok"),
+                        else (a["status"] if a.get("status", "") in ("skipped", "not_needed") else "not_needed"),
                         "files_after": _int(a.get("files_after_estimate", a.get("files", 0))),
                         "space_ok": space.get("ok", True) if isinstance(space, Mapping) else True,
                         "backups": a.get("backups", []),
@@ -110,7 +118,7 @@ def _records(action, analysis, results, todo, error, tables):
             # needed compaction, but the run stopped before (pre-flight, pause, ...)
             rec.update({"status": "failed", "reason": "not compacted: " + (error or "the run stopped")})
         else:
-            rec.update({"status": "skipped",
+            rec.update({"status": "not_needed",
                         "reason": _str(a.get("reason", "no compaction needed")) if a.get("status", "") == "skipped"
                         else "no compaction needed"})
         records.append(rec)

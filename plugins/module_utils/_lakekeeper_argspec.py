@@ -76,6 +76,7 @@ def lakekeeper_argspec():
             log_level=dict(type="str", choices=["DEBUG", "INFO", "WARNING", "ERROR"]),
             parallelism=dict(type="int"),
             lease_timeout=dict(type="str"),
+            fail_on_refused=dict(type="bool", default=False),
             progress_file=dict(type="path"),
             metrics_dir=dict(type="path"),
             spark_submit=dict(type="dict", options=spark_submit_suboptions()),

@@ -135,6 +135,8 @@ ENGINE_FLAGS = (
      "switch"),
     ("allow_owner_change", "--allow-owner-change", "allow_owner_change", "switch", ("compact",), "switch"),
     ("allow_replicated", "--allow-replicated", "allow_replicated", "switch", ("compact", "analyze"), "switch"),
+    # a refused table (docs/statuses.md) fails the run (exit code 1) only with this switch
+    ("fail_on_refused", "--fail-on-refused", "fail_on_refused", "switch", ALL, "switch"),
     # one run per table: when a lease is stale; recover only: take over a live one
     ("lease_timeout", "--lease-timeout", "lease_timeout", "str", ALL, "value"),
     # progress records for whoever watches a long (async) run

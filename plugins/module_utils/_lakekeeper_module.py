@@ -494,7 +494,7 @@ def parse(module, engine, command, result, rc, stdout, stderr, result_text, star
     if module._diff:
         result["diff"] = build_diff(doc, dry_run=dry_run)
 
-    if is_failed(doc, rc):
+    if is_failed(doc, rc, bool(module.params.get("fail_on_refused"))):
         module.fail_json(msg=failure_message(command, doc, rc), stdout_lines=tail_lines(stdout, TAIL),
                          stderr_lines=tail_lines(stderr, TAIL), **result)
     return doc
@@ -535,11 +535,16 @@ def refresh(module, doc, launch, result, msg):
 
 
 def warn_locked(module, doc):
-    """A table another run holds (``locked``: nothing was done to it) is not a
-    failure of this run, but it was not maintained: say so once per table."""
+    """A table another run holds (``locked``: nothing was done to it) or that
+    was refused (``refused``: managed, transactional, excluded, replicated, a
+    backup...; docs/statuses.md) is not a failure of this run, but it was not
+    maintained: say so once per table."""
     for table in doc.get("tables") or []:
         if isinstance(table, dict) and table.get("status") == "locked":
             module.warn("%s was left alone: %s" % (table.get("table"), table.get("reason") or "locked"))
+        elif isinstance(table, dict) and table.get("status") == "refused":
+            module.warn("%s was refused (%s): %s" % (table.get("table"), table.get("code") or "refused",
+                                                     table.get("reason") or ""))
 
 
 def run_module(module, engine):

@@ -18,8 +18,11 @@ import re
 
 _APPLICATION_ID_RE = re.compile(r"application_\d+_\d+")
 
-# Table statuses that make a run fail (exit code 1).
-FAILED_STATUSES = ("failed", "refused")
+# Table statuses that make a run fail (exit code 1): failed, and refused with fail_on_refused
+# (docs/statuses.md: refused tables are reported, they do not fail the run by default).
+FAILED_STATUSES = ("failed",)
+# Table statuses a failure message names, with their reasons.
+NAMED_IN_FAILURE = ("failed", "refused")
 
 
 def parse_result(stdout=None, result_file_text=None):
@@ -95,17 +98,18 @@ def did_change(doc):
     return bool(doc.get("changed")) or any(t.get("changed") for t in tables if isinstance(t, dict))
 
 
-def is_failed(doc, rc):
+def is_failed(doc, rc, fail_on_refused=False):
     if rc not in (0, None):
         return True
     if doc.get("failed"):
         return True
-    return any(t.get("status") in FAILED_STATUSES for t in (doc.get("tables") or []) if isinstance(t, dict))
+    failing = FAILED_STATUSES + (("refused",) if fail_on_refused else ())
+    return any(t.get("status") in failing for t in (doc.get("tables") or []) if isinstance(t, dict))
 
 
 # Partition statuses of units nothing was done to: the only entries left out
 # of a long ``partitions`` list (limit_partitions).
-UNCHANGED_PARTITION_STATUSES = ("analyzed", "skipped")
+UNCHANGED_PARTITION_STATUSES = ("analyzed", "not_needed", "skipped")
 
 
 def _listing_rank(part):
@@ -217,7 +221,7 @@ def failure_message(command, doc, rc):
         return head + ": the engine printed no JSON result"
     details = []
     for table in doc.get("tables") or []:
-        if not isinstance(table, dict) or table.get("status") not in FAILED_STATUSES:
+        if not isinstance(table, dict) or table.get("status") not in NAMED_IN_FAILURE:
             continue
         item = "%s: %s" % (table_name(table), table.get("status"))
         if table.get("reason"):

@@ -248,7 +248,10 @@ tables:
       type: str
       returned: always
     status:
-      description: C(analyzed); C(skipped) for a table a database run may not touch; C(failed) or C(refused).
+      description: >-
+        C(analyzed); C(refused) for a table Lakekeeper must leave alone (MANAGED, transactional, replicated, a backup
+        table, ..., with C(code); not a failure unless O(fail_on_refused)), named or in a O(database) run alike;
+        C(failed). The statuses - docs/statuses.md of the collection.
       type: str
       returned: always
     reason:
@@ -293,7 +296,7 @@ tables:
         - The table's own policy - its C(lakekeeper.*) table properties, which override the run's settings for this
           table (for example C(lakekeeper.target_file_size_mb), C(lakekeeper.sort_by), C(lakekeeper.exclude),
           C(lakekeeper.retention.keep_last)); the analysis applies them. An unknown or invalid one makes the table
-          V(refused) (V(skipped) in a O(database) run) with C(code=invalid_policy).
+          V(refused) with C(code=invalid_policy).
       type: dict
       returned: when the table has such properties
       sample: {lakekeeper.target_file_size_mb: "256", lakekeeper.exclude: "false"}
@@ -513,7 +516,9 @@ cmd:
     /usr/bin/python3 /root/.cache/lakekeeper/app-3f9a1c2b4d5e/run_lakekeeper.py analyze --table db.events
     --state-dir /root/.lakekeeper/state --master 'local[*]' --result-file /tmp/ansible-moduletmp-1/lakekeeper-result.json
 rc:
-  description: Exit code of the engine (0 success, 1 a table failed or was refused, 2 bad command line or config, 3 the engine could not start).
+  description: >-
+    Exit code of the engine (0 success, also with refused tables; 1 a table failed, or was refused with
+    O(fail_on_refused); 2 bad command line or config; 3 the engine could not start).
   returned: always
   type: int
   sample: 0

@@ -173,10 +173,22 @@ tables:
       type: str
       returned: always
     status:
-      description: >-
-        C(compacted), C(skipped), C(planned) (dry run), C(analyzed), C(rolled_back), C(cleaned), C(recovered),
-        C(failed), C(refused) or C(locked) (another run holds the table's lease, named in C(reason) and
-        C(lease_holder): nothing was done; not a failure, the module warns).
+      description:
+        - What became of the table, in the words of docs/statuses.md of the collection (the same in every module, the
+          maintenance role's summary and set_stats, the HTML report and the history records).
+        - V(compacted), V(rolled_back), V(cleaned), V(recovered), V(pinned), V(unpinned) - done; V(planned) - a dry
+          run would do it; V(analyzed).
+        - V(not_needed) - nothing to do (no partition needs compaction, a merge batch already merged); before this
+          release such a table was V(skipped).
+        - V(skipped) - left for now for a reason that passes, in C(code) (V(deadline), V(quiet_period),
+          V(open_files), V(nested_layout)); rollback, cleanup and recover also say it of a table they have nothing
+          to do for.
+        - V(locked) - another run holds the table's lease, named in C(reason) and C(lease_holder); nothing was done.
+        - V(refused) - Lakekeeper must leave the table alone (MANAGED, transactional, excluded, replicated, a backup
+          table, ... - C(code) and C(reason) say which); nothing was done.
+        - V(failed) - the run tried and could not finish.
+        - Only V(failed) fails the task (and V(refused) with O(fail_on_refused)); the module warns of V(locked) and
+          V(refused) tables.
       type: str
       returned: always
     reason:
@@ -323,7 +335,9 @@ cmd:
     /usr/bin/python3 /root/.cache/lakekeeper/app-3f9a1c2b4d5e/run_lakekeeper.py cleanup --table db.events
     --state-dir /root/.lakekeeper/state --master 'local[*]' --result-file /tmp/ansible-moduletmp-1/lakekeeper-result.json
 rc:
-  description: Exit code of the engine (0 success, 1 a table failed or was refused, 2 bad command line or config, 3 the engine could not start).
+  description: >-
+    Exit code of the engine (0 success, also with refused tables; 1 a table failed, or was refused with
+    O(fail_on_refused); 2 bad command line or config; 3 the engine could not start).
   returned: always
   type: int
   sample: 0

@@ -151,7 +151,7 @@ options:
         compares the staged rows with an independently computed expected merge (row checksums).
       - The batch is recorded as applied in the table's journal directory (C(.lakekeeper/merged/<identity>.json),
         identity from its path and its files' names, sizes and modification times), per partition - a second run with
-        the same batch changes nothing (status V(skipped), code C(batch_already_applied)); after an interrupted run
+        the same batch changes nothing (status V(not_needed), code C(batch_already_applied)); after an interrupted run
         only the partitions not merged yet receive it. A rollback does not clear the record - delete that file to
         merge the batch again. The batch directory is left where it is.
     type: str
@@ -356,7 +356,7 @@ msg:
   description: One line for a person, the engine's summary (prefixed with C((dry run)) in check mode) or why it failed.
   returned: always
   type: str
-  sample: "compact: 1 compacted, 1 skipped"
+  sample: "compact: 1 compacted, 1 not_needed"
 tables:
   description:
     - The engine's per-table facts, as in its JSON result (docs/engine-contract.md of the collection).
@@ -385,10 +385,22 @@ tables:
       type: str
       returned: always
     status:
-      description: >-
-        C(compacted), C(skipped), C(planned) (dry run), C(analyzed), C(rolled_back), C(cleaned), C(recovered),
-        C(failed), C(refused) or C(locked) (another run holds the table's lease, named in C(reason) and
-        C(lease_holder): nothing was done; not a failure, the module warns).
+      description:
+        - What became of the table, in the words of docs/statuses.md of the collection (the same in every module, the
+          maintenance role's summary and set_stats, the HTML report and the history records).
+        - V(compacted), V(rolled_back), V(cleaned), V(recovered), V(pinned), V(unpinned) - done; V(planned) - a dry
+          run would do it; V(analyzed).
+        - V(not_needed) - nothing to do (no partition needs compaction, a merge batch already merged); before this
+          release such a table was V(skipped).
+        - V(skipped) - left for now for a reason that passes, in C(code) (V(deadline), V(quiet_period),
+          V(open_files), V(nested_layout)); rollback, cleanup and recover also say it of a table they have nothing
+          to do for.
+        - V(locked) - another run holds the table's lease, named in C(reason) and C(lease_holder); nothing was done.
+        - V(refused) - Lakekeeper must leave the table alone (MANAGED, transactional, excluded, replicated, a backup
+          table, ... - C(code) and C(reason) say which); nothing was done.
+        - V(failed) - the run tried and could not finish.
+        - Only V(failed) fails the task (and V(refused) with O(fail_on_refused)); the module warns of V(locked) and
+          V(refused) tables.
       type: str
       returned: always
     code:
@@ -482,6 +494,9 @@ tables:
     partitions:
       description:
         - Per-partition file counts, sizes and statuses; a non-partitioned table has one entry with C(spec) V("").
+        - A partition's C(status) - V(compacted), V(planned), V(failed), V(refused), V(not_needed) (no rule selected
+          it - C(reason) and C(rule) say why) or V(skipped) (left for now, C(code) says why - V(deadline),
+          V(quiet_period), V(open_files), V(nested_layout), V(schema_drift)); docs/statuses.md of the collection.
         - With O(dedupe), a compacted partition also reports C(keys_before) (distinct keys read),
           C(duplicates_dropped) (older versions) and C(deletes_dropped) (keys whose latest version is a delete);
           C(rows_before) = C(rows_after) + C(duplicates_dropped) + C(deletes_dropped).
@@ -624,7 +639,9 @@ cmd:
     /usr/bin/python3 /root/.cache/lakekeeper/app-3f9a1c2b4d5e/run_lakekeeper.py compact --table db.events
     --state-dir /root/.lakekeeper/state --master 'local[*]' --result-file /tmp/ansible-moduletmp-1/lakekeeper-result.json
 rc:
-  description: Exit code of the engine (0 success, 1 a table failed or was refused, 2 bad command line or config, 3 the engine could not start).
+  description: >-
+    Exit code of the engine (0 success, also with refused tables; 1 a table failed, or was refused with
+    O(fail_on_refused); 2 bad command line or config; 3 the engine could not start).
   returned: always
   type: int
   sample: 0

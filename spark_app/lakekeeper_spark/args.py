@@ -57,6 +57,9 @@ HELP: dict[str, tuple[str | None, str | None]] = {
                                  "warning, instead of refusing them (ownership)"),
     "allow_replicated": (None, "compact/analyze: treat tables with Hive replication properties (repl.*: a replica "
                                "that REPL LOAD keeps) like any other, instead of refusing them (replicated)"),
+    "fail_on_refused": (None, "a table refused (left alone: managed, transactional, excluded, replicated, a "
+                              "backup...) fails the run (exit code 1) as a failed one does; by default it is "
+                              "reported refused with its reason and the run succeeds (docs/statuses.md)"),
     "lease_timeout": (None, "compact/rollback/cleanup/recover: a table's lease without heartbeat for this long is "
                             "stale and is taken over (default 30m; a holder on this host whose process is gone: "
                             "at once)"),

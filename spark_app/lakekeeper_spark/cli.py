@@ -23,6 +23,7 @@ from .args import parse_args
 from .report.errors import LakekeeperError, UsageError, innermost_cause, java_message, root_cause
 from .protocol.faults import parking_enabled, run_parking
 from .report.history import RECORDED_COMMANDS
+from .report.results import run_failed
 from .storage.layout import backup_table_pattern, new_run_id
 from .storage.legacy import legacy_backup_pattern
 from .report.progress import Progress
@@ -113,8 +114,6 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None,
                 if exc.code == "lease_lost" or _lost_meanwhile(tctx, res):
                     # stop at once: the table's holder now finishes the journal
                     res["changed"] = bool(res.get("changed")) or bool(fence is not None and fence.changed)
-                elif database_mode and exc.status == "refused":
-                    res["status"] = "skipped"  # a database run passes over what it may not touch
                 elif exc.status not in ("refused", "locked") and exc.code != "not_found":
                     _recover_after_error(tctx, command, name, res)
             except Exception as exc:  # noqa: BLE001 - one table's failure must not stop the others
@@ -347,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise _Done() from exc
             results = _run_tables(ctx, args.command, tables, args.database, progress)
             _stop_quietly(spark)
-        failed = any(r["status"] in ("failed", "refused") for r in results)
+        failed = run_failed(results, settings.fail_on_refused)  # refused: reported, fails only on request
         doc.update(
             tables=results,
             changed=any(r.get("changed") for r in results),

@@ -27,6 +27,7 @@ ENGINE_FLAGS = (
     ("allow_by_name_projection", "--allow-by-name-projection", "allow_by_name_projection", "switch", ("compact",), "switch"),
     ("allow_owner_change", "--allow-owner-change", "allow_owner_change", "switch", ("compact",), "switch"),
     ("allow_replicated", "--allow-replicated", "allow_replicated", "switch", ("compact", "analyze"), "switch"),
+    ("fail_on_refused", "--fail-on-refused", "fail_on_refused", "switch", COMMANDS, "switch"),
     ("lease_timeout", "--lease-timeout", "lease_timeout", "str", COMMANDS, "value"),
     ("progress_file", "--progress-file", "progress_file", "str", COMMANDS, "value"),
     ("break_lease", "--break-lease", "break_lease", "switch", ("recover",), "switch"),

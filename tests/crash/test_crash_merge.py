@@ -103,8 +103,8 @@ def test_a_rerun_merges_only_the_partitions_not_merged_yet(merge_world):
     assert res["status"] == "compacted" and not res["recovered"], res
     assert res["merge"]["already_applied"] == ["dt=a"], res["merge"]
     by = {p["spec"]: p for p in res["partitions"]}
-    assert by["dt=a"]["status"] == "skipped" and "already merged" in by["dt=a"]["reason"], by["dt=a"]
-    assert by["dt=b"]["status"] == "skipped", by["dt=b"]
+    assert by["dt=a"]["status"] == "not_needed" and "already merged" in by["dt=a"]["reason"], by["dt=a"]
+    assert by["dt=b"]["status"] == "not_needed", by["dt=b"]
     c = by["dt=c"]
     assert c["status"] == "compacted" and c["merge"] == BATCH_PARTS["dt=c"], c
     assert (c["rows_before"], c["rows_after"]) == (300 + 38, ROWS_AFTER["dt=c"]), c
@@ -117,8 +117,8 @@ def test_a_plain_rerun_recovers_and_applies_nothing_twice(merge_world):
     w = merge_world
     full, _case_ = _case(w, "merge_recording")
     res = w.stages["rerun_merge_recording"]["results"][full]
-    assert res["status"] == "skipped" and res["code"] == "batch_already_applied", res
+    assert res["status"] == "not_needed" and res["code"] == "batch_already_applied", res
     assert _recorded(res["recovered"]) == [["dt=a", "dt=c"]], res["recovered"]
     assert sorted(res["merge"]["already_applied"]) == ["dt=a", "dt=c"] and not res["merge"]["partitions"], res
-    assert all(p["status"] == "skipped" for p in res["partitions"]), res["partitions"]
+    assert all(p["status"] == "not_needed" for p in res["partitions"]), res["partitions"]
     assert not res.get("backup_table"), res

@@ -5,7 +5,7 @@
 
 """Create the E2E test tables in an embedded Derby Metastore.
 
-    python create_tables.py STATE_DIR DATA_DIR [DATABASE | fleet:DATABASE ...]
+    python create_tables.py STATE_DIR DATA_DIR [DATABASE | fleet:DATABASE | mixed:DATABASE ...]
     python create_tables.py STATE_DIR DATA_DIR --read DB.TABLE ...
 
 Uses the layout of the engine's embedded mode (docs/engine-contract.md,
@@ -21,7 +21,8 @@ and the same two tables in each further DATABASE, under DATA_DIR/DATABASE
 (one JVM sets up the worlds of several scenarios). ``fleet:DATABASE`` makes
 the tables of the fleet scenario instead (``create_fleet``: a replica, a
 compacted dedupe table with superseded versions, a table and a batch to
-merge into it). ``--read`` prints the rows of tables (id, v, ver, op and
+merge into it), ``mixed:DATABASE`` those of a mixed fleet (``create_mixed``:
+tables Lakekeeper must leave alone beside one that needs nothing). ``--read`` prints the rows of tables (id, v, ver, op and
 the partition column, sorted), as a reader sees them.
 
 Embedded Derby allows one JVM at a time: nothing else may use STATE_DIR while
@@ -104,6 +105,35 @@ def create_fleet(spark, database, data):
     return out
 
 
+def create_mixed(spark, database, data):
+    """A mixed fleet (docs/statuses.md), as Hive, Spark and a replication tool leave its tables:
+
+    * ``single``: EXTERNAL, one file (nothing to compact: not_needed);
+    * ``excluded``: EXTERNAL, 20 small files, its owner's ``lakekeeper.exclude=true`` (refused, excluded);
+    * ``replica``: EXTERNAL, 20 small files, ``repl.last.id`` as REPL LOAD leaves it (refused, replicated);
+    * ``managed``: MANAGED (Spark's and Hive's CREATE TABLE), two inserts (refused, managed_table);
+    * ``acid``: MANAGED transactional (Hive ACID: bucketed ORC, ``transactional=true``; refused,
+      transactional_table).
+    """
+    spark.sql("CREATE DATABASE IF NOT EXISTS %s" % database)
+    out = {}
+    for name, files, props in (("single", 1, ""), ("excluded", 20, "TBLPROPERTIES ('lakekeeper.exclude'='true')"),
+                               ("replica", 20, "TBLPROPERTIES ('repl.last.id'='4711')")):
+        loc = os.path.join(data, name)
+        spark.range(0, 500).selectExpr("id", "CONCAT('m', CAST(id AS STRING)) AS v").repartition(files) \
+            .write.mode("overwrite").parquet("file://" + loc)
+        spark.sql("CREATE EXTERNAL TABLE %s.%s (id BIGINT, v STRING) STORED AS PARQUET LOCATION 'file://%s' %s"
+                  % (database, name, loc, props))
+        out[name] = {"location": loc, "rows": 500}
+    spark.sql("CREATE TABLE %s.managed (id BIGINT) STORED AS PARQUET" % database)
+    spark.sql("INSERT INTO %s.managed VALUES (1), (2)" % database)
+    spark.sql("INSERT INTO %s.managed VALUES (3)" % database)
+    spark.sql("CREATE TABLE %s.acid (id INT) CLUSTERED BY (id) INTO 2 BUCKETS STORED AS ORC "
+              "TBLPROPERTIES ('transactional'='true')" % database)
+    out["managed"] = {"rows": spark.table("%s.managed" % database).count()}
+    return out
+
+
 def read(spark, tables):
     """{table: sorted rows} of tables as a reader sees them (the partition column last)."""
     out = {}
@@ -140,7 +170,8 @@ def main(state_dir, data_dir, more=()):
             summary = read(spark, more[1:])
         else:
             summary = create(spark, "e2e", data)
-            summary["more"] = {db.split(":")[-1]: (create_fleet if db.startswith("fleet:") else create)(
+            makers = {"fleet": create_fleet, "mixed": create_mixed}
+            summary["more"] = {db.split(":")[-1]: makers.get(db.split(":")[0] if ":" in db else "", create)(
                 spark, db.split(":")[-1], os.path.join(data, db.split(":")[-1])) for db in more}
     finally:
         spark.stop()

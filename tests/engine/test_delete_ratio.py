@@ -45,7 +45,7 @@ def test_delete_ratio_trigger_rewrites_a_compacted_partition_with_updates(spark,
 
     # dedupe configured, no trigger: nothing selects either partition, nothing is measured
     res = engine.one("compact", t, **SIZES)
-    assert res["status"] == "skipped" and not res["changed"], res
+    assert res["status"] == "not_needed" and not res["changed"], res
     assert all("delete_ratio" not in p and "average file size" in p["reason"] for p in res["partitions"]), res
     assert {dt: files.snapshot(f"{loc}/dt={dt}") for dt in ("a", "b")} == before
 
@@ -72,7 +72,7 @@ def test_delete_ratio_trigger_rewrites_a_compacted_partition_with_updates(spark,
     a = by["dt=a"]
     assert (a["status"], a["rule"], a["delete_ratio"]) == ("compacted", "delete_ratio", round(32 / 2031, 6)), a
     assert (a["rows_before"], a["rows_after"], a["duplicates_dropped"], a["deletes_dropped"]) == (2031, 1999, 31, 1), a
-    assert (by["dt=b"]["status"], by["dt=b"]["delete_ratio"]) == ("skipped", round(5 / 2005, 6)), by["dt=b"]
+    assert (by["dt=b"]["status"], by["dt=b"]["delete_ratio"]) == ("not_needed", round(5 / 2005, 6)), by["dt=b"]
     assert files.snapshot(f"{loc}/dt=b") == before["b"]  # below the trigger: byte for byte
 
     spark.sql(f"REFRESH TABLE {t}")
@@ -83,6 +83,6 @@ def test_delete_ratio_trigger_rewrites_a_compacted_partition_with_updates(spark,
     assert got == expected
     assert same_rows(rows_b, spark.table(t).where("dt = 'b'"))
 
-    again = engine.one("compact", t, **SIZES)  # nothing left to remove: measured 0, skipped
+    again = engine.one("compact", t, **SIZES)  # nothing left to remove: measured 0, not_needed
     assert not again["changed"] and {p["spec"]: p["delete_ratio"] for p in again["partitions"]} == {
         "dt=a": 0.0, "dt=b": round(5 / 2005, 6)}, again

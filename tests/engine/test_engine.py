@@ -93,7 +93,7 @@ def test_non_partitioned_parquet_full_cycle(spark, engine, files, warehouse):
     assert p["statistics"] == stats
 
     again = engine.one("compact", t, sort_by=["name"])
-    assert again["status"] == "skipped" and not again["changed"]
+    assert again["status"] == "not_needed" and not again["changed"]
 
     res = engine.one("rollback", t)
     assert res["status"] == "rolled_back" and res["changed"]
@@ -137,7 +137,7 @@ def test_two_level_partitions_with_one_outside_the_root(spark, engine, files, wa
     assert res["status"] == "compacted", res
     by_spec = {p["spec"]: p for p in res["partitions"]}
     assert by_spec["y=2024/m=01"]["status"] == "compacted" and by_spec["y=2024/m=01"]["files_after"] == 1
-    assert by_spec["y=2024/m=02"]["status"] == "skipped" and by_spec["y=2024/m=02"]["reason"] == "a single file"
+    assert by_spec["y=2024/m=02"]["status"] == "not_needed" and by_spec["y=2024/m=02"]["reason"] == "a single file"
     assert by_spec["y=2024/m=03"]["status"] == "compacted"
     assert partition_locations(spark, t) == before_locs
     assert files.snapshot(f"{loc}/y=2024/m=02") == snaps["02"]  # untouched partition, untouched files
@@ -246,9 +246,9 @@ def test_refusals_touch_nothing(spark, engine, files, warehouse):
         assert not r["changed"]
     assert files.snapshot(managed_loc) == before
     assert all(backup_tables(spark, name.split(".")[1]) == [] for name in expected)
-    # A database run passes over what it may not touch instead of failing.
+    # A database run reports what it may not touch as refused too (docs/statuses.md: not a failure of the run).
     db = {r["table"]: r for r in engine.run("analyze", database="lk")}
-    assert db["lk.r_managed"]["status"] == "skipped" and db["lk.r_view"]["status"] == "skipped"
+    assert db["lk.r_managed"]["status"] == "refused" and db["lk.r_view"]["status"] == "refused"
     for name in ("r_managed", "r_bucketed", "r_acid", "r_seq"):
         spark.sql(f"DROP TABLE lk.{name}")
     spark.sql("DROP VIEW lk.r_view")
@@ -391,15 +391,15 @@ def test_empty_missing_and_leftover_directories(spark, engine, files, warehouse)
     res = engine.one("compact", t)
     by = {p["spec"]: p for p in res["partitions"]}
     assert by["dt=a"]["status"] == "compacted" and by["dt=c"]["status"] == "compacted"
-    assert by["dt=b"]["status"] == "skipped" and by["dt=b"]["reason"] == "directory does not exist"
-    assert by["dt=empty"]["status"] == "skipped" and by["dt=empty"]["reason"] == "no data files"
+    assert by["dt=b"]["status"] == "not_needed" and by["dt=b"]["reason"] == "directory does not exist"
+    assert by["dt=empty"]["status"] == "not_needed" and by["dt=empty"]["reason"] == "no data files"
     assert [x["kind"] for x in res["leftovers"]] == ["lk_staging"]
     assert files.read_bytes(f"{leftover}/part-0.parquet") == b"junk from a crashed run"  # never touched
 
     spark.sql("DROP TABLE IF EXISTS lk.empty_t")
     spark.sql(f"CREATE EXTERNAL TABLE lk.empty_t (id INT) STORED AS PARQUET LOCATION '{warehouse}/empty_t'")
     res = engine.one("compact", "lk.empty_t")
-    assert res["status"] == "skipped" and res["reason"] == "no data files" and not res["changed"]
+    assert res["status"] == "not_needed" and res["reason"] == "no data files" and not res["changed"]
 
 
 def test_verification_mismatch_fails_and_keeps_the_original(spark, engine, files, warehouse, monkeypatch):
@@ -567,7 +567,7 @@ def test_database_mode_skips_backups_and_compacts_each_table(spark, engine, ware
     assert sorted((r["table"], r["status"]) for r in res) == [("lkdb.one", "compacted"), ("lkdb.two", "compacted")]
     # the backup tables now in lkdb are not tables to compact
     res = engine.run("compact", database="lkdb")
-    assert sorted((r["table"], r["status"]) for r in res) == [("lkdb.one", "skipped"), ("lkdb.two", "skipped")]
+    assert sorted((r["table"], r["status"]) for r in res) == [("lkdb.one", "not_needed"), ("lkdb.two", "not_needed")]
     res = engine.run("cleanup", database="lkdb", older_than="1d")
     assert all(r["status"] == "skipped" and len(r["kept"]) == 1 for r in res)
     res = engine.run("cleanup", database="lkdb", older_than="all")
@@ -660,14 +660,14 @@ def test_dedupe_keeps_the_latest_version_per_partition(spark, engine, files, war
     assert again["changed"] is False, again["partitions"]
 
     # Two different rows of one key with the same latest version: ambiguous, refused for that partition
-    # (the others are already compacted and skipped).
+    # (the others are already compacted: not_needed).
     tie = [(1, "x", 7, "U"), (1, "y", 7, "U"), (2, "z", 1, "I")]
     _versions(spark, t, "tie", tie, 3)
     tie_files = files.snapshot(f"{loc}/dt=tie")
     res = engine.one("compact", t, **opts)
     by = {p["spec"]: p for p in res["partitions"]}
     assert res["status"] == "failed" and by["dt=tie"]["code"] == "dedupe_tie", res
-    assert "original data untouched" in by["dt=tie"]["reason"] and by["dt=a"]["status"] == "skipped"
+    assert "original data untouched" in by["dt=tie"]["reason"] and by["dt=a"]["status"] == "not_needed"
     assert files.snapshot(f"{loc}/dt=tie") == tie_files
 
     res = engine.one("rollback", t)  # the first run's backup: duplicates and delete markers come back
@@ -747,7 +747,7 @@ def test_modes_and_where_smart_compaction(spark, engine, files, warehouse):
     assert "12 fragment files rewritten into 1, 1 copied unchanged" in minor["reason"]
     assert major["status"] == "compacted" and major["rule"] == "major" and major["files_after"] == 1
     assert major["rows_before"] == major["rows_after"] == 450
-    assert skipped["status"] == "skipped" and skipped["reason"].startswith("smart: major: 0 undersized")
+    assert skipped["status"] == "not_needed" and skipped["reason"].startswith("smart: major: 0 undersized")
     assert "minor: 2 fragment file(s), fewer than min_input_files 12" in skipped["reason"]
     # the large file of the minor partition is the same file, byte for byte
     now = files.snapshot(dirs["dt=2024-09-01/region=eu"])

@@ -62,8 +62,8 @@ def test_backups_are_known_by_their_property_whatever_the_prefix(spark, engine, 
 
     by_table = {r["table"]: r for r in engine.run("compact", database="lk_pfx")}
     assert sorted(by_table) == sorted([t, bkp]), by_table
-    assert by_table[bkp]["status"] == "skipped" and by_table[bkp]["code"] == "backup_table", by_table
-    assert by_table[t]["status"] == "skipped", by_table[t]  # compacted already
+    assert by_table[bkp]["status"] == "refused" and by_table[bkp]["code"] == "backup_table", by_table
+    assert by_table[t]["status"] == "not_needed", by_table[t]  # compacted already
 
     res = engine.one("rollback", t)  # the default prefix now
     assert res["status"] == "rolled_back" and res["changed"], res

@@ -24,13 +24,13 @@ def test_history_of_compact_rollback_compact_cleanup(spark, engine, files, wareh
     c1 = engine.one("compact", t)
     assert c1["status"] == "compacted" and c1["history_record"].startswith(f"{jdir}/history/"), c1
     assert files.exists(c1["history_record"])
-    assert engine.one("compact", t, dry_run=True)["status"] == "skipped"  # dry run, nothing to do: no record
+    assert engine.one("compact", t, dry_run=True)["status"] == "not_needed"  # dry run, nothing to do: no record
     rb = engine.one("rollback", t)
     assert rb["status"] == "rolled_back" and rb["backup_table"] == c1["backup_table"], rb
     c2 = engine.one("compact", t)
     assert c2["status"] == "compacted", c2
     idle = engine.one("compact", t)
-    assert idle["status"] == "skipped" and "history_record" not in idle, idle  # nothing to do: no record
+    assert idle["status"] == "not_needed" and "history_record" not in idle, idle  # nothing to do: no record
     cl = engine.one("cleanup", t, older_than="all")
     assert cl["status"] == "cleaned" and [b["backup_table"] for b in cl["backups_removed"]] == [c2["backup_table"]]
     assert cl["backups_removed"][0]["rule"] == "all", cl

@@ -109,8 +109,10 @@ def test_a_cleanup_record_says_which_backups_went_and_why():
 @pytest.mark.parametrize("command,res,dry_run,expected", [
     ("compact", {"status": "compacted", "run_id": RUN1}, False, True),
     ("compact", {"status": "compacted", "run_id": RUN1}, True, False),  # a dry run writes nothing
-    ("compact", {"status": "skipped", "run_id": RUN1, "changed": False}, False, False),
-    ("compact", {"status": "skipped", "run_id": RUN1, "changed": True}, False, True),  # its recovery changed it
+    ("compact", {"status": "not_needed", "run_id": RUN1, "changed": False}, False, False),  # nothing to do
+    ("compact", {"status": "not_needed", "run_id": RUN1, "changed": True}, False, True),  # its recovery changed it
+    ("compact", {"status": "skipped", "code": "deadline", "run_id": RUN1, "changed": False}, False, False),
+    ("compact", {"status": "skipped", "code": "quiet_period", "run_id": RUN1, "changed": True}, False, True),
     ("compact", {"status": "refused", "code": "excluded", "run_id": RUN1}, False, True),
     ("compact", {"status": "failed", "code": "error", "run_id": RUN1}, False, True),
     ("compact", {"status": "locked", "code": "locked", "run_id": RUN1}, False, False),
@@ -136,6 +138,8 @@ def test_records_list_a_bounded_number_of_units():
 
 def test_outcomes():
     assert H.outcome_of({"status": "skipped", "changed": True}) == "recovered"
+    assert H.outcome_of({"status": "not_needed", "changed": True}) == "recovered"
+    assert not set(H.OUTCOMES) & set(H.NOT_RECORDED)
     assert H.outcome_of({"status": "refused"}) == "refused"
     assert H.backup_run_id("db.__bkp_t_20261121_015000_aaaaaa") == RUN1 and H.backup_run_id("db.x") is None
 

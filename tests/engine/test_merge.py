@@ -77,7 +77,7 @@ def test_merge_a_batch_then_again_then_roll_it_back(spark, engine, files, wareho
     dry = engine.one("compact", t, merge_from=batch, dry_run=True, **DEDUPE)
     assert dry["status"] == "planned" and not dry["changed"], dry
     by = {p["spec"]: p for p in dry["partitions"]}
-    assert (by["dt=a"]["status"], by["dt=b"]["status"], by["dt=c"]["status"]) == ("planned", "planned", "skipped"), dry
+    assert (by["dt=a"]["status"], by["dt=b"]["status"], by["dt=c"]["status"]) == ("planned", "planned", "not_needed"), dry
     assert by["dt=a"]["merge"] == {"rows": 31, "inserted": 10, "updated": 20, "deleted": 0, "absent_deletes": 0}, by
     assert by["dt=b"]["merge"] == {"rows": 4, "inserted": 0, "updated": 1, "deleted": 3, "absent_deletes": 0}, by
     assert "no rows for this partition" in by["dt=c"]["reason"], by
@@ -90,7 +90,7 @@ def test_merge_a_batch_then_again_then_roll_it_back(spark, engine, files, wareho
     assert by["dt=a"]["status"] == "compacted" and by["dt=a"]["verified"] == "content", by
     assert (by["dt=a"]["rows_before"], by["dt=a"]["rows_after"]) == (300 + 31, 310), by["dt=a"]
     assert (by["dt=b"]["rows_before"], by["dt=b"]["rows_after"], by["dt=b"]["deletes_dropped"]) == (304, 297, 3), by
-    assert by["dt=c"]["status"] == "skipped" and files.snapshot(f"{loc}/dt=c") == original["c"]
+    assert by["dt=c"]["status"] == "not_needed" and files.snapshot(f"{loc}/dt=c") == original["c"]
     got = _rows(spark, t)
     assert got == _expected(base, BATCH)
     assert (5, "a5-3", 3, "U") in got["a"] and (5000, "a5000-new", 1, "I") in got["a"]
@@ -98,7 +98,7 @@ def test_merge_a_batch_then_again_then_roll_it_back(spark, engine, files, wareho
     merged = {dt: files.snapshot(f"{loc}/dt={dt}") for dt in "abc"}
 
     again = engine.one("compact", t, merge_from=batch, **DEDUPE)
-    assert again["status"] == "skipped" and again["code"] == "batch_already_applied" and not again["changed"], again
+    assert again["status"] == "not_needed" and again["code"] == "batch_already_applied" and not again["changed"], again
     assert "batch already applied" in again["reason"], again
     assert {dt: files.snapshot(f"{loc}/dt={dt}") for dt in "abc"} == merged
 
@@ -153,7 +153,7 @@ def test_merge_interrupted_after_the_first_swap(spark, engine, files, warehouse,
     res = engine.one("compact", t, merge_from=batch, **DEDUPE)
     by = {p["spec"]: p for p in res["partitions"]}
     assert res["status"] == "compacted" and res["merge"]["already_applied"] == ["dt=a"], res
-    assert (by["dt=a"]["status"], by["dt=b"]["status"]) == ("skipped", "compacted"), by
+    assert (by["dt=a"]["status"], by["dt=b"]["status"]) == ("not_needed", "compacted"), by
     assert "already merged" in by["dt=a"]["reason"]
     assert files.snapshot(f"{loc}/dt=a") == merged_a
     assert _rows(spark, t) == expected
@@ -244,7 +244,7 @@ def test_merge_into_an_orc_table_from_a_batch_table_and_text_refused(spark, engi
     latest.update({r[0]: r for r in rows})
     assert sorted(tuple(r) for r in spark.table(t).collect()) == sorted(r for r in latest.values() if r[3] != "D")
     again = engine.one("compact", t, merge_from=b, **DEDUPE)
-    assert again["status"] == "skipped" and again["code"] == "batch_already_applied", again
+    assert again["status"] == "not_needed" and again["code"] == "batch_already_applied", again
     assert engine.one("rollback", t, rollback_run=res["run_id"])["status"] == "rolled_back"
     assert files.snapshot(loc) == original
 

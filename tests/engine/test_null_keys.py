@@ -123,7 +123,7 @@ def test_merge_never_matches_null_keys(spark, engine, files, warehouse):
     assert res["status"] == "compacted", res
     assert by["dt=a"]["merge"] == {"rows": 3, "inserted": 1, "updated": 1, "deleted": 0, "absent_deletes": 1}, by
     assert by["dt=b"]["merge"] == {"rows": 1, "inserted": 1, "updated": 0, "deleted": 0, "absent_deletes": 0}, by
-    assert by["dt=c"]["status"] == "skipped" and files.snapshot(f"{loc}/dt=c") == untouched_c
+    assert by["dt=c"]["status"] == "not_needed" and files.snapshot(f"{loc}/dt=c") == untouched_c
     want = {dt: _expected(want[dt] + [r[:4] for r in second if r[4] == dt], 1, 2, 3) for dt in "abc"}
     got = {dt: _rows(spark, t, dt, cols) for dt in "abc"}
     assert got == want

@@ -76,13 +76,13 @@ def test_a_database_run_honours_each_tables_policy(spark, engine, files, warehou
                                                 "lakekeeper.target_file_size_mb": "1"}
     assert report["lkpol.excluded"]["excluded"] is True and not report["lkpol.excluded"]["needs_compaction"]
     assert "policy" not in report["lkpol.plain"] and report["lkpol.plain"]["needs_compaction"]
-    assert report["lkpol.typo"]["status"] == "skipped" and report["lkpol.typo"]["code"] == "invalid_policy"
+    assert report["lkpol.typo"]["status"] == "refused" and report["lkpol.typo"]["code"] == "invalid_policy"
 
     res = {r["table"]: r for r in engine.run("compact", database="lkpol")}
     assert res["lkpol.plain"]["status"] == "compacted" and "policy" not in res["lkpol.plain"]
     assert res["lkpol.tagged"]["status"] == "compacted" and res["lkpol.tagged"]["policy"]["lakekeeper.sort_by"] == "k DESC"
-    assert (res["lkpol.excluded"]["status"], res["lkpol.excluded"]["code"]) == ("skipped", "excluded")
-    assert (res["lkpol.typo"]["status"], res["lkpol.typo"]["code"]) == ("skipped", "invalid_policy")
+    assert (res["lkpol.excluded"]["status"], res["lkpol.excluded"]["code"]) == ("refused", "excluded")
+    assert (res["lkpol.typo"]["status"], res["lkpol.typo"]["code"]) == ("refused", "invalid_policy")
     assert "lakekeeper.taget_file_size_mb" in res["lkpol.typo"]["reason"]
     assert files.snapshot(excluded_loc) == untouched
     # the table's 1 MB target against the run's 128 MB: several files, each sorted by k, largest first; the other: one

@@ -22,7 +22,7 @@ way an AWX survey passes them.
   a dry run; then on database fl (``fleet``): compact.yml with a window
   already over (nothing started), with the delete-ratio trigger of
   ``lakekeeper_dedupe`` over a database holding a replica (passed over), a
-  batch merged into one table and the same batch again (skipped), the rows
+  batch merged into one table and the same batch again (not_needed), the rows
   read back, and analyze.yml with the replica allowed and the run history in
   the report's timeline.
 * ``test_example_inventory``: what the role makes of
@@ -394,7 +394,8 @@ def test_playbooks_embedded(collections_dir, collection_path, kdc, tmp_path):
                            ["lakekeeper_database=e2e", "lakekeeper_rollback_mode=recover", "lakekeeper_dry_run=true"])
         assert run.rc == 0, run
         s = run.summary("edge")
-        assert s["action"] == "recover" and s["dry_run"] and s["counts"] == {"recovered": 0, "skipped": 2, "failed": 0}, s
+        assert s["action"] == "recover" and s["dry_run"], s
+        assert s["counts"] == {"recovered": 0, "skipped": 2, "refused": 0, "failed": 0}, s
         assert s["ingestion"]["would_pause"] == ["ingest"] and s["ingestion"]["paused"] == {}, s
         assert not state_file.exists() and len(ticks.read_text().split()) > ticks_before + 10
         assert run.recap["edge"]["changed"] == 0, run
@@ -488,7 +489,7 @@ def fleet(inventory, collections_dir, tmp_path, state_dir, data, made):
     s = run.summary("edge")
     records = {t["table"]: t for t in s["tables"]}
     assert records["fl.orders"]["status"] == "skipped" and "deadline" in records["fl.orders"]["reason"], records
-    assert records["fl.replica"]["status"] == "skipped" and "repl.last.id" in records["fl.replica"]["reason"], records
+    assert records["fl.replica"]["status"] == "refused" and "repl.last.id" in records["fl.replica"]["reason"], records
     assert run.stats["lakekeeper_tables_compacted"] == 0, run
     assert {t: parts(t) for t in ("orders", "versions")} == before
 
@@ -500,8 +501,8 @@ def fleet(inventory, collections_dir, tmp_path, state_dir, data, made):
     s = run.summary("edge")
     records = {t["table"]: t for t in s["tables"]}
     assert sorted(run.stats["lakekeeper_compacted_tables"]) == ["edge:fl.orders", "edge:fl.versions"], run
-    # the replica is passed over (a database run skips what it may not touch), its files untouched
-    assert records["fl.replica"]["status"] == "skipped" and "repl.last.id" in records["fl.replica"]["reason"], records
+    # the replica is passed over (refused, in a database run too: not a failure), its files untouched
+    assert records["fl.replica"]["status"] == "refused" and "repl.last.id" in records["fl.replica"]["reason"], records
     assert data_files(str(data / "replica")) == replica_files
     # versions: dt=a (4.8 % superseded, one file: no size rule selects it) rewritten by the trigger, dt=b left alone
     after = parts("versions")
@@ -524,7 +525,7 @@ def fleet(inventory, collections_dir, tmp_path, state_dir, data, made):
     run = run_playbook(os.path.join(PLAYBOOKS, "compact.yml"), inventory, collections_dir, tmp_path, batch)
     assert run.rc == 0, run
     (record,) = run.summary("edge")["tables"]
-    assert record["status"] == "skipped" and "batch already applied" in record["reason"], record
+    assert record["status"] == "not_needed" and "batch already applied" in record["reason"], record
     assert parts("orders") == merged
 
     # -- what a reader sees: the batch applied once, the superseded versions gone, the replica whole
@@ -771,7 +772,7 @@ def test_playbooks_on_the_testbed(collections_dir, testbed, tmp_path):
         s = run.summary("edge")
         # the replica in the database is passed over, untouched
         (replica,) = [t for t in s["tables"] if t["table"] == "pb.replica"]
-        assert replica["status"] == "skipped" and "repl.last.id" in replica["reason"], replica
+        assert replica["status"] == "refused" and "repl.last.id" in replica["reason"], replica
         progress = re.findall(r"\[\d\d:\d\d:\d\d, \+[^]]+\] (.+?)\"?,?$", run.output, re.M)
         assert progress and progress[0].startswith("compact started (run "), run
         assert any(sorted(p[len("compact: 2 table(s): "):].split(", ")) == ["pb.items", "pb.orders"]

@@ -134,3 +134,27 @@ def test_partitions_to_compact_all_left_out_are_counted(playbook, tmp_path):
     parts = html[html.index('id="partitions"'):html.index('id="histogram"')]
     assert "3 more partition(s) to compact not shown." in parts and "No partition needs compaction" not in parts, parts
     assert "<table>" not in parts, parts
+
+
+def test_refused_tables_are_listed_apart_from_failed_ones(playbook, tmp_path):
+    """docs/statuses.md: a refused table (left alone by design) is not a
+    failed one - counted and listed apart, with its code; an excluded table
+    is analyzed but marked refused; a refused run is not drawn as a failure."""
+    refused_run = _record("20261125T013000-aaaaaa", "compact", "refused", "2026-11-25T01:30:01.000Z",
+                          code="excluded", reason="shop.events has the table property lakekeeper.exclude=true")
+    html = _report_of(playbook, tmp_path, [
+        dict(TABLES[0], history=[refused_run], excluded=True),
+        dict(TABLES[1]),
+        {"table": "shop.raw", "status": "refused", "code": "managed_table", "reason": "shop.raw is a MANAGED table"},
+        {"table": "shop.gone", "status": "failed", "code": "not_found", "reason": "table shop.gone does not exist"}])
+    assert '<b id="tables-refused">2</b>' in html and '<b id="tables-failed">1</b>' in html
+    refused = re.search(r'<p class="note" id="refused">(.*?)</p>', html, re.S).group(1)
+    failed = re.search(r'<p class="note" id="failed">(.*?)</p>', html, re.S).group(1)
+    assert refused == "Refused (left alone, not a failure): shop.raw (refused, managed_table: shop.raw is a MANAGED " \
+                      "table)", refused
+    assert failed == "Failed: shop.gone (failed, not_found: table shop.gone does not exist)", failed
+    ranked = html[html.index('id="tables"'):html.index('id="partitions"')]
+    assert "<td>refused (excluded)</td>" in ranked and "<td>no (not_needed)</td>" in ranked, ranked
+    assert "Not analyzed" not in html
+    svg = html[html.index('<h2 id="history">'):]
+    assert 'fill="#7b8794"><title>compact 20261125T013000-aaaaaa: refused' in svg and "#e12d39" not in svg

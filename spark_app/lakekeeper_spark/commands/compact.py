@@ -100,6 +100,8 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
                                     f"{first.decision.reason}")
     skipped = [_not_compacted(u) for u in p.units if u not in todo]
     refused = [r for r in skipped if r["status"] == "refused"]
+    # units left for a reason that passes (quiet period, open files...): the table is skipped, not "not needed"
+    passed_over = [r for r in skipped if r["status"] == "skipped"]
     known = set(Journal.run_ids(ctx.fs, p.journal_dir)) | {ctx.run_id}
     base = dict(run_id=ctx.run_id, location=info.location, format=info.format, recovered=recovered,
                 leftovers=leftovers(ctx, p, known))
@@ -111,27 +113,33 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     if ctx.settings.where:
         base["where"] = ctx.settings.where
     if merge is not None and not merge.routing.todo:  # every partition of this batch was merged before
-        return table_result(full_name, "skipped", f"batch already applied: {merge.source} was merged into "
-                                                  f"{len(merge.routing.already)} partition(s) before "
-                                                  f"(record {merge.record_uri})",
+        return table_result(full_name, "not_needed", f"batch already applied: {merge.source} was merged into "
+                                                     f"{len(merge.routing.already)} partition(s) before "
+                                                     f"(record {merge.record_uri})",
                             changed=bool(recovered), code=ALREADY_APPLIED, partitions=_ordered(p, skipped), **base)
     if ctx.settings.dry_run:
         parts = [partition_result(u, "planned", u.decision.reason, **_merge_part(merge, u)) for u in todo] + skipped
         return table_result(
             full_name,
-            "planned" if todo else ("refused" if refused else "skipped"),
-            f"would compact {len(todo)} of {len(p.units)} unit(s)" if todo else _skip_reason(p, ctx.settings.where),
+            "planned" if todo else ("refused" if refused else ("skipped" if passed_over else "not_needed")),
+            f"would compact {len(todo)} of {len(p.units)} unit(s)" if todo
+            else _skip_reason(p, ctx.settings.where, passed_over[0] if passed_over else None),
             changed=False,
             would_change=bool(todo),
             partitions=_ordered(p, parts),
-            **({"code": refused[0]["code"]} if refused and not todo else {}),
+            **({"code": refused[0]["code"]} if refused and not todo else
+               {"code": passed_over[0]["code"]} if passed_over and not todo else {}),
             **base,
         )
     if not todo:
         if refused:  # nothing else to do: the table is refused for what its units hold
             return table_result(full_name, "refused", refused[0]["reason"], changed=bool(recovered),
                                 partitions=_ordered(p, skipped), code=refused[0]["code"], **base)
-        return table_result(full_name, "skipped", _skip_reason(p, ctx.settings.where), changed=bool(recovered),
+        if passed_over:  # left for now (quiet period, open files, nested layout): a later run may compact it
+            return table_result(full_name, "skipped", _skip_reason(p, ctx.settings.where, passed_over[0]),
+                                changed=bool(recovered), partitions=_ordered(p, skipped),
+                                code=passed_over[0]["code"], **base)
+        return table_result(full_name, "not_needed", _skip_reason(p, ctx.settings.where), changed=bool(recovered),
                             partitions=_ordered(p, skipped), **base)
 
     space = space_check(ctx.fs, todo)
@@ -307,10 +315,13 @@ def _finish_table(ctx: Context, info: TableInfo, p: TablePlan, journal: Journal,
 
 
 def _not_compacted(u: Unit) -> dict[str, Any]:
-    """A unit left alone: skipped by the plan, or refused (``code``)."""
+    """A unit left alone (docs/statuses.md): refused (``code``), skipped for
+    a reason that passes (a skip with a ``code``: quiet period, open files,
+    nested layout, schema drift), or not needed (the plan found nothing to
+    do: too few or large enough files, no data)."""
     if u.decision.action == "refuse":
         return partition_result(u, "refused", u.decision.reason, code=u.decision.code)
-    return partition_result(u, "skipped", u.decision.reason)
+    return partition_result(u, "skipped" if u.decision.code else "not_needed", u.decision.reason)
 
 
 def unit_slots(ctx: Context, units: int) -> int:
@@ -507,7 +518,8 @@ def apply_quiet_period(p: TablePlan, quiet_seconds: int | None, now: float | Non
         if age < quiet_seconds:
             u.decision = Decision(
                 "skip", f"newest file is {max(age, 0):.0f}s old, within the quiet period of {quiet_seconds}s "
-                        f"(a writer may still be active)", u.decision.target_files, u.decision.rule)
+                        f"(a writer may still be active)", u.decision.target_files, u.decision.rule,
+                code=QUIET_PERIOD)
 
 
 def _journal_doc_unit(i: int, u: Unit) -> dict[str, Any]:
@@ -536,9 +548,14 @@ def _journal_doc(info: TableInfo, p: TablePlan, todo: list[Unit]) -> dict[str, A
     }
 
 
-def _skip_reason(p: TablePlan, where: str | None = None) -> str:
+QUIET_PERIOD = "quiet_period"
+
+
+def _skip_reason(p: TablePlan, where: str | None = None, first: dict[str, Any] | None = None) -> str:
     if len(p.units) == 1:
         return p.units[0].decision.reason
+    if first is not None:  # the first unit skipped for a reason
+        return f"{first['spec'] or p.units[0].spec}: {first['reason']}"
     if not p.units:
         return "no partition matches the where filter" if where else "no partitions"
     return f"none of {len(p.units)} partitions needs compaction"

@@ -171,6 +171,8 @@ class Settings:
     # give its copy (it is not the HDFS superuser) anyway, with a warning; off: such units are refused (ownership)
     allow_owner_change: bool = False
     allow_replicated: bool = False  # compact/analyze: tables with repl.* properties (Hive replication replicas)
+    # a refused table fails the run (exit code 1); off: reported refused, the run succeeds (docs/statuses.md)
+    fail_on_refused: bool = False
     # one run per table (lease.py): a lease whose heartbeat is older than this is stale
     lease_timeout_seconds: int = 30 * 60
     break_lease: bool = False  # recover: take over the lease even if it looks live (holder known dead)
@@ -388,6 +390,7 @@ _FILE_KEYS = {
     "allow_by_name_projection": bool,
     "allow_owner_change": bool,
     "allow_replicated": bool,
+    "fail_on_refused": bool,
     "lease_timeout": str,
 }
 # ``dedupe:`` in the file is a mapping of these keys -> Settings attributes.

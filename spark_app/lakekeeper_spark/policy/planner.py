@@ -16,6 +16,9 @@ from ..storage.readers import UNREADABLE_FILE, spark_skips, unreadable_files, un
 from ..report.sizes import human_bytes
 from ..report.model import Decision, FileEntry, FileStats, Listing, TableInfo, TablePlan, Unit
 
+# a directory with subdirectories (Hive on Tez UNION ALL): skipped with this code, never rewritten
+NESTED_LAYOUT = "nested_layout"
+
 
 def file_stats(listing: Listing) -> FileStats:
     sizes = [f.size for f in listing.files]
@@ -205,6 +208,7 @@ def decide(stats: FileStats, settings: Settings, listing: Listing | None = None,
             + ", ".join(sorted(listing.subdirs)[:3])
             + "); nested layouts are not compacted",
             0,
+            code=NESTED_LAYOUT,
         )
     elif stats.files == 0:
         early = Decision("skip", "no data files", 0)

@@ -29,8 +29,12 @@ log = logging.getLogger(__name__)
 VERSION = 1
 RECORDED_COMMANDS = ("compact", "rollback", "cleanup")
 # Results that are recorded (besides any run that changed something, e.g. a
-# skipped compaction whose recovery settled an earlier run: ``recovered``).
+# compaction that had nothing to do but whose recovery settled an earlier run:
+# ``recovered``). The words are the statuses of docs/statuses.md.
 OUTCOMES = ("compacted", "rolled_back", "cleaned", "failed", "refused", "pinned", "unpinned")
+# Statuses that leave no record: nothing was done (not_needed), nothing yet (skipped: deadline, quiet
+# period, open files), another run holds the table and records itself (locked), a dry run (planned).
+NOT_RECORDED = ("not_needed", "skipped", "locked", "planned")
 # Units listed in one record at most (the totals count every unit); in analyze's result, per record.
 MAX_UNITS = 200
 RESULT_UNITS = 20
@@ -76,7 +80,7 @@ def should_record(command: str, result: dict[str, Any], dry_run: bool) -> bool:
         return False
     if result.get("status") == "locked":
         return False
-    return result.get("status") in OUTCOMES or bool(result.get("changed"))
+    return result.get("status") in OUTCOMES or bool(result.get("changed"))  # NOT_RECORDED: only when changed
 
 
 def outcome_of(result: dict[str, Any]) -> str:

@@ -7,6 +7,20 @@ from typing import Any
 
 from .errors import LakekeeperError
 
+# The statuses a run leaves nothing done with (docs/statuses.md, the one table of them all):
+# not_needed - nothing to do (no unit needs compaction, no backup to clean, nothing to recover);
+# skipped - left for now for a reason that passes (deadline, quiet period, open files, another run's
+# lease: locked); refused - never done as things stand (managed, transactional, excluded, replicated,
+# a backup table, ...); failed - tried and could not finish. Only failed tables fail a run, and refused
+# ones with --fail-on-refused.
+NOT_NEEDED, SKIPPED, REFUSED, FAILED = "not_needed", "skipped", "refused", "failed"
+
+
+def run_failed(results: list[dict[str, Any]], fail_on_refused: bool = False) -> bool:
+    """Whether a run's tables make it fail (exit code 1)."""
+    failing = (FAILED, REFUSED) if fail_on_refused else (FAILED,)
+    return any(r.get("status") in failing for r in results)
+
 
 def partition_result(unit: Any, status: str, reason: str, **extra: Any) -> dict[str, Any]:
     d = {

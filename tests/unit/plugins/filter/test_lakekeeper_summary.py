@@ -11,12 +11,13 @@ from __future__ import annotations
 from ansible_collections.lakekeeper.hive.plugins.filter.lakekeeper_summary import maintenance_summary
 
 ANALYSIS = {"run_id": "20261124T230000-abc123", "tables": [
-    {"table": "e2e.events", "status": "ok", "needs_compaction": True, "files": 60, "bytes": 6000,
+    {"table": "e2e.events", "status": "analyzed", "needs_compaction": True, "files": 60, "bytes": 6000,
      "files_after_estimate": 1, "space": {"ok": True}},
-    {"table": "e2e.clicks", "status": "ok", "needs_compaction": True, "files": 60, "bytes": 3000,
+    {"table": "e2e.clicks", "status": "analyzed", "needs_compaction": True, "files": 60, "bytes": 3000,
      "files_after_estimate": 2},
-    {"table": "e2e.users", "status": "ok", "needs_compaction": False, "files": 1, "bytes": 100},
-    {"table": "e2e.view", "status": "skipped", "reason": "not an EXTERNAL table", "files": 0, "bytes": 0},
+    {"table": "e2e.users", "status": "analyzed", "needs_compaction": False, "files": 1, "bytes": 100},
+    {"table": "e2e.view", "status": "refused", "code": "view", "reason": "not an EXTERNAL table", "files": 0,
+     "bytes": 0},
 ]}
 COMPACTED = {"run_id": "20261124T230100-def456", "tables": [
     {"table": "e2e.events", "status": "compacted", "backup_table": "e2e.__bkp_events_20261124T230100_def456",
@@ -25,8 +26,8 @@ COMPACTED = {"run_id": "20261124T230100-def456", "tables": [
                      "bytes_after": 2000},
                     {"status": "compacted", "files_before": 30, "files_after": 1, "bytes_before": 3000,
                      "bytes_after": 2000}]},
-    {"table": "e2e.clicks", "status": "refused", "reason": "concurrent_write", "partitions": [],
-     "run_id": "20261124T230100-aaa111"},
+    {"table": "e2e.clicks", "status": "failed", "code": "concurrent_write", "reason": "concurrent_write",
+     "partitions": [], "run_id": "20261124T230100-aaa111"},
 ]}
 
 
@@ -41,29 +42,33 @@ def test_a_compaction():
     s = run(analysis=ANALYSIS, result=COMPACTED, todo=["e2e.events", "e2e.clicks"], paused=paused,
             paused_at="1000.0", resumed_at="1012.34", ingestion_hosts=["ingest"], pipeline_run_id="lakekeeper-paris")
     assert s["ok"] and s["run_id"] == "20261124T230100-def456"
-    assert s["counts"] == {"compacted": 1, "skipped": 2, "failed": 1}
-    assert [(t["table"], t["status"]) for t in s["tables"]] == [
-        ("e2e.events", "compacted"), ("e2e.clicks", "failed"), ("e2e.users", "skipped"), ("e2e.view", "skipped")]
+    assert s["counts"] == {"compacted": 1, "not_needed": 1, "skipped": 0, "refused": 1, "failed": 1}
+    assert [(t["table"], t["status"], t.get("code")) for t in s["tables"]] == [
+        ("e2e.events", "compacted", None), ("e2e.clicks", "failed", "concurrent_write"),
+        ("e2e.users", "not_needed", None), ("e2e.view", "refused", "view")]
     assert s["files_before"] == 60 + 1 + 0 and s["files_after"] == 2 + 1 + 0
     assert s["backup_tables"] == ["e2e.__bkp_events_20261124T230100_def456"]
     assert s["ingestion"] == {"hosts": ["ingest"], "run_id": "lakekeeper-paris", "paused": paused, "resumed": {},
                               "would_pause": [], "paused_at": 1000.0, "resumed_at": 1012.34, "paused_seconds": 12.3}
     assert s["lines"] == [
-        "compact on edge (cluster paris): 1 compacted, 2 skipped, 1 failed; files 61 -> 3, 5.96 KB -> 4.00 KB",
+        "compact on edge (cluster paris): 1 compacted, 1 not needed, 0 skipped, 1 refused, 1 failed; "
+        "files 61 -> 3, 5.96 KB -> 4.00 KB",
         "e2e.events: compacted, files 60 -> 2, backup e2e.__bkp_events_20261124T230100_def456",
         "e2e.clicks: failed (concurrent_write)",
-        "e2e.users: skipped (no compaction needed)",
-        "e2e.view: skipped (not an EXTERNAL table)",
+        "e2e.users: not_needed (no compaction needed)",
+        "e2e.view: refused (not an EXTERNAL table)",
         "ingestion paused on ingest: systemd ingest.timer, cron 2, hooks -",
         "ingestion paused for 12.3 s"]
     assert s["totals"] == {
         "lakekeeper_hosts_failed": 0, "lakekeeper_files_before": 61, "lakekeeper_files_after": 3,
         "lakekeeper_bytes_before": 6100, "lakekeeper_bytes_after": 4100,
         "lakekeeper_backup_tables": ["edge:e2e.__bkp_events_20261124T230100_def456"],
-        "lakekeeper_tables_compacted": 1, "lakekeeper_tables_skipped": 2, "lakekeeper_tables_failed": 1,
+        "lakekeeper_tables_compacted": 1, "lakekeeper_tables_not_needed": 1, "lakekeeper_tables_skipped": 0,
+        "lakekeeper_tables_refused": 1, "lakekeeper_tables_failed": 1,
         # names per status and the run of each table the module worked on (set_stats adds lists up over hosts)
         "lakekeeper_compacted_tables": ["edge:e2e.events"], "lakekeeper_failed_tables": ["edge:e2e.clicks"],
-        "lakekeeper_skipped_tables": ["edge:e2e.users", "edge:e2e.view"],
+        "lakekeeper_not_needed_tables": ["edge:e2e.users"], "lakekeeper_skipped_tables": [],
+        "lakekeeper_refused_tables": ["edge:e2e.view"],
         "lakekeeper_runs": [
             {"host": "edge", "table": "e2e.events", "status": "compacted", "run_id": "20261124T230100-def456"},
             {"host": "edge", "table": "e2e.clicks", "status": "failed", "run_id": "20261124T230100-aaa111"}]}
@@ -74,21 +79,22 @@ def test_a_dry_run_counts_the_planned_target_files():
         {"status": "planned", "files_before": 30, "target_files": 1, "bytes_before": 10},
         {"status": "skipped", "files_before": 2, "files_after": 2, "bytes_before": 5}]}]}
     s = run(result=result, dry_run=True, would_pause=["ingest"])
-    assert s["tables"][0]["files_after"] == 3 and s["counts"] == {"compacted": 0, "skipped": 0, "failed": 0,
-                                                                  "planned": 1}
-    assert s["lines"][0].startswith("compact (dry run) on edge (cluster paris): 0 compacted, 0 skipped, 0 failed; "
-                                    "files 32 -> 3 (estimate)")
+    assert s["tables"][0]["files_after"] == 3 and s["counts"] == {
+        "compacted": 0, "not_needed": 0, "skipped": 0, "refused": 0, "failed": 0, "planned": 1}
+    assert s["lines"][0].startswith("compact (dry run) on edge (cluster paris): 0 compacted, 0 not needed, "
+                                    "0 skipped, 0 refused, 0 failed; files 32 -> 3 (estimate)")
     assert "dry run: the ingestion would be paused on ingest" in s["lines"]
     assert s["totals"]["lakekeeper_tables_planned"] == 1
 
 
 def test_an_analysis():
     s = run(action="analyze", analysis=ANALYSIS, preflight={"problems": ["e2e.events: short by 1"]}, cluster="")
-    assert s["counts"] == {"to_compact": 2, "ok": 1, "skipped": 1, "failed": 0}
+    assert s["counts"] == {"to_compact": 2, "not_needed": 1, "refused": 1, "failed": 0}
     events = s["tables"][0]
     assert events["status"] == "to_compact" and events["files_after"] == 1 and events["space_ok"] is True
     assert s["tables"][1]["space_ok"] is True and s["tables"][1]["backups"] == []
-    assert s["lines"][0] == "analyze on edge: 2 to compact, 1 ok, 1 skipped, 0 failed; files 121 -> 4 (estimate), " \
+    assert s["lines"][0] == "analyze on edge: 2 to compact, 1 not needed, 1 refused, 0 failed; files 121 -> 4 " \
+                            "(estimate), " \
                             "8.89 KB -> 8.89 KB"
     assert s["lines"][-1] == "e2e.events: short by 1"
 
@@ -109,7 +115,7 @@ def test_a_run_that_failed_before_anything_names_the_tables():
                             "backup_table": None, "run_id": ""}]
     assert s["totals"]["lakekeeper_runs"] == [] and s["totals"]["lakekeeper_failed_tables"] == ["edge:e2e.events"]
     assert s["lines"][-2:] == ["FAILED: kinit failed", "RESUME FAILED: ingest: unreachable"]
-    assert s["counts"] == {"rolled_back": 0, "skipped": 0, "failed": 1}
+    assert s["counts"] == {"rolled_back": 0, "skipped": 0, "refused": 0, "failed": 1}
 
 
 def test_a_cleanup():
@@ -121,8 +127,8 @@ def test_a_cleanup():
     s = run(action="cleanup", result=result)
     assert s["freed_bytes"] == 2048 and s["backup_tables"] == ["e2e.__bkp_events_1", "e2e.__bkp_events_2"]
     assert s["tables"][0]["backups_kept"] == 1
-    assert s["lines"][:3] == ["cleanup on edge (cluster paris): 1 cleaned, 1 skipped, 0 failed; 2 backup(s) removed, "
-                              "2.00 KB freed",
+    assert s["lines"][:3] == ["cleanup on edge (cluster paris): 1 cleaned, 1 skipped, 0 refused, 0 failed; "
+                              "2 backup(s) removed, 2.00 KB freed",
                               "e2e.events: cleaned, removed e2e.__bkp_events_1, e2e.__bkp_events_2",
                               "e2e.clicks: skipped (no backups)"]
     assert s["totals"]["lakekeeper_freed_bytes"] == 2048
@@ -132,7 +138,7 @@ def test_a_cleanup():
 def test_nothing_known():
     s = maintenance_summary({})
     assert s["ok"] and s["action"] == "compact" and s["tables"] == [] and s["run_id"] == ""
-    assert s["lines"] == ["compact on : 0 compacted, 0 skipped, 0 failed"]
+    assert s["lines"] == ["compact on : 0 compacted, 0 not needed, 0 skipped, 0 refused, 0 failed"]
     assert s["ingestion"]["paused_at"] is None and s["ingestion"]["paused_seconds"] == 0
 
 
@@ -166,5 +172,32 @@ def test_a_background_job_stopped_without_its_result_is_summarized_from_its_prog
         "interrupted while being worked on (Fail when a table could not be compacted: Timeout exceeded): its "
         "journal is finished or undone by the next run"), by
     assert by["db.c"]["status"] == "failed" and by["db.c"]["reason"].startswith("not compacted: "), by
-    assert s["counts"] == {"compacted": 1, "skipped": 0, "failed": 2} and not s["ok"], s
+    assert s["counts"] == {"compacted": 1, "not_needed": 0, "skipped": 0, "refused": 0, "failed": 2} and not s["ok"], s
     assert s["background"] == {"checks": 1204, "progress_lines": 6, "waited_seconds": 31.5}, s
+
+
+def test_a_mixed_fleet_is_not_a_failure():
+    """Issue 48 item 2: refused tables (named explicitly, or excluded by their
+    owner, which analyze reports and compact refuses) are counted as refused
+    with their code, the tables that needed nothing as not_needed, those left
+    for now as skipped; none of them makes the run fail (ok, hosts_failed 0)."""
+    analysis = {"tables": [
+        {"table": "db.big", "status": "analyzed", "needs_compaction": True, "files": 50},
+        {"table": "db.fine", "status": "analyzed", "needs_compaction": False, "files": 1},
+        {"table": "db.mine", "status": "analyzed", "needs_compaction": False, "excluded": True, "files": 9,
+         "reason": "excluded by its table property lakekeeper.exclude=true (compact leaves it alone); ..."},
+        {"table": "db.managed", "status": "refused", "code": "managed_table", "reason": "MANAGED table"},
+        {"table": "db.replica", "status": "refused", "code": "replicated", "reason": "repl.last.id=4711"}]}
+    result = {"tables": [
+        {"table": "db.big", "status": "compacted", "run_id": "r1", "partitions": []},
+        {"table": "db.new", "status": "skipped", "code": "quiet_period", "reason": "newest file is 3s old",
+         "partitions": []}]}
+    s = run(analysis=analysis, result=result, todo=["db.big", "db.new"])
+    by = {t["table"]: (t["status"], t.get("code")) for t in s["tables"]}
+    assert by == {"db.big": ("compacted", None), "db.new": ("skipped", "quiet_period"), "db.fine": ("not_needed", None),
+                  "db.mine": ("refused", "excluded"), "db.managed": ("refused", "managed_table"),
+                  "db.replica": ("refused", "replicated")}, by
+    assert s["ok"] and s["totals"]["lakekeeper_hosts_failed"] == 0
+    assert s["counts"] == {"compacted": 1, "not_needed": 1, "skipped": 1, "refused": 3, "failed": 0}
+    assert s["totals"]["lakekeeper_refused_tables"] == ["edge:db.mine", "edge:db.managed", "edge:db.replica"]
+    assert "db.managed: refused (MANAGED table)" in s["lines"]

@@ -765,8 +765,12 @@ class TestChanged:
         doc["failed"] = True
         assert rs.is_failed(doc, 0) is True
         doc = copy.deepcopy(CONTRACT_RESULT)
-        doc["tables"][0]["status"] = "refused"
-        assert rs.is_failed(doc, 0) is True
+        doc["tables"][0]["status"] = "refused"  # reported, not a failure (docs/statuses.md) ...
+        assert rs.is_failed(doc, 0) is False
+        assert rs.is_failed(doc, 0, fail_on_refused=True) is True  # ... unless asked
+        for status in ("not_needed", "skipped", "locked"):
+            doc["tables"][0]["status"] = status
+            assert rs.is_failed(doc, 0, fail_on_refused=True) is False, status
 
 
 class TestDiff:

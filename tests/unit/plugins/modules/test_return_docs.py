@@ -29,6 +29,8 @@ SHARED = [
     (("tables", "contains", "partitions_not_listed"),
      ("lakekeeper_analyze", "lakekeeper_compact", "lakekeeper_rollback", "lakekeeper_cleanup")),
     (("tables", "contains", "mode"), ("lakekeeper_analyze", "lakekeeper_compact")),
+    # the statuses of docs/statuses.md, in the same words
+    (("tables", "contains", "status"), ("lakekeeper_compact", "lakekeeper_rollback", "lakekeeper_cleanup")),
 ] + [((key,), ("lakekeeper_analyze", "lakekeeper_compact", "lakekeeper_rollback", "lakekeeper_cleanup"))
      for key in ("app_transferred", "application_id", "catalog", "dry_run", "rc", "run_id", "runtime", "script",
                  "stderr_lines", "stdout_lines")]
@@ -61,3 +63,14 @@ def test_the_history_record_is_returned_by_the_commands_that_write_one():
     """analyze reads the history (tables[].history) and writes none."""
     assert "history_record" not in _return_doc("lakekeeper_analyze")["tables"]["contains"]
     assert "history" in _return_doc("lakekeeper_analyze")["tables"]["contains"]
+
+
+def test_the_statuses_are_documented_once_and_returned_in_those_words():
+    """docs/statuses.md is the one table of the statuses; the modules' RETURN
+    names each of them in its words, and points there."""
+    table = (MODULES.parents[1] / "docs" / "statuses.md").read_text(encoding="utf-8")
+    text = " ".join(_return_doc("lakekeeper_compact")["tables"]["contains"]["status"]["description"])
+    for status in ("compacted", "planned", "not_needed", "skipped", "locked", "refused", "failed"):
+        assert f"`{status}`" in table, status
+        assert f"V({status})" in text, status
+    assert "docs/statuses.md" in text and "O(fail_on_refused)" in text
