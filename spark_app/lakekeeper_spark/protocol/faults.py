@@ -30,7 +30,7 @@ mode ``merge_recording``, right before the batch is recorded as applied
 ``LAKEKEEPER_FAULT_AT=tamper_staging`` (the whole value)
     a compaction duplicates a staged file before verification: a bad copy
     (``tamper_staging``).
-``LAKEKEEPER_FAULT_AT=wrong_staging_ec@<db.table>`` (the whole value)
+``LAKEKEEPER_WRONG_STAGING_EC=<db.table>``
     a compaction of that table makes each unit's staging directory before
     the write (if not made yet) and gives it another erasure coding policy
     than the unit's (replication for an erasure coded unit, else
@@ -228,10 +228,10 @@ def tamper_staging(fs: Any, staging: str) -> None:
 
 
 def wrong_staging_ec(fs: Any, table: str, staging: str) -> bool:
-    """``LAKEKEEPER_FAULT_AT=wrong_staging_ec@<db.table>``: the staging of
+    """``LAKEKEEPER_WRONG_STAGING_EC=<db.table>``: the staging of
     that table's units made now and given the wrong erasure coding policy
     (see the module). True when it was (the copy is then written into it)."""
-    if os.environ.get("LAKEKEEPER_FAULT_AT") != f"wrong_staging_ec@{table}":
+    if os.environ.get("LAKEKEEPER_WRONG_STAGING_EC", "").lower() != table.lower():
         return False
     if not fs.exists(staging):
         fs.mkdirs(staging)
