@@ -31,6 +31,9 @@ class FakeFS:
     def mkdirs(self, uri):
         self.dirs.add(uri.rstrip("/"))
 
+    def replicate_new_files(self, uri):  # HDFS only: nothing is erasure coded here
+        return False
+
     def exists(self, uri):
         return uri in self.files or uri.rstrip("/") in self.dirs
 

@@ -39,12 +39,18 @@ def test_dir_refusals():
     assert dir_refusal(LOC, dict(plain, zone="/wh"), {"ec": None}) is None
     code, reason = dir_refusal(LOC, dict(plain, zone="/wh/t/dt=1"), {"ec": None})
     assert code == ENCRYPTION_ZONE and "root of an HDFS encryption zone" in reason and "nothing was written" in reason
-    # erasure coding: only a policy other than the parent's (which the copy would take) refuses
+    # erasure coding: a policy other than the parent's (which the copy would take) is given to the staging
+    # (prepare_staging); refused only where it cannot be: a policy not enabled, a text/Avro copy
     assert dir_refusal(LOC, dict(plain, ec="RS-6-3-1024k"), {"ec": "RS-6-3-1024k"}) is None
-    code, reason = dir_refusal(LOC, dict(plain, ec="RS-6-3-1024k"), {"ec": None})
-    assert code == ERASURE_CODING and "RS-6-3-1024k" in reason and "replicated" in reason
-    code, _reason = dir_refusal(LOC, plain, {"ec": "XOR-2-1-1024k"})
-    assert code == ERASURE_CODING
+    assert dir_refusal(LOC, dict(plain, ec="RS-6-3-1024k"), {"ec": None}, {"RS-6-3-1024k"}, "parquet") is None
+    assert dir_refusal(LOC, plain, {"ec": "XOR-2-1-1024k"}, set(), "orc") is None  # replication: always there
+    code, reason = dir_refusal(LOC, dict(plain, ec="RS-6-3-1024k"), {"ec": None}, {"XOR-2-1-1024k"}, "parquet")
+    assert code == ERASURE_CODING and "RS-6-3-1024k is not enabled" in reason and "replicated" in reason
+    code, reason = dir_refusal(LOC, dict(plain, ec="RS-6-3-1024k"), {"ec": None})  # enabled policies unknown
+    assert code == ERASURE_CODING and "not enabled" in reason
+    code, reason = dir_refusal(LOC, plain, {"ec": "XOR-2-1-1024k"}, {"XOR-2-1-1024k"}, "avro")
+    assert code == ERASURE_CODING and "INSERT OVERWRITE DIRECTORY" in reason
+    assert dir_refusal(LOC, dict(plain, ec="XOR-2-1-1024k"), {"ec": "XOR-2-1-1024k"}, set(), "text") is None
     code, reason = dir_refusal(LOC, dict(plain, snapshottable=True), {"ec": None})
     assert code == SNAPSHOTTABLE and "-allowSnapshot" in reason
 

@@ -24,10 +24,10 @@ from ..rewrite.delete_ratio import apply_delete_ratio
 from ..report.errors import LakekeeperError, Refused, UsageError, java_message, root_cause
 from ..rewrite.content import compare as compare_content
 from ..rewrite.content import UnitTable, staged_checksum
-from ..protocol.faults import alter_staged_value, tamper_staging
+from ..protocol.faults import alter_staged_value, tamper_staging, wrong_staging_ec
 from ..storage.group_commit import RecentCheck
 from ..storage.formats import file_columns, file_facts, payload_fraction, spark_codec_name
-from ..storage.hdfs_checks import carry_attributes
+from ..storage.hdfs_checks import carry_attributes, prepare_staging
 from ..storage.hdfs_checks import check_units as check_hdfs_units
 from ..protocol.journal import Journal
 from ..rewrite.merge import MergePlan, prepare_merge
@@ -358,7 +358,10 @@ def _compact_unit(
             ctx.lease.check(max_age=0)
         columns = columns or RewriteColumns()
         rows = None if merge is None else merge.unit_rows(info, u.spec, u.partition)
-        written = write_staging(ctx.spark, fs, info, u, ctx.settings, codec, columns, slots, scratch, rows)
+        prepared = prepare_staging(fs, u)  # HDFS: the unit's own erasure coding policy, where not its parent's
+        prepared = wrong_staging_ec(fs, info.full_name, u.staging) or prepared  # test hook: a wrong policy
+        written = write_staging(ctx.spark, fs, info, u, ctx.settings, codec, columns, slots, scratch, rows,
+                                into_existing=prepared)
         rows_before = written.rows_source
         extra = _dedupe_result(written) if columns.dedupe else {}
         extra.update(_merge_part(merge, u))

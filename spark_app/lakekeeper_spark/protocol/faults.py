@@ -30,6 +30,11 @@ mode ``merge_recording``, right before the batch is recorded as applied
 ``LAKEKEEPER_FAULT_AT=tamper_staging`` (the whole value)
     a compaction duplicates a staged file before verification: a bad copy
     (``tamper_staging``).
+``LAKEKEEPER_WRONG_STAGING_EC=<db.table>``
+    a compaction of that table makes each unit's staging directory before
+    the write (if not made yet) and gives it another erasure coding policy
+    than the unit's (replication for an erasure coded unit, else
+    XOR-2-1-1024k): verification must fail (``wrong_staging_ec``).
 ``LAKEKEEPER_FAULT_AT=alter_staged_value`` (the whole value)
     a compaction changes one value in its staged copy (same rows, schema and
     codec) before the copy is read back: only content verification sees it
@@ -220,6 +225,20 @@ def tamper_staging(fs: Any, staging: str) -> None:
     file, so that verification must fail."""
     if os.environ.get("LAKEKEEPER_FAULT_AT") == "tamper_staging":
         fs.duplicate_file(f"{staging}/{fs.list_dir(staging).files[0].name}", f"{staging}/part-dup")
+
+
+def wrong_staging_ec(fs: Any, table: str, staging: str) -> bool:
+    """``LAKEKEEPER_WRONG_STAGING_EC=<db.table>``: the staging of
+    that table's units made now and given the wrong erasure coding policy
+    (see the module). True when it was (the copy is then written into it)."""
+    if os.environ.get("LAKEKEEPER_WRONG_STAGING_EC", "").lower() != table.lower():
+        return False
+    if not fs.exists(staging):
+        fs.mkdirs(staging)
+    wrong = None if fs.erasure_coding_policy(staging) else "XOR-2-1-1024k"
+    log.warning("test hook: giving %s the erasure coding policy %s", staging, wrong or "replication")
+    fs.set_erasure_coding_policy(staging, wrong)
+    return True
 
 
 def write_with_table_descriptor() -> bool:

@@ -33,7 +33,7 @@ from typing import Any, Callable
 FS_MUTATING = frozenset({
     "mkdirs", "delete", "rename", "copy_file", "duplicate_file", "write_text", "replace_text", "open_log",
     "recover_lease", "create_new", "touch", "delete_if_empty", "copy_permissions", "copy_dir_attributes",
-    "set_storage_policy", "set_xattr", "set_replication",
+    "set_storage_policy", "set_xattr", "set_replication", "set_erasure_coding_policy", "replicate_new_files",
 })
 CATALOG_MUTATING = frozenset({
     "copy_partition_storage", "create_clone", "add_partitions", "drop_partition", "set_location",

@@ -132,6 +132,7 @@ class Journal:
         ``table.json`` (step ``planned``). A run directory without
         ``table.json`` is a run that crashed in here (``is_empty``)."""
         self.fs.mkdirs(self.run_dir)
+        self._replicated_records()
         self._all_clean = not self.fs.list_names(self.run_dir)  # a new run: nothing to sweep, ever
         if self._all_clean:
             self._next_log = 0
@@ -144,6 +145,23 @@ class Journal:
             self._table["plan_records"] = len(chunks)
         self._table.update(run_id=self.run_id, step="planned", updated=time.time())
         self.fs.write_text(f"{self.run_dir}/table.json", json.dumps(self._table, indent=1, sort_keys=True))
+
+    def _replicated_records(self) -> None:
+        """HDFS: the journal's directory under an erasure coded table
+        directory inherits its policy, and an erasure coded file cannot be
+        synced (``hsync`` does nothing; a reader sees nothing before
+        ``close``): the records would be files written whole, durable only
+        once closed. The directory is given the replication policy instead,
+        so they are appended and synced as anywhere else (the lease and
+        the heartbeats too, from the next file on). A refusal (a NameNode
+        that does not allow it) leaves records written whole: a warning."""
+        try:
+            if self.fs.replicate_new_files(self.dir):
+                log.info("%s: erasure coded; its records are replicated files from now on (synced appends)",
+                         self.dir)
+        except Exception:  # noqa: BLE001 - Py4JJavaError: the NameNode's refusal
+            log.warning("%s is erasure coded and could not be given the replication policy: its records are "
+                        "files written whole (durable once closed)", self.dir, exc_info=True)
 
     def table_step(self, step: str, **extra: Any) -> None:
         self._table.update(extra, step=step, updated=time.time())

@@ -131,6 +131,13 @@ class HdfsCarry:
     replication: int | None = None  # the one replication factor of the files rewritten, if they share one
     keep_owner: bool = True  # False: allow_owner_change, this run cannot give the copy the owner
     owner_note: str | None = None  # the warning that says whose files changed owner
+    # erasure coding (Hadoop 3; hdfs_checks.check_units): whether the new files' policy is checked (the
+    # directory or its parent is erasure coded), the directory's effective policy they must have (None:
+    # replicated), and the policy the staging is created with when it differs from the parent's, which the
+    # staging would otherwise take ("replication" for a replicated directory under an erasure coded parent)
+    ec_check: bool = False
+    ec_expected: str | None = None
+    erasure_coding: str | None = None
 
 
 @dataclasses.dataclass

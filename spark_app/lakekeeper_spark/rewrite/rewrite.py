@@ -81,6 +81,7 @@ def _unit_session(spark: Any) -> Any:
 def write_staging(
     spark: Any, fs: Any, table: TableInfo, unit: Unit, settings: Settings, codec: dict[str, Any],
     columns: RewriteColumns | None = None, slots: int = 1, scratch: Any = None, batch: Any = None,
+    into_existing: bool = False,
 ) -> WriteResult:
     """The compacted copy of ``unit`` in its staging directory, written with
     ``codec``: the codec (and Parquet layout, Avro writer schema) of the
@@ -90,13 +91,16 @@ def write_staging(
     text or Avro partition is read through. ``batch`` (merge mode, with
     dedupe): ``batch(session)`` gives the batch rows of this unit, added to
     its own rows before the dedupe; ``batch.bytes`` (if set) estimates their
-    size, which sizes the output with the unit's own bytes."""
+    size, which sizes the output with the unit's own bytes.
+    ``into_existing``: the staging directory was made beforehand, empty
+    (``hdfs_checks.prepare_staging``: given its erasure coding policy), and
+    the copy is written into it (Parquet and ORC only)."""
     fmt = table.format
     columns = columns or RewriteColumns()
     if batch is not None and not columns.dedupe:
         raise ValueError("a merge needs dedupe columns")
     if fmt in ("parquet", "orc"):
-        return _write_native(spark, fs, table, unit, settings, codec, columns, slots, batch)
+        return _write_native(spark, fs, table, unit, settings, codec, columns, slots, batch, into_existing)
     if batch is not None:
         raise ValueError(f"merge is not supported for {fmt}")
     if columns.dedupe:
@@ -257,7 +261,8 @@ def _dedupe(df: Any, columns: RewriteColumns, files: int, obs: Any) -> Any:
 
 
 def _write_native(spark: Any, fs: Any, table: TableInfo, unit: Unit, settings: Settings, codec: dict[str, Any],
-                  columns: RewriteColumns, slots: int = 1, batch: Any = None) -> WriteResult:
+                  columns: RewriteColumns, slots: int = 1, batch: Any = None,
+                  into_existing: bool = False) -> WriteResult:
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
@@ -326,7 +331,7 @@ def _write_native(spark: Any, fs: Any, table: TableInfo, unit: Unit, settings: S
         df = df.observe(kept_obs, *content_check.metrics(df))
     if columns.sort_by:
         df = df.sortWithinPartitions(*_sort_cols(columns.sort_by))
-    writer = df.write.mode("errorifexists").format(fmt)
+    writer = df.write.mode("append" if into_existing else "errorifexists").format(fmt)
     name = spark_codec_name(fmt, codec.get("codec"))
     if name:
         writer = writer.option("compression", name)

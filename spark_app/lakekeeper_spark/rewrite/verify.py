@@ -18,6 +18,7 @@ from typing import Any
 from ..report.errors import LakekeeperError
 from ..storage.formats import data_file_footer, detect_codec, input_format_rows
 from ..storage.fs import HadoopFS
+from ..storage.hdfs_checks import verify_erasure_coding
 from ..report.model import Listing, TableInfo, Unit
 from ..policy.names import quote_column
 
@@ -58,6 +59,7 @@ def verify_staging(
         raise LakekeeperError("verification_failed", f"staging directory has subdirectories {staged.subdirs}")
     if rows_before > 0 and not staged.files:
         raise LakekeeperError("verification_failed", "no files were written")
+    verify_erasure_coding(fs, unit, [f.name for f in staged.files])  # HDFS, erasure coding about: the unit's policy
     uris = [f"{unit.staging}/{f.name}" for f in staged.files if f.name not in (copied or {})]
     footers: list[dict[str, Any]] = []
     if table.format in ("parquet", "orc"):

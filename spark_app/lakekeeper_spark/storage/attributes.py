@@ -16,6 +16,10 @@ from ..compat.jvm import java_class
 from .status import is_checksum_name, plain_uri
 from .threads import threaded
 
+# The name of HDFS's replication "erasure coding policy" (ErasureCodeConstants.REPLICATION_POLICY_NAME,
+# Hadoop 3): given to a directory, the files created in it are replicated whatever its parent's policy.
+REPLICATION_POLICY = "replication"
+
 
 class Attributes:
     """The permission, space and HDFS-attribute calls of ``HadoopFS``
@@ -240,6 +244,43 @@ class Attributes:
                 return None
             raise
         return str(pol.getName()) if pol is not None else None
+
+    def enabled_erasure_coding_policies(self, uri: str) -> set[str]:
+        """The names of the erasure coding policies enabled on the NameNode
+        (``getAllErasureCodingPolicies``, state ENABLED), once per
+        filesystem: the ones a directory can be given."""
+        key = "ec_enabled:" + str(self.fs(uri).getUri().toString())
+        if key not in self._fs_cache:
+            self._fs_cache[key] = {str(i.getPolicy().getName()) for i in self.fs(uri).getAllErasureCodingPolicies()
+                                   if str(i.getState()) == "ENABLED"}
+        return self._fs_cache[key]
+
+    def set_erasure_coding_policy(self, uri: str, name: str | None) -> None:
+        """Give a directory an erasure coding policy for the files created in
+        it from now on (files keep theirs, also when renamed); None: the
+        replication policy (``"replication"``), which a directory under an
+        erasure coded parent needs to have replicated files."""
+        self.fs(uri).setErasureCodingPolicy(self.path(uri), name or REPLICATION_POLICY)
+
+    def replicate_new_files(self, uri: str) -> bool:
+        """Make the files created in an HDFS directory from now on replicated
+        where it is erasure coded (its own policy or inherited): an erasure
+        coded file's stream (``DFSStripedOutputStream``) cannot be synced
+        (``hsync`` does nothing, a reader sees none of it before ``close``).
+        True when the policy was set; one ``getFileStatus`` otherwise. Not on
+        HDFS, or a client without erasure coding (Hadoop 2): False."""
+        if not self.is_hdfs(uri):
+            return False
+        fs, p = self.fs(uri), self.path(uri)
+        st = fs.getFileStatus(p)
+        try:
+            coded = bool(st.isErasureCoded())
+        except Exception:  # noqa: BLE001 - py4j: a Hadoop 2 client's status has no such method
+            return False
+        if not coded:
+            return False
+        fs.setErasureCodingPolicy(p, REPLICATION_POLICY)
+        return True
 
     def is_snapshottable(self, uri: str) -> bool:
         """Whether snapshots are allowed on the directory (``hdfs dfsadmin

@@ -12,8 +12,16 @@ or that makes the swap unsafe. Decided per unit before anything is written:
 * the root of an encryption zone: the copy would be written outside the zone,
   unencrypted, and the zone moved aside (``encryption_zone``; a unit inside a
   zone has its copy in the same zone and compacts normally);
-* another erasure coding policy than its parent's (``erasure_coding``: the
-  copy would take the parent's);
+* erasure coding (Hadoop 3): a directory with another policy than its
+  parent's has its staging created with its own policy (``prepare_staging``;
+  the replication policy for a replicated one under an erasure coded
+  parent), since the copy, written next to it, would take the parent's;
+  refused (``erasure_coding``) only where that cannot be done: a policy not
+  enabled on the NameNode (it cannot be given to a new directory), a text or
+  Avro unit (its copy is written by Hive's ``INSERT OVERWRITE DIRECTORY``,
+  not made to write into a prepared directory here). Wherever the directory
+  or its parent is erasure coded, verification checks each new file's policy
+  against the directory's (``verify_erasure_coding``);
 * a snapshottable directory (``snapshottable``: HDFS refuses to rename one
   with snapshots, and the new directory would not be snapshottable);
 * files or directory of another owner or group than this run can give its
@@ -37,6 +45,7 @@ import logging
 from typing import Any
 
 from ..report.errors import LakekeeperError
+from .attributes import REPLICATION_POLICY
 from .fs import HadoopFS
 from .threads import threaded
 from .layout import split_path
@@ -63,21 +72,31 @@ def uri_path(uri: str) -> str:
 # ---------------------------------------------------------------- pure rules
 
 
-def dir_refusal(location: str, unit: dict[str, Any], parent: dict[str, Any]) -> tuple[str, str] | None:
+def dir_refusal(location: str, unit: dict[str, Any], parent: dict[str, Any], enabled_ec: set[str] | None = None,
+                fmt: str | None = None) -> tuple[str, str] | None:
     """(code, reason) when the unit directory itself carries what a swap by
     rename cannot keep. ``unit``/``parent``: the facts ``check_units``
     gathers (``zone``: root path of the encryption zone or None; ``ec``:
-    erasure coding policy name or None; ``snapshottable``)."""
+    erasure coding policy name or None; ``snapshottable``). ``enabled_ec``:
+    the erasure coding policies enabled on the NameNode (None: unknown, as
+    none); ``fmt``: the table's format."""
     if unit.get("zone") is not None and unit["zone"] == uri_path(location):
         return (ENCRYPTION_ZONE,
                 f"{location} is the root of an HDFS encryption zone: its compacted copy would be written next to "
                 f"it, outside the zone (unencrypted), and the swap would move the zone aside; nothing was written "
                 f"(directories inside a zone compact normally)")
-    if unit.get("ec") != parent.get("ec"):
-        return (ERASURE_CODING,
-                f"{location} has the erasure coding policy {unit.get('ec') or '(none: replicated)'}, its parent "
-                f"{parent.get('ec') or '(none: replicated)'}: the compacted copy, written next to it, would take "
-                f"the parent's; nothing was written")
+    mine, theirs = unit.get("ec"), parent.get("ec")
+    if mine != theirs:
+        facts = (f"{location} has the erasure coding policy {mine or '(none: replicated)'}, its parent "
+                 f"{theirs or '(none: replicated)'}: the compacted copy, written next to it, would take the parent's")
+        if fmt is not None and fmt not in ("parquet", "orc"):
+            return (ERASURE_CODING,
+                    f"{facts}, and a {fmt} copy is written by Hive's INSERT OVERWRITE DIRECTORY, which is not made "
+                    f"to write under the directory's own policy; nothing was written")
+        if mine is not None and mine not in (enabled_ec or set()):
+            return (ERASURE_CODING,
+                    f"{facts}, and {mine} is not enabled on the NameNode, so no new directory can be given it "
+                    f"(hdfs ec -enablePolicy -policy {mine}); nothing was written")
     if unit.get("snapshottable"):
         return (SNAPSHOTTABLE,
                 f"{location} is snapshottable (hdfs dfsadmin -allowSnapshot): HDFS does not rename a snapshottable "
@@ -170,15 +189,23 @@ def check_units(fs: HadoopFS, p: TablePlan, settings: Any, probe: str | None) ->
     kept: list[tuple[Unit, dict[str, Any]]] = []
     for u, facts in zip(units, unit_facts):
         parent = parent_facts[split_path(u.location)[0]]
-        if facts["erasure_coded"] or parent["erasure_coded"]:  # Hadoop 3 only; a 2.7 NameNode never flags it
+        coded = facts["erasure_coded"] or parent["erasure_coded"]  # Hadoop 3 only; a 2.7 NameNode never flags it
+        enabled: set[str] | None = None
+        if coded:
             facts["ec"] = fs.erasure_coding_policy(u.location)
             if "ec_known" not in parent:
                 parent["ec"], parent["ec_known"] = fs.erasure_coding_policy(split_path(u.location)[0]), True
-        refusal = dir_refusal(u.location, facts, parent)
+            if facts["ec"] != parent["ec"]:
+                enabled = fs.enabled_erasure_coding_policies(u.location)
+        refusal = dir_refusal(u.location, facts, parent, enabled, p.format)
         if refusal:
             u.decision = Decision("refuse", refusal[1], u.stats.files, u.decision.rule, code=refusal[0])
             continue
         u.hdfs = carry_plan(facts, parent, policies, u.rewrite_files)
+        if coded:
+            u.hdfs.ec_check, u.hdfs.ec_expected = True, facts["ec"]
+            if facts["ec"] != parent["ec"]:
+                u.hdfs.erasure_coding = facts["ec"] or REPLICATION_POLICY
         kept.append((u, facts))
 
     held = fs.open_files({u.location: [f.name for f in u.listing.files] + list(u.listing.hidden_files)
@@ -232,6 +259,49 @@ def _copies_in_progress(fs: HadoopFS, p: TablePlan) -> None:
                                   u.decision.rule, code=OPEN_FILES)
 
 
+def prepare_staging(fs: HadoopFS, u: Unit) -> bool:
+    """Create the unit's staging directory with the unit's own erasure
+    coding policy where it differs from its parent's (``u.hdfs.erasure_coding``),
+    before anything is written: a file takes its policy when it is created,
+    from its nearest ancestor that has one, and keeps it. True when the
+    directory was made here (the copy is then written into it); False when
+    there is nothing to prepare (the writer makes the directory). A refusal
+    by the NameNode fails the unit: nothing was written."""
+    c = u.hdfs
+    if c is None or c.erasure_coding is None:
+        return False
+    if fs.exists(u.staging):
+        raise LakekeeperError("write_failed", f"the staging directory {u.staging} exists already; nothing was written")
+    try:
+        fs.mkdirs(u.staging)
+        fs.set_erasure_coding_policy(u.staging, c.erasure_coding)
+    except Exception as exc:  # noqa: BLE001 - Py4JJavaError: the NameNode's refusal
+        from ..report.errors import java_message
+
+        raise LakekeeperError("write_failed", f"could not give the staging directory {u.staging} the erasure coding "
+                                              f"policy {c.erasure_coding} of {u.location} ({java_message(exc)}); "
+                                              f"nothing was swapped") from exc
+    return True
+
+
+def verify_erasure_coding(fs: HadoopFS, u: Unit, names: list[str]) -> None:
+    """Each staged file has the unit directory's erasure coding policy
+    (``u.hdfs.ec_expected``; None: replicated), where the pre-flight found
+    the directory or its parent erasure coded (``u.hdfs.ec_check``): one
+    NameNode call per file. Else ``verification_failed``."""
+    c = u.hdfs
+    if c is None or not c.ec_check or not names:
+        return
+    base = u.staging.rstrip("/")
+    got = threaded(lambda n: fs.erasure_coding_policy(f"{base}/{n}"), names)
+    wrong = [(n, g) for n, g in zip(names, got) if g != c.ec_expected]
+    if wrong:
+        shown = ", ".join(f"{n}: {g or 'replicated'}" for n, g in wrong[:3])
+        raise LakekeeperError("verification_failed",
+                              f"erasure coding policy changed: {c.ec_expected or 'replicated'} on {u.location}, "
+                              f"{len(wrong)} compacted file(s) otherwise ({shown})")
+
+
 def carry_attributes(fs: HadoopFS, u: Unit, copied: set[str]) -> dict[str, Any]:
     """Give the staged copy what the pre-flight found on the original
     directory (``u.hdfs``), before the swap. Returns what was carried (the
@@ -241,6 +311,8 @@ def carry_attributes(fs: HadoopFS, u: Unit, copied: set[str]) -> dict[str, Any]:
     if c is None:
         return {}
     done: dict[str, Any] = {}
+    if c.erasure_coding:  # given to the staging before the write (prepare_staging)
+        done["erasure_coding"] = c.erasure_coding
     try:
         if c.storage_policy:
             fs.set_storage_policy(u.staging, c.storage_policy)
