@@ -54,7 +54,7 @@ def test_a_module_runs_the_engine_in_the_background(playbook, tmp_path):
     run = playbook(PLAY.format(state=tmp_path / "state", cache=tmp_path / "cache", python=python,
                                progress=tmp_path / "progress.jsonl"))
     assert run.rc == 0, run
-    (line,) = [m for m in re.findall(r'"msg": "RESULT (.*)"$', run.output, re.M)]
+    (line,) = re.findall(r'"msg": "RESULT (.*)"$', run.output, re.M)
     waited = json.loads(line.encode().decode("unicode_escape"))
     # the engine ran the shipped application and answered with its JSON document
     brief = {k: waited.get(k) for k in ("finished", "rc", "failed", "msg", "checks", "progress_records")}

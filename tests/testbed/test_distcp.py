@@ -107,7 +107,7 @@ def digest(bed, *roots: str) -> list[Tree | None]:
     p = subprocess.run([find_java(), "-cp", cp, str(APPS / "TreeDigest.java"), *(bed.hdfs_uri + r for r in roots)],
                        capture_output=True, text=True, timeout=300, check=False, env=_env())
     assert p.returncode == 0, p.stderr[-3000:]
-    trees: list[Tree | None] = [{} for _ in roots]
+    trees: list[Tree | None] = [{} for _root in roots]
     for line in p.stdout.splitlines():
         d = json.loads(line)
         if d.get("missing"):
@@ -246,7 +246,7 @@ def test_distcp_with_the_shipped_filters_leaves_out_lakekeepers_hidden_paths(tes
     assert not [x for x in problems if not x.startswith(("copied hidden: ", "missing: "))], problems
 
     # ---- 3. the source changes (another compaction), then -update -delete
-    doc, _ = submit_engine(testbed, tmp_path, "compact", "--table", f"{DB}.later")
+    doc = submit_engine(testbed, tmp_path, "compact", "--table", f"{DB}.later")[0]
     phase("engine, later")
     (later,) = doc["tables"]
     assert later["status"] == "compacted", later

@@ -112,7 +112,7 @@ def hadoop3_section(spark, base):
     d = Path(f"{base}/ec")
     fs.mkdirs(d)
     out = {"policies": _unknown(lambda: sorted(f"{p.getPolicy().getName()}:{p.getState().toString()}"
-                                              for p in fs.getAllErasureCodingPolicies())),
+                                               for p in fs.getAllErasureCodingPolicies())),
            "storage_policy": _unknown(lambda: fs.getStoragePolicy(d).getName()),
            "enclosing_root": _unknown(lambda: fs.getEnclosingRoot(d).toUri().getPath())}
     out["set_ec"] = _unknown(lambda: fs.setErasureCodingPolicy(d, "XOR-2-1-1024k"))
