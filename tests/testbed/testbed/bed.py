@@ -1,4 +1,6 @@
-"""The test bed: real HDFS (NameNode + DataNode, Hadoop 2.7.3), a Hive
+"""The test bed: real HDFS and YARN (Hadoop 3.5: one JVM running a NameNode,
+three DataNodes, a ResourceManager and a NodeManager; or, with
+``hadoop="2.7"``, a Hadoop 2.7.3 NameNode + DataNode and no YARN), a Hive
 Metastore service (Derby-backed, from pyspark's jars) and a Spark standalone
 Master + Worker, each a separate JVM on 127.0.0.1 in its own process group.
 
@@ -6,6 +8,7 @@ Master + Worker, each a separate JVM on 127.0.0.1 in its own process group.
     bed.spark_confs()                         # {"spark.hadoop.fs.defaultFS": ..., ...}
     bed.env()                                 # HADOOP_CONF_DIR, SPARK_CONF_DIR, ...
     bed.spark_submit_argv()                   # ["--master", "spark://...", "--conf", ...]
+    bed.spark_submit("app.py", master="yarn", submit_args=["--deploy-mode", "cluster"])
     bed.stop()
 
 Nothing here creates a SparkSession in the calling process: clients are
@@ -25,9 +28,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import hadoop_jars
-from .confs import (DAEMON_JVM_OPTS, QUICK_JVM_OPTS, HADOOP_LOG4J, HIVE_LOG4J2, JAVA17_OPENS, write_properties,
-                    write_site)
+from . import hadoop3, hadoop_jars
+from .confs import (DAEMON_JVM_OPTS, QUICK_JVM_OPTS, HADOOP_LOG4J, HADOOP3_LOG4J, HIVE_LOG4J2, JAVA17_OPENS,
+                    write_properties, write_site)
 from .procs import (Proc, TestbedError, free_ports, listening_ports, log_contains, log_tail, spawn,
                     stop_all, wait_all)
 
@@ -37,8 +40,24 @@ JSON_NAME = "testbed.json"
 DEFAULT_BLOCK_SIZE = 1024 * 1024  # 1 MiB: quota tests stay small
 DEFAULT_TIMEOUT = float(os.environ.get("LAKEKEEPER_TESTBED_TIMEOUT", "120"))
 
-# Order in which services appear in testbed.json and are reported.
-SERVICES = ("namenode", "datanode", "metastore", "spark-master", "spark-worker")
+# Order in which services appear in testbed.json and are reported. Hadoop 3.5: one JVM
+# "hadoop" (NameNode, DataNodes, ResourceManager, NodeManagers); Hadoop 2.7: two.
+SERVICES = ("hadoop", "namenode", "datanode", "metastore", "spark-master", "spark-worker")
+
+# The Hadoop lines the bed runs: "3.5" (default; HDFS + YARN from Maven Central, see
+# hadoop3.py) and "2.7" (HDFS only, jars from the pyspark 2.4.8 sdist, see hadoop_jars.py).
+# LAKEKEEPER_TESTBED_HADOOP=2.7 makes every Testbed.start without hadoop= start the old one.
+HADOOP_LINES = {"3.5": "3.5.0", "2.7": "2.7.3"}
+DEFAULT_HADOOP = "3.5"
+
+
+def hadoop_line(hadoop: str | None = None) -> str:
+    """"3.5" or "2.7" from an argument, $LAKEKEEPER_TESTBED_HADOOP or the default."""
+    line = hadoop or os.environ.get("LAKEKEEPER_TESTBED_HADOOP") or DEFAULT_HADOOP
+    for key, full in HADOOP_LINES.items():
+        if line in (key, full, key.split(".", maxsplit=1)[0]):
+            return key
+    raise TestbedError(f"unknown Hadoop line {line!r} (have: {', '.join(HADOOP_LINES)})")
 
 # HDFS transparent encryption: a Java keystore key provider (jceks) with one key,
 # made once per cache by Hadoop's KeyShell (KEY_NAME), read by the NameNode and,
@@ -198,6 +217,28 @@ class Testbed:
     block_size = property(lambda self: self.info.get("block_size", DEFAULT_BLOCK_SIZE))
     key_provider = property(lambda self: (self.info.get("hdfs") or {}).get("key_provider"),
                             doc="jceks:// URI of the key provider (HDFS encryption zones; key KEY_NAME)")
+    hadoop_version = property(lambda self: self.info.get("hadoop_version") or "2.7.3",
+                              doc="the HDFS (and YARN) version: 3.5.0 or 2.7.3 (beds from before 3.5: 2.7.3)")
+    yarn = property(lambda self: self.info.get("yarn"), doc="ResourceManager addresses etc., None without YARN")
+    yarn_rm = property(lambda self: self.info["yarn"]["rm_address"] if self.info.get("yarn") else None,
+                       doc="host:port of the ResourceManager (None without YARN)")
+    datanodes = property(lambda self: (self.info.get("hdfs") or {}).get("datanodes", 1 if self.hdfs_uri else 0))
+    ec_policies = property(lambda self: list((self.info.get("hdfs") or {}).get("ec_policies", [])),
+                           doc="erasure coding policies enabled on the NameNode (none on Hadoop 2.7)")
+
+    @property
+    def hadoop3(self) -> bool:
+        return int(self.hadoop_version.split(".", maxsplit=1)[0]) >= 3
+
+    def hadoop_classpath(self) -> list[str]:
+        """Class path of a Hadoop client (and tool: FsShell, DFSAdmin, ECAdmin) of the bed's own
+        version, its client conf dir first: ``java -cp ':'.join(...) org.apache.hadoop.fs.FsShell``."""
+        jars = self.info.get("hadoop_jars")
+        if not jars:
+            raise TestbedError("this test bed has no HDFS (started with --no-hdfs)")
+        if self.hadoop3:
+            return [str(self.conf_dir), str(Path(jars) / "*")]
+        return [str(self.conf_dir), *hadoop_jars.classpath(Path(jars))]
 
     def __repr__(self) -> str:
         return f"Testbed({self.json_path})"
@@ -220,25 +261,48 @@ class Testbed:
               worker_memory: str = "1g", superuser_group: str | None = None,
               timeout: float = DEFAULT_TIMEOUT, watchdog: bool = False,
               extra_core_site: dict | None = None, extra_hdfs_site: dict | None = None,
-              extra_hive_site: dict | None = None, attach: "Testbed | None" = None) -> "Testbed":
+              extra_hive_site: dict | None = None, attach: "Testbed | None" = None,
+              hadoop: str | None = None, yarn: bool | None = None, datanodes: int | None = None,
+              nodemanagers: int = 1, nm_memory_mb: int = 3072, nm_vcores: int = 8,
+              extra_yarn_site: dict | None = None) -> "Testbed":
         """Start the services in run_dir (created; a previous test bed's files there are wiped).
+
+        hadoop="3.5" (default, or $LAKEKEEPER_TESTBED_HADOOP): HDFS with ``datanodes``
+        DataNodes (3: erasure coding with XOR-2-1-1024k; 5 adds RS-3-2-1024k) and, unless
+        yarn=False, YARN (a ResourceManager and ``nodemanagers`` NodeManagers offering
+        nm_memory_mb and nm_vcores each), all in one JVM. hadoop="2.7": a Hadoop 2.7.3
+        NameNode and one DataNode, no YARN.
 
         watchdog=True starts a small reaper process that kills every service group
         as soon as the calling process dies, however it dies (for pytest).
 
         attach=another running test bed: start only a Spark master and worker (of
-        the calling interpreter's pyspark) and use that bed's HDFS and Metastore,
+        the calling interpreter's pyspark) and use that bed's HDFS, YARN and Metastore,
         which this one never stops (an older-Spark lane on the suite's one bed).
         """
         t0 = time.monotonic()
+        line = hadoop_line(hadoop)
+        if attach is not None:
+            attach.check_alive()
+            hdfs = metastore = False
+            yarn = False
+        if yarn is None:
+            yarn = hdfs and line != "2.7"
+        if yarn and line == "2.7":
+            raise TestbedError("YARN runs on the Hadoop 3.5 test bed only (hadoop='3.5')")
+        if yarn and not hdfs:
+            raise TestbedError("YARN runs beside HDFS in the test bed's Hadoop JVM (hdfs=True)")
+        if datanodes is None:
+            datanodes = hadoop3.DEFAULT_DATANODES if line == "3.5" else 1
+        if line == "2.7" and datanodes != 1:
+            raise TestbedError("the Hadoop 2.7 test bed runs one DataNode")
         run = Path(run_dir).resolve()
         _prepare_run_dir(run)
         java = find_java()
         spark_home = find_spark_home()
-        if attach is not None:
-            attach.check_alive()
-            hdfs = metastore = False
-        jars = hadoop_jars.ensure_jars(quiet=True) if hdfs else None
+        jars = None
+        if hdfs:  # fetched (once, cached) before anything starts
+            jars = hadoop3.jars() if line == "3.5" else hadoop_jars.ensure_jars(quiet=True)
 
         logs, conf, tmp = run / "logs", run / "conf", run / "tmp"
         for d in (logs, conf, tmp):
@@ -246,6 +310,7 @@ class Testbed:
         nn_port, hms_port, master_port = free_ports(3)
         hdfs_uri = f"hdfs://127.0.0.1:{nn_port}" if hdfs else None
         warehouse = f"{hdfs_uri}/warehouse" if hdfs else f"file://{run / 'warehouse'}"
+        ec_policies = hadoop3.ec_policies_for(datanodes) if hdfs and line == "3.5" else []
         info: dict = {
             "version": 1,
             "state": "starting",
@@ -257,29 +322,31 @@ class Testbed:
             "spark_home": str(spark_home),
             "python": sys.executable,
             "java": java,
+            "hadoop_version": HADOOP_LINES[line] if hdfs else None,
             "hadoop_jars": str(jars) if jars else None,
             "warehouse_dir": warehouse,
             "block_size": block_size,
             "hdfs": {"uri": hdfs_uri, "namenode_port": nn_port, "key_provider": f"jceks://file{run / 'kms' / 'kms.jceks'}",
-                     "key": KEY_NAME, "users": TEST_USERS} if hdfs else None,
+                     "key": KEY_NAME, "users": TEST_USERS, "datanodes": datanodes,
+                     "ec_policies": ec_policies} if hdfs else None,
+            # filled in once the ResourceManager is up (its ports are bound as port 0)
+            "yarn": {"rm_address": None, "nodemanagers": nodemanagers, "nm_memory_mb": nm_memory_mb,
+                     "nm_vcores": nm_vcores} if yarn else None,
             "metastore": {"uri": f"thrift://127.0.0.1:{hms_port}", "port": hms_port} if metastore else None,
             "spark": {"master_url": f"spark://127.0.0.1:{master_port}", "master_port": master_port,
                       "worker_cores": worker_cores, "worker_memory": worker_memory} if spark else None,
             "processes": {},
         }
         if attach is not None:
-            for key in ("hdfs", "metastore", "warehouse_dir", "block_size", "hadoop_jars"):
+            for key in ("hdfs", "yarn", "metastore", "warehouse_dir", "block_size", "hadoop_jars", "hadoop_version"):
                 info[key] = attach.info.get(key)
             info["attached_to"] = str(attach.json_path)
         bed = cls(info, run / JSON_NAME)
         superuser_group = superuser_group or _default_superuser_group()
 
         # ---- configuration files
+        hconf = conf / "hadoop"
         if hdfs:
-            hconf = conf / "hadoop"
-            # NameNode/DataNode http servers look up webapps/<name> on the classpath.
-            for w in ("hdfs", "datanode", "secondary"):
-                (hconf / "webapps" / w).mkdir(parents=True, exist_ok=True)
             write_site(hconf / "core-site.xml", {
                 "fs.defaultFS": hdfs_uri,
                 "hadoop.tmp.dir": str(tmp / "hadoop"),
@@ -288,38 +355,16 @@ class Testbed:
                 "hadoop.user.group.static.mapping.overrides": ";".join(f"{u}={g}" for u, g in TEST_USERS.items()),
                 **(extra_core_site or {}),
             })
+        if hdfs and line == "2.7":
+            _write_hadoop27_site(hconf, run, nn_port, block_size, superuser_group, info["hdfs"]["key_provider"],
+                                 extra_hdfs_site)
+        if hdfs and line == "3.5":
             write_site(hconf / "hdfs-site.xml", {
-                "dfs.namenode.name.dir": f"file://{run / 'dfs' / 'name'}",
-                "dfs.datanode.data.dir": f"file://{run / 'dfs' / 'data'}",
-                "dfs.namenode.rpc-address": f"127.0.0.1:{nn_port}",
-                "dfs.namenode.http-address": "127.0.0.1:0",
-                "dfs.namenode.https-address": "127.0.0.1:0",
-                "dfs.namenode.secondary.http-address": "127.0.0.1:0",
-                "dfs.namenode.secondary.https-address": "127.0.0.1:0",
-                "dfs.datanode.address": "127.0.0.1:0",
-                "dfs.datanode.ipc.address": "127.0.0.1:0",
-                "dfs.datanode.http.address": "127.0.0.1:0",
-                "dfs.datanode.https.address": "127.0.0.1:0",
-                "dfs.datanode.hostname": "127.0.0.1",
-                "dfs.namenode.datanode.registration.ip-hostname-check": False,
-                "dfs.webhdfs.enabled": False,
-                "dfs.replication": 1,
-                "dfs.blocksize": block_size,
-                "dfs.namenode.fs-limits.min-block-size": min(block_size, 4096),
-                "dfs.namenode.safemode.threshold-pct": 0,
-                "dfs.namenode.safemode.extension": 0,
-                "dfs.namenode.safemode.min.datanodes": 0,
-                "dfs.namenode.acls.enabled": True,
-                "dfs.permissions.enabled": True,
-                "dfs.permissions.superusergroup": superuser_group,
-                "dfs.namenode.resource.du.reserved": 16 * 1024 * 1024,
-                "dfs.heartbeat.interval": 1,
-                "dfs.datanode.data.dir.perm": "700",
-                "dfs.client.block.write.replace-datanode-on-failure.enable": False,
-                "dfs.encryption.key.provider.uri": info["hdfs"]["key_provider"],  # the name Hadoop 2.7 reads
-                **(extra_hdfs_site or {}),
-            })
-            write_properties(hconf / "log4j.properties", HADOOP_LOG4J)
+                **hadoop3.hdfs_site(block_size, superuser_group, info["hdfs"]["key_provider"]),
+                **(extra_hdfs_site or {})})
+            write_site(hconf / "yarn-site.xml", {**hadoop3.yarn_site(nm_memory_mb, nm_vcores, run / "hadoop" / "node-attributes"),
+                                                 **(extra_yarn_site or {})} if yarn else {})
+            write_properties(hconf / "log4j.properties", HADOOP3_LOG4J)
         if metastore:
             mconf = conf / "metastore"
             site = {
@@ -345,29 +390,23 @@ class Testbed:
             write_site(mconf / "core-site.xml", {"fs.defaultFS": hdfs_uri} if hdfs else {})
             write_properties(mconf / "hive-log4j2.properties", HIVE_LOG4J2, sep=" = ")
             (run / "metastore").mkdir(exist_ok=True)
-        _write_client_conf(bed, conf / "client")
 
         # ---- spawn everything at once (the JVMs start in parallel)
         procs: dict[str, Proc] = {}
         checks = {}
         try:
-            if hdfs:
-                template = _namenode_template(java, jars, logs, timeout)
-                shutil.copytree(template, run / "dfs" / "name")
-                (run / "kms").mkdir()
-                shutil.copy(_key_store_template(java, jars, spark_home, logs, timeout), run / "kms" / "kms.jceks")
-                cp = os.pathsep.join([str(conf / "hadoop"), *hadoop_jars.classpath(jars), str(_gson_jar(spark_home))])
-
-                def hadoop_argv(cls_name: str, xmx: str) -> list[str]:
-                    return [java, *JAVA17_OPENS, *DAEMON_JVM_OPTS, JCEKS_FILTER, f"-Xmx{xmx}",
-                            f"-Djava.io.tmpdir={tmp}", f"-Dhadoop.log.dir={logs}",
-                            f"-Dhadoop.home.dir={jars}", "-Dhadoop.root.logger=INFO,console",
-                            "-cp", cp, cls_name]
+            if hdfs and line == "2.7":
+                procs.update(_spawn_hadoop27(java, jars, spark_home, run, timeout))
+            if hdfs and line == "3.5":
+                classes = hadoop3.compiled(java, jars, logs, timeout)
+                (run / "kms").mkdir()  # the JVM makes the key in a new keystore there
                 env = _clean_env()
-                procs["namenode"] = spawn("namenode", hadoop_argv(
-                    "org.apache.hadoop.hdfs.server.namenode.NameNode", "256m"), logs / "namenode.log", env, run)
-                procs["datanode"] = spawn("datanode", hadoop_argv(
-                    "org.apache.hadoop.hdfs.server.datanode.DataNode", "256m"), logs / "datanode.log", env, run)
+                env["JAVA_HOME"] = hadoop3.java_home(java)  # the NodeManager's containers run $JAVA_HOME/bin/java
+                procs["hadoop"] = spawn("hadoop", hadoop3.argv(
+                    java, [*JAVA17_OPENS, *DAEMON_JVM_OPTS, f"-Djava.io.tmpdir={tmp}", f"-Dhadoop.log.dir={logs}"],
+                    classes, jars, hconf, nn_port=nn_port, base=run / "hadoop", out=conf / "hadoop-effective",
+                    datanodes=datanodes, nodemanagers=nodemanagers if yarn else 0, ec_policies=ec_policies,
+                    key=KEY_NAME), logs / "hadoop.log", env, run)
             if metastore:
                 mconf = conf / "metastore"
                 argv = [java, *JAVA17_OPENS, *DAEMON_JVM_OPTS, "-Xmx512m", f"-Djava.io.tmpdir={tmp}",
@@ -394,10 +433,14 @@ class Testbed:
             bed._write_json()
 
             # ---- readiness
-            if hdfs:
+            if hdfs and line == "2.7":
                 nn, dn = procs["namenode"], procs["datanode"]
                 checks["namenode"] = (nn, lambda: nn_port in listening_ports(nn.pid))
                 checks["datanode"] = (dn, lambda: log_contains(dn.log, "Successfully sent block report"))
+            if hdfs and line == "3.5":
+                hp = procs["hadoop"]
+                checks["hadoop"] = (hp, lambda: log_contains(hp.log, hadoop3.READY)
+                                    and nn_port in listening_ports(hp.pid))
             if metastore:
                 ms = procs["metastore"]
                 checks["metastore"] = (ms, lambda: hms_port in listening_ports(ms.pid)
@@ -407,6 +450,24 @@ class Testbed:
                 checks["spark-master"] = (m, lambda: master_port in listening_ports(m.pid))
                 checks["spark-worker"] = (w, lambda: log_contains(w.log, "Successfully registered with master"))
             ready = wait_all(checks, timeout)
+            if hdfs and line == "3.5":
+                eff = hadoop3.read_effective(conf / "hadoop-effective")
+                if eff.get("fs.defaultFS") != hdfs_uri:
+                    raise TestbedError(f"the NameNode says {eff.get('fs.defaultFS')}, expected {hdfs_uri}")
+                phases = hadoop3.log_timings(procs["hadoop"].log)  # seconds after the JVM started
+                ready["hdfs (in hadoop)"] = phases.get("hdfs")
+                if yarn:
+                    ready["yarn (in hadoop)"] = phases.get("yarn")
+                    info["yarn"].update({
+                        "rm_address": _loopback(eff["yarn.resourcemanager.address"]),
+                        "rm_scheduler_address": _loopback(eff["yarn.resourcemanager.scheduler.address"]),
+                        "rm_admin_address": _loopback(eff["yarn.resourcemanager.admin.address"]),
+                        "rm_resource_tracker_address": _loopback(eff["yarn.resourcemanager.resource-tracker.address"]),
+                        "rm_webapp_address": _loopback(eff["yarn.resourcemanager.webapp.address"]),
+                        "nm_addresses": [_loopback(eff[f"nodemanager.{i}.address"]) for i in range(nodemanagers)],
+                        "nm_log_dirs": [eff[f"nodemanager.{i}.log-dirs"] for i in range(nodemanagers)],
+                        "nm_local_dirs": [eff[f"nodemanager.{i}.local-dirs"] for i in range(nodemanagers)],
+                    })
         except BaseException:
             notes = stop_all(procs.values())
             bed._stop_reaper()
@@ -415,6 +476,7 @@ class Testbed:
             bed._save_procs()
             bed._write_json()
             raise
+        _write_client_conf(bed, conf / "client")
         for p in procs.values():
             p.ports = {str(port): port for port in sorted(listening_ports(p.pid))}
         info["timings"] = {"ready_after_s": ready, "total_start_s": round(time.monotonic() - t0, 1)}
@@ -454,8 +516,9 @@ class Testbed:
                 f"{p.name} (pid {p.pid}, log {p.log})" for p in dead))
 
     # ------------------------------------------------------------ client helpers
-    def spark_confs(self, python: str | None = None) -> dict[str, str]:
-        """Spark confs that point any Spark client at the test bed."""
+    def spark_confs(self, python: str | None = None, master: str | None = None) -> dict[str, str]:
+        """Spark confs that point any Spark client at the test bed (with master="yarn" also
+        ``yarn_confs()``)."""
         c: dict[str, str] = {}
         if self.hdfs_uri:
             c["spark.hadoop.fs.defaultFS"] = self.hdfs_uri
@@ -471,7 +534,47 @@ class Testbed:
         c["spark.driver.bindAddress"] = "127.0.0.1"
         c["spark.pyspark.python"] = python or self.python
         c["spark.executor.extraJavaOptions"] = " ".join(QUICK_JVM_OPTS)
+        if master and master.startswith("yarn"):
+            c.update(self.yarn_confs(python=python))
         return c
+
+    def yarn_confs(self, python: str | None = None) -> dict[str, str]:
+        """Spark confs for ``--master yarn`` on the bed's YARN (client or cluster deploy mode).
+
+        Spark's jars are read from this host's pyspark (``spark.yarn.jars=local:...``), not
+        uploaded; the application master, driver (cluster mode) and executors run the bed's
+        interpreter (same host). Containers: one executor of 2 cores and 512m, a 512m driver
+        or AM, each with YARN's 384m overhead; the NodeManager offers ``nm_memory_mb``.
+        A spark-submit also needs HADOOP_CONF_DIR or YARN_CONF_DIR (``env()``; ``spark_submit``
+        sets both).
+        """
+        y = self.yarn
+        if not y or not y.get("rm_address"):
+            raise TestbedError("this test bed has no YARN (Hadoop 3.5 bed started with YARN: "
+                               "Testbed.start(..., hadoop='3.5'), scripts/testbed up)")
+        py = python or self.python
+        quick = " ".join(QUICK_JVM_OPTS)
+        return {
+            "spark.hadoop.yarn.resourcemanager.address": y["rm_address"],
+            "spark.hadoop.yarn.resourcemanager.scheduler.address": y["rm_scheduler_address"],
+            "spark.yarn.jars": f"local:{self.spark_home / 'jars'}/*",
+            "spark.yarn.queue": "default",
+            "spark.yarn.maxAppAttempts": "1",
+            "spark.yarn.am.memory": "512m",
+            "spark.yarn.am.extraJavaOptions": quick,
+            "spark.driver.memory": "512m",
+            "spark.executor.instances": "1",
+            "spark.executor.cores": "2",
+            "spark.executor.memory": "512m",
+            "spark.pyspark.python": py,
+            "spark.pyspark.driver.python": py,
+            "spark.yarn.appMasterEnv.PYSPARK_PYTHON": py,
+            "spark.executorEnv.PYSPARK_PYTHON": py,
+            # a cluster-mode driver (in the AM container) names its host itself: without this,
+            # the machine's external address, where nothing listens (bindAddress is 127.0.0.1)
+            "spark.yarn.appMasterEnv.SPARK_LOCAL_IP": "127.0.0.1",
+            "spark.executorEnv.SPARK_LOCAL_IP": "127.0.0.1",
+        }
 
     def env(self, base: dict[str, str] | None = None, python: str | None = None) -> dict[str, str]:
         """Environment for a client process: conf dirs, SPARK_LOCAL_IP, and where the bed is.
@@ -495,15 +598,19 @@ class Testbed:
             e["LAKEKEEPER_TESTBED_HDFS"] = self.hdfs_uri
         if self.metastore_uri:
             e["LAKEKEEPER_TESTBED_METASTORE"] = self.metastore_uri
+        if self.yarn_rm:
+            e["YARN_CONF_DIR"] = str(self.conf_dir)
+            e["LAKEKEEPER_TESTBED_YARN_RM"] = self.yarn_rm
         return e
 
     def spark_submit_argv(self, master: str | None = None, confs: dict[str, str] | None = None,
                           python: str | None = None, executor_memory: str = "512m") -> list[str]:
-        """``--master spark://… --conf k=v …`` for spark-submit (caller's confs win)."""
+        """``--master spark://… --conf k=v …`` for spark-submit (caller's confs win);
+        master="yarn": the bed's YARN (``yarn_confs()``)."""
         m = master or self.master_url
         if not m:
             raise TestbedError("this test bed has no Spark master (started with --no-spark)")
-        c = self.spark_confs(python=python)
+        c = self.spark_confs(python=python, master=m)
         if m.startswith("spark://"):
             c["spark.executor.memory"] = executor_memory
         c.update(confs or {})
@@ -522,11 +629,15 @@ class Testbed:
                      confs: dict[str, str] | None = None, submit_args: list[str] | None = None,
                      timeout: float = 600, check: bool = False, cwd: str | None = None,
                      env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-        """Run spark-submit against the standalone master (or `master`); output captured."""
+        """Run spark-submit against the standalone master (or `master`, e.g. "yarn" with
+        submit_args=["--deploy-mode", "cluster"]); output captured."""
         full_env = self.env(base=_clean_env())
-        # conf-dir route is not needed here: everything is on the command line
-        for k in ("HADOOP_CONF_DIR", "SPARK_CONF_DIR", "HIVE_CONF_DIR"):
-            full_env.pop(k, None)
+        # conf-dir route is not needed here: everything is on the command line; only
+        # spark-submit to YARN insists on HADOOP_CONF_DIR or YARN_CONF_DIR (yarn-site.xml)
+        yarn = (master or "").startswith("yarn")
+        for k in ("HADOOP_CONF_DIR", "SPARK_CONF_DIR", "HIVE_CONF_DIR", "YARN_CONF_DIR"):
+            if not (yarn and k in ("HADOOP_CONF_DIR", "YARN_CONF_DIR")):
+                full_env.pop(k, None)
         full_env.update(env or {})
         return subprocess.run(self.spark_submit_cmd(app, *args, master=master, confs=confs,
                                                     submit_args=submit_args),
@@ -594,6 +705,74 @@ class Testbed:
         self._reaper = None
 
 
+# ---------------------------------------------------------------- Hadoop 2.7.3 (NameNode + DataNode JVMs)
+
+def _write_hadoop27_site(hconf: Path, run: Path, nn_port: int, block_size: int, superuser_group: str,
+                         key_provider: str, extra_hdfs_site: dict | None) -> None:
+    # NameNode/DataNode http servers look up webapps/<name> on the classpath.
+    for w in ("hdfs", "datanode", "secondary"):
+        (hconf / "webapps" / w).mkdir(parents=True, exist_ok=True)
+    write_site(hconf / "hdfs-site.xml", {
+        "dfs.namenode.name.dir": f"file://{run / 'dfs' / 'name'}",
+        "dfs.datanode.data.dir": f"file://{run / 'dfs' / 'data'}",
+        "dfs.namenode.rpc-address": f"127.0.0.1:{nn_port}",
+        "dfs.namenode.http-address": "127.0.0.1:0",
+        "dfs.namenode.https-address": "127.0.0.1:0",
+        "dfs.namenode.secondary.http-address": "127.0.0.1:0",
+        "dfs.namenode.secondary.https-address": "127.0.0.1:0",
+        "dfs.datanode.address": "127.0.0.1:0",
+        "dfs.datanode.ipc.address": "127.0.0.1:0",
+        "dfs.datanode.http.address": "127.0.0.1:0",
+        "dfs.datanode.https.address": "127.0.0.1:0",
+        "dfs.datanode.hostname": "127.0.0.1",
+        "dfs.namenode.datanode.registration.ip-hostname-check": False,
+        "dfs.webhdfs.enabled": False,
+        "dfs.replication": 1,
+        "dfs.blocksize": block_size,
+        "dfs.namenode.fs-limits.min-block-size": min(block_size, 4096),
+        "dfs.namenode.safemode.threshold-pct": 0,
+        "dfs.namenode.safemode.extension": 0,
+        "dfs.namenode.safemode.min.datanodes": 0,
+        "dfs.namenode.acls.enabled": True,
+        "dfs.permissions.enabled": True,
+        "dfs.permissions.superusergroup": superuser_group,
+        "dfs.namenode.resource.du.reserved": 16 * 1024 * 1024,
+        "dfs.heartbeat.interval": 1,
+        "dfs.datanode.data.dir.perm": "700",
+        "dfs.client.block.write.replace-datanode-on-failure.enable": False,
+        "dfs.encryption.key.provider.uri": key_provider,  # the name Hadoop 2.7 reads
+        **(extra_hdfs_site or {}),
+    })
+    write_properties(hconf / "log4j.properties", HADOOP_LOG4J)
+
+
+def _spawn_hadoop27(java: str, jars: Path, spark_home: Path, run: Path, timeout: float) -> dict[str, Proc]:
+    logs, tmp, hconf = run / "logs", run / "tmp", run / "conf" / "hadoop"
+    template = _namenode_template(java, jars, logs, timeout)
+    shutil.copytree(template, run / "dfs" / "name")
+    (run / "kms").mkdir()
+    shutil.copy(_key_store_template(java, jars, spark_home, logs, timeout), run / "kms" / "kms.jceks")
+    cp = os.pathsep.join([str(hconf), *hadoop_jars.classpath(jars), str(_gson_jar(spark_home))])
+
+    def hadoop_argv(cls_name: str, xmx: str) -> list[str]:
+        return [java, *JAVA17_OPENS, *DAEMON_JVM_OPTS, JCEKS_FILTER, f"-Xmx{xmx}",
+                f"-Djava.io.tmpdir={tmp}", f"-Dhadoop.log.dir={logs}",
+                f"-Dhadoop.home.dir={jars}", "-Dhadoop.root.logger=INFO,console",
+                "-cp", cp, cls_name]
+    env = _clean_env()
+    return {
+        "namenode": spawn("namenode", hadoop_argv(
+            "org.apache.hadoop.hdfs.server.namenode.NameNode", "256m"), logs / "namenode.log", env, run),
+        "datanode": spawn("datanode", hadoop_argv(
+            "org.apache.hadoop.hdfs.server.datanode.DataNode", "256m"), logs / "datanode.log", env, run),
+    }
+
+
+def _loopback(address: str) -> str:
+    """localhost:P -> 127.0.0.1:P (the minicluster names its YARN services "localhost")."""
+    host, _, port = address.rpartition(":")
+    return f"127.0.0.1:{port}" if host in ("localhost", "127.0.0.1", "0.0.0.0") else address
+
 def _spark_daemon_env(run: Path, spark_home: Path) -> dict[str, str]:
     env = _clean_env()
     daemon_conf = run / "conf" / "spark-daemons"
@@ -628,6 +807,15 @@ def _write_client_conf(bed: Testbed, d: Path) -> None:
         hdfs = {"dfs.replication": 1, "dfs.blocksize": bed.block_size,
                 "dfs.client.block.write.replace-datanode-on-failure.enable": False}
     write_site(d / "hdfs-site.xml", hdfs)
+    y = bed.yarn
+    if y and y.get("rm_address"):
+        write_site(d / "yarn-site.xml", {
+            "yarn.resourcemanager.address": y["rm_address"],
+            "yarn.resourcemanager.scheduler.address": y["rm_scheduler_address"],
+            "yarn.resourcemanager.admin.address": y["rm_admin_address"],
+            "yarn.resourcemanager.resource-tracker.address": y["rm_resource_tracker_address"],
+            "yarn.resourcemanager.webapp.address": y["rm_webapp_address"],
+        })
     hive = {"hive.metastore.warehouse.dir": bed.warehouse_dir}
     if bed.metastore_uri:
         hive["hive.metastore.uris"] = bed.metastore_uri

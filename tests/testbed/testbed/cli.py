@@ -1,11 +1,12 @@
 """Command line for the test bed (wrapped by scripts/testbed).
 
-    scripts/testbed up [--dir D] [--no-spark] [--no-hdfs] [--no-metastore]
+    scripts/testbed up [--dir D] [--hadoop 3.5|2.7] [--datanodes N] [--no-yarn]
+                       [--no-spark] [--no-hdfs] [--no-metastore]
     scripts/testbed status [--dir D] [--json]
     scripts/testbed env [--dir D]          # eval "$(scripts/testbed env)"
     scripts/testbed logs [--dir D] [SERVICE] [-n LINES]
     scripts/testbed down [--dir D]
-    scripts/testbed fetch                  # only download the Hadoop jars (CI cache step)
+    scripts/testbed fetch [--hadoop 3.5|2.7|all]   # only download jars (CI cache step)
 
 D defaults to $LAKEKEEPER_TESTBED_DIR, else <repo>/.lakekeeper/testbed; status, env,
 logs and down also accept $LAKEKEEPER_TESTBED_JSON when --dir is not given.
@@ -18,8 +19,8 @@ import os
 import sys
 from pathlib import Path
 
-from . import hadoop_jars
-from .bed import DEFAULT_BLOCK_SIZE, DEFAULT_TIMEOUT, JSON_NAME, Testbed
+from . import hadoop3, hadoop_jars, maven
+from .bed import DEFAULT_BLOCK_SIZE, DEFAULT_TIMEOUT, HADOOP_LINES, JSON_NAME, Testbed
 from .procs import TestbedError, log_tail
 
 REPO = Path(__file__).resolve().parents[3]
@@ -43,7 +44,8 @@ def cmd_up(args) -> int:
     bed = Testbed.start(run, hdfs=not args.no_hdfs, metastore=not args.no_metastore,
                         spark=not args.no_spark, block_size=args.block_size,
                         worker_cores=args.worker_cores, worker_memory=args.worker_memory,
-                        timeout=args.timeout)
+                        timeout=args.timeout, hadoop=args.hadoop, yarn=False if args.no_yarn else None,
+                        datanodes=args.datanodes)
     t = bed.info["timings"]
     print(f"testbed: up in {t['total_start_s']} s (ready after: "
           + ", ".join(f"{k} {v} s" for k, v in t["ready_after_s"].items()) + ")", file=sys.stderr)
@@ -54,7 +56,10 @@ def cmd_up(args) -> int:
 
 
 def _print_summary(bed: Testbed, file=sys.stderr) -> None:
-    rows = [("HDFS", bed.hdfs_uri), ("Metastore", bed.metastore_uri), ("Spark master", bed.master_url),
+    hdfs = f"{bed.hdfs_uri} (Hadoop {bed.hadoop_version}, {bed.datanodes} DataNode(s)" + (
+        f", erasure coding: {', '.join(bed.ec_policies)})" if bed.ec_policies else ")") if bed.hdfs_uri else None
+    rows = [("HDFS", hdfs), ("YARN RM", bed.yarn_rm), ("Metastore", bed.metastore_uri),
+            ("Spark master", bed.master_url),
             ("warehouse", bed.warehouse_dir), ("client conf", str(bed.conf_dir)),
             ("logs", str(bed.log_dir)), ("json", str(bed.json_path))]
     for k, v in rows:
@@ -118,17 +123,27 @@ def cmd_logs(args) -> int:
 
 
 def cmd_fetch(args) -> int:
-    print(hadoop_jars.ensure_jars())
+    if args.hadoop in ("3.5", "all"):
+        print(hadoop3.jars())
+    if args.hadoop in ("2.7", "all"):
+        print(hadoop_jars.ensure_jars())
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="scripts/testbed", description="Real HDFS + Hive Metastore + Spark "
+    ap = argparse.ArgumentParser(prog="scripts/testbed", description="Real HDFS + YARN + Hive Metastore + Spark "
                                  "standalone on 127.0.0.1 for the lakekeeper tests.",
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
     up = sub.add_parser("up", help="start the services and write D/testbed.json")
     up.add_argument("--dir", help="run directory (data, conf, logs)")
+    up.add_argument("--hadoop", choices=sorted(HADOOP_LINES), default=None,
+                    help="Hadoop line: 3.5 (default, or $LAKEKEEPER_TESTBED_HADOOP; HDFS + YARN in one JVM) "
+                         "or 2.7 (NameNode + DataNode, no YARN)")
+    up.add_argument("--datanodes", type=int, default=None,
+                    help=f"DataNodes (3.5 only; default {hadoop3.DEFAULT_DATANODES}: erasure coding "
+                         "XOR-2-1-1024k; 5 adds RS-3-2-1024k)")
+    up.add_argument("--no-yarn", action="store_true", help="no ResourceManager/NodeManager (3.5)")
     up.add_argument("--no-hdfs", action="store_true", help="no NameNode/DataNode; warehouse on file://")
     up.add_argument("--no-metastore", action="store_true", help="no Hive Metastore service")
     up.add_argument("--no-spark", action="store_true", help="no Spark standalone master/worker")
@@ -149,12 +164,14 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("service", nargs="?")
             p.add_argument("-n", "--lines", type=int, default=0)
         p.set_defaults(func=func)
-    f = sub.add_parser("fetch", help="download the Hadoop 2.7.3 jars into the cache only")
+    f = sub.add_parser("fetch", help="download the jars into the cache only: Hadoop 3.5.0 (Maven Central), "
+                                     "Hadoop 2.7.3 (pyspark 2.4.8 sdist) or both")
+    f.add_argument("--hadoop", choices=["3.5", "2.7", "all"], default="all")
     f.set_defaults(func=cmd_fetch)
     args = ap.parse_args(argv)
     try:
         return args.func(args)
-    except (TestbedError, hadoop_jars.JarFetchError) as e:
+    except (TestbedError, hadoop_jars.JarFetchError, maven.MavenError) as e:
         print(f"testbed: error: {e}", file=sys.stderr)
         return 1
 

@@ -54,6 +54,24 @@ HADOOP_LOG4J = {
     "log4j.logger.org.apache.hadoop.metrics2": "WARN",
 }
 
+# The Hadoop 3 JVM runs a NameNode, DataNodes, a ResourceManager and NodeManagers:
+# at INFO their start alone is thousands of lines. Warnings, plus the lines that say
+# what happened to an application and its containers.
+HADOOP3_LOG4J = {
+    **HADOOP_LOG4J,
+    "log4j.logger.org.apache.hadoop": "WARN",
+    "log4j.logger.BlockStateChange": "WARN",
+    "log4j.logger.org.apache.hadoop.hdfs.server.namenode.FSNamesystem.audit": "WARN",
+    "log4j.logger.org.apache.hadoop.yarn.server.resourcemanager.RMAuditLogger": "INFO",
+    "log4j.logger.org.apache.hadoop.yarn.server.resourcemanager.rmapp.RMAppImpl": "INFO",
+    "log4j.logger.org.apache.hadoop.yarn.server.nodemanager.containermanager.container.ContainerImpl": "INFO",
+    # a DataNode's heartbeat thread reports the NameNode's shutdown with a stack trace
+    "log4j.logger.org.apache.hadoop.hdfs.server.datanode.DataNode": "ERROR",
+    "log4j.logger.org.apache.hadoop.http.server.AuthenticationFilter": "ERROR",
+    "log4j.logger.org.apache.hadoop.security.authentication.server.AuthenticationFilter": "ERROR",
+    "log4j.logger.org.apache.hadoop.util.NativeCodeLoader": "ERROR",
+}
+
 # Hive 2.3 looks up hive-log4j2.properties on the classpath; without ours it
 # would log to /tmp/<user>/hive.log.
 HIVE_LOG4J2 = {
