@@ -122,5 +122,10 @@ def package_zip(script, dest):
             for name in sorted(files):
                 if name.endswith(".py"):
                     path = os.path.join(directory, name)
-                    archive.write(path, os.path.relpath(path, os.path.dirname(root)))
+                    # a fixed time: the cached application's files have the archive's (1970: before ZIP's epoch)
+                    entry = zipfile.ZipInfo(os.path.relpath(path, os.path.dirname(root)), (1980, 1, 1, 0, 0, 0))
+                    entry.compress_type = zipfile.ZIP_DEFLATED
+                    entry.external_attr = 0o644 << 16
+                    with open(path, "rb") as handle:
+                        archive.writestr(entry, handle.read())
     return dest

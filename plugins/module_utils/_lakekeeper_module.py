@@ -448,7 +448,7 @@ def engine_package(module, launch):
         return None
     try:
         return package_zip(launch.script, os.path.join(module.tmpdir, PY_FILES_ZIP))
-    except (AppError, OSError) as exc:
+    except (AppError, OSError, ValueError) as exc:
         module.fail_json(msg="cluster mode ships the engine's package with --py-files: %s" % exc)
 
 

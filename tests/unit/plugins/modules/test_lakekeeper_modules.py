@@ -515,6 +515,8 @@ def cluster(engine, tmp_path, monkeypatch):
     (package / "commands" / "compact.py").write_text("")
     (package / "__pycache__").mkdir()
     (package / "__pycache__" / "x.pyc").write_bytes(b"")
+    for path in (package / "__init__.py", package / "commands" / "compact.py"):
+        os.utime(path, (0, 0))  # as the cached application's files are (its archive's times): before ZIP's 1980
     (tmp_path / "bin").mkdir()
     submit = write_exe(tmp_path / "bin" / "spark-submit", STUB_SPARK_SUBMIT)
     hdfs = write_exe(tmp_path / "bin" / "hdfs", STUB_HDFS)
