@@ -283,6 +283,24 @@ EXAMPLES = r"""
     hadoop_conf_dir: /etc/hadoop/conf
   register: compaction
 
+- name: The same in cluster mode - the driver in a YARN container, with the packed environment
+  lakekeeper.hive.lakekeeper_compact:
+    table: mydb.events
+    config_file: /etc/lakekeeper/lakekeeper.yaml   # shipped to the driver with --files
+    spark_submit:
+      enabled: true
+      master: yarn
+      deploy_mode: cluster
+      principal: myuser@MY.REALM.COM
+      keytab: /etc/security/keytabs/myuser.keytab
+      queue: data-engineering
+      archives: hdfs:///apps/lakekeeper/lakekeeper_env.tar.gz#lakekeeper_env
+      python_env: ./lakekeeper_env/bin/python   # the driver's and the executors'
+      driver_memory: 4g
+      result_dir: .lakekeeper/results           # on HDFS, in the user's home: the result, read back and removed
+    hadoop_conf_dir: /etc/hadoop/conf
+  register: compaction
+
 - name: What would be compacted, without writing anything (check mode runs the engine with --dry-run)
   lakekeeper.hive.lakekeeper_compact:
     database: mydb

@@ -452,14 +452,17 @@ def test_archive_python_for_a_client_mode_driver_refused(engine, tmp_path, monke
 REPO = os.path.abspath(os.path.join(os.path.dirname(CASES_FILE), "..", "..", "..", ".."))
 
 
-def _documented_examples():
+def _documented_examples(mode="client"):
     """(where, module args) of the documented spark-submit examples that ship a packed Python
-    (python_env): lakekeeper_compact's EXAMPLES and the README's first example."""
+    (python_env) in ``mode``: lakekeeper_compact's EXAMPLES and the README's first example."""
     examples = []
     for task in yaml.safe_load(lakekeeper_compact.EXAMPLES):
         args = task.get("lakekeeper.hive.lakekeeper_compact") or {}
-        if (args.get("spark_submit") or {}).get("python_env"):
+        submit = args.get("spark_submit") or {}
+        if submit.get("python_env") and (submit.get("deploy_mode") or "client") == mode:
             examples.append(("lakekeeper_compact EXAMPLES: %s" % task["name"], args))
+    if mode != "client":
+        return examples
     with open(os.path.join(REPO, "README.md")) as handle:
         first = re.search(r"```yaml\n(.*?)```", handle.read(), re.S).group(1)
     for play in yaml.safe_load(first):
@@ -495,6 +498,23 @@ def test_documented_examples_give_the_driver_a_python_of_the_edge_node():
         assert driver and os.path.isabs(driver), "%s: the driver would run %r on the edge node" % (where, driver)
         assert _last_conf(argv, "spark.pyspark.python") == "./lakekeeper_env/bin/python", where  # the executors'
         assert _lakekeeper_argv.archive_driver_python(ss, args.get("python")) is None, where
+
+
+def test_documented_cluster_mode_example_gives_the_driver_the_packed_python():
+    """lakekeeper_compact's cluster-mode example: its driver runs python_env in its YARN container (the AM's
+    environment and spark.pyspark.python), the engine's package and config file go with it, and no python of
+    the edge node is asked for."""
+    ((where, args),) = _documented_examples("cluster")
+    ss = _lakekeeper_argv.resolve_spark_submit(_lakekeeper_argv.merge_spark_submit(args["spark_submit"]))
+    argv = _lakekeeper_argv.build_command(
+        "compact", _lakekeeper_argv.selector_args(args.get("table")), ss, "/app/run_lakekeeper.py",
+        spark_submit="/opt/spark/bin/spark-submit", config_file=args["config_file"], run_id="20261122T013000-3f9a1c",
+        py_files="/tmp/m/lakekeeper_spark.zip", result_file="/tmp/m/r.json")
+    assert _last_conf(argv, "spark.yarn.appMasterEnv.PYSPARK_PYTHON") == "./lakekeeper_env/bin/python", where
+    assert _last_conf(argv, "spark.pyspark.python") == "./lakekeeper_env/bin/python", where
+    assert _last_conf(argv, "spark.pyspark.driver.python") is None and "python" not in args, where
+    assert argv[argv.index("--py-files") + 1] == "/tmp/m/lakekeeper_spark.zip", where
+    assert argv[argv.index("--result-uri") + 1] == ".lakekeeper/results/20261122T013000-3f9a1c.json", where
 
 
 def test_documented_example_without_python_is_what_the_module_refuses():
