@@ -434,7 +434,7 @@ def hadoop_helpers(module, ss, launch):
                                  "that principal's ticket, which needs kinit on this host (not on PATH)")
         module.warn("spark_submit.keytab is set but kinit is not on PATH: if the task is stopped, the YARN "
                     "application is killed with the environment's ticket cache, if any")
-    if ss["enabled"] and not yarn_tool:
+    if ss["enabled"] and not yarn_tool and str(ss.get("master") or "").startswith("yarn"):
         module.warn("no YARN client (yarn_binary, spark-class, yarn on PATH): if the task is stopped, only "
                     "spark-submit is stopped%s" % (", and the cluster-mode application runs on" if cluster else ""))
     env = dict(_host_env(launch), **module.run_command_environ_update)

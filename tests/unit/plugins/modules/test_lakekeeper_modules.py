@@ -19,9 +19,12 @@ import json
 import os
 import re
 import shlex
+import signal
 import stat
 import sys
 import tarfile
+import threading
+import time
 
 import pytest
 import yaml
@@ -57,6 +60,9 @@ behaviour = os.environ.get('STUB_BEHAVIOUR', 'ok')
 if behaviour == 'usage':
     sys.stderr.write('usage: run_lakekeeper.py ...\nrun_lakekeeper.py: error: bad\n')
     sys.exit(2)
+if behaviour == 'hang':  # a long run, to be stopped
+    open(os.environ['STUB_FS'] + '.running', 'w').close()
+    __import__('time').sleep(120)
 table = argv[argv.index('--table') + 1] if '--table' in argv else 'db.t'
 status = {'analyze': 'analyzed', 'compact': 'planned' if dry else 'compacted', 'rollback': 'rolled_back',
           'recover': 'recovered', 'cleanup': 'cleaned'}[command]
@@ -296,6 +302,7 @@ def test_engine_failure(engine, tmp_path, monkeypatch):
     assert res["msg"] == ("lakekeeper compact failed (rc=1): stub compact -- db.t: failed: row count mismatch "
                           "(left in place: backup table db.__bkp_t_1)")
     assert res["stderr_lines"] == ["INFO Submitted application application_1_0002"]
+    assert res["application_id"] == "application_1_0002"  # returned on failure too
     assert res["stdout_lines"][0] == "some log line on stdout"
     assert res["cmd"] and res["tables"][0]["status"] == "failed"
 
@@ -611,6 +618,34 @@ def test_cluster_mode_without_a_result(cluster, tmp_path, monkeypatch):
     assert res["msg"].endswith("(the driver ran in YARN: its log is in yarn logs -applicationId "
                                "application_1700000000000_0007)")
     assert res["result_fetch"]["rc"] == 1 and "No such file or directory" in res["result_fetch"]["stderr_lines"][0]
+
+
+def test_a_stopped_task_kills_its_application(cluster, tmp_path, monkeypatch):
+    """SIGTERM to the module while a cluster-mode application runs (an AWX job cancelled): the module kills it
+    with yarn_binary, stops spark-submit, and fails with what it did and the application id."""
+    monkeypatch.setenv("STUB_BEHAVIOUR", "hang")
+    yarn = write_exe(tmp_path / "bin" / "yarn", '#!/bin/sh\necho "$@" >> %s\n' % (tmp_path / "yarn.calls"))
+    running = tmp_path / "fs.running"
+
+    def stop_when_running():
+        deadline = time.time() + 60
+        while not running.exists() and time.time() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)  # spark-submit's log has named the application by now
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=stop_when_running, daemon=True).start()
+    started = time.time()
+    res = run(lakekeeper_compact, dict(cluster, table="db.t", yarn_binary=yarn), tmp_path)
+    assert time.time() - started < 60  # not the engine's 120 s
+    assert res["failed"] is True and res["application_id"] == "application_1700000000000_0007"
+    assert res["msg"].startswith("lakekeeper compact cancelled: received SIGTERM; killed the YARN application "
+                                 "application_1700000000000_0007 (rc 0); stopped the engine's process group"), res["msg"]
+    kill, stop = res["cancelled"]["actions"]
+    assert kill["cmd"] == "%s application -kill application_1700000000000_0007" % yarn and kill["rc"] == 0
+    assert stop["action"] == "stop_engine" and stop["signal"] == "SIGTERM"
+    assert (tmp_path / "yarn.calls").read_text().split() == ["application", "-kill", "application_1700000000000_0007"]
+    assert "--result-uri" in res["cmd"] and not _calls(tmp_path / "fs.calls")  # no result to read
 
 
 @pytest.mark.parametrize("change, message", [
