@@ -184,7 +184,7 @@ options:
         description:
           - Kerberos principal (C(--principal)), with O(spark_submit.keytab).
           - With both, Spark logs in from the keytab and renews the application's delegation tokens itself (in
-            client and cluster mode): what a run longer than the tickets' or the tokens' lifetime (often 24 hours,
+            client and cluster mode) - what a run longer than the tickets' or the tokens' lifetime (often 24 hours,
             7 days at most) needs, and what many clusters require for long jobs. The module's own Hadoop client
             commands (reading a cluster-mode result, killing a stopped application) get a ticket of that principal
             from the keytab too, into a private cache (C(kinit) on the target).
@@ -290,7 +290,7 @@ options:
       - The YARN CLI (C(yarn), a name on C(PATH) or a path) that kills the application of a stopped task
         (C(yarn application -kill <application id>)).
       - When not set, the same ApplicationCLI runs through C(spark-class) (as for O(hdfs_binary)), else C(yarn) from
-        C(PATH) (last: on some hosts that name is Node.js' Yarn).
+        C(PATH) (last - on some hosts that name is Node.js' Yarn).
     type: str
   hadoop_conf_dir:
     description: Sets C(HADOOP_CONF_DIR) for the engine run (C(core-site.xml), C(hdfs-site.xml), C(yarn-site.xml)).

@@ -59,6 +59,7 @@ def hadoop_line(hadoop: str | None = None) -> str:
             return key
     raise TestbedError(f"unknown Hadoop line {line!r} (have: {', '.join(HADOOP_LINES)})")
 
+
 # HDFS transparent encryption: a Java keystore key provider (jceks) with one key,
 # made once per cache by Hadoop's KeyShell (KEY_NAME), read by the NameNode and,
 # through the client configuration, by every HDFS client of the test bed (the
@@ -770,8 +771,9 @@ def _spawn_hadoop27(java: str, jars: Path, spark_home: Path, run: Path, timeout:
 
 def _loopback(address: str) -> str:
     """localhost:P -> 127.0.0.1:P (the minicluster names its YARN services "localhost")."""
-    host, _, port = address.rpartition(":")
+    host, _sep, port = address.rpartition(":")
     return f"127.0.0.1:{port}" if host in ("localhost", "127.0.0.1", "0.0.0.0") else address
+
 
 def _spark_daemon_env(run: Path, spark_home: Path) -> dict[str, str]:
     env = _clean_env()

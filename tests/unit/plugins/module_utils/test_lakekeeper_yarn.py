@@ -254,7 +254,7 @@ def test_the_watchdog_stops_the_application_when_the_module_is_killed(tree):
     time.sleep(0.5)  # the module reads the application id from the log and tells the watchdog
     os.killpg(module.pid, signal.SIGKILL)
     module.wait()
-    wait_for(lambda: (tree["dir"] / "yarn.calls").exists(), what="the kill of the application")
+    wait_for((tree["dir"] / "yarn.calls").exists, what="the kill of the application")
     assert (tree["dir"] / "yarn.calls").read_text().split() == ["application", "-kill", APP]
     wait_for(lambda: not alive(submit_pid) and not alive(driver_pid), what="the engine's end")
     log = wait_for(lambda: "done:" in (tree["dir"] / "watchdog.log").read_text()
