@@ -41,6 +41,9 @@ right before each use: a long run outlives a ticket), and
 ``HADOOP_PROXY_USER`` for ``spark_submit.proxy_user``.
 
 This file imports nothing from the collection, so tests can load it by path.
+Why one file of more than 500 lines: the supervised run, the watchdog and the
+stop they share are one protocol (the pipe's lines, who stops what, in which
+order), read together.
 """
 
 from __future__ import annotations
