@@ -102,6 +102,8 @@ options:
         while tables are in progress - which, for how long) and C(end) (the counts per status, or why it failed).
       - For long runs started with C(async) and C(poll=0) - read it while the job goes on (the maintenance role
         prints the new records at each poll, see its C(maintenance_async)). Its directory must exist.
+      - Refused with O(spark_submit.deploy_mode=cluster) - the driver then runs in a YARN container, whose files the
+        target does not see.
     type: path
   metrics_dir:
     description:
@@ -121,7 +123,15 @@ notes:
     O(spark_submit.script_path) points at an application already deployed there.
   - By default the engine runs embedded on the target - C(<python> run_lakekeeper.py ... --state-dir <state_dir>
     --master local[*]) - with a local Spark and an embedded Derby Metastore; set O(spark_submit.enabled) to run it
-    with C(spark-submit) on a cluster (YARN, Kerberos). O(spark_submit.deploy_mode=cluster) is refused.
+    with C(spark-submit) on a cluster (YARN, Kerberos), its driver on the target (client mode) or in a YARN
+    container (O(spark_submit.deploy_mode=cluster)).
+  - A stopped task stops its Spark application - on SIGTERM, SIGINT or SIGHUP (an AWX job cancelled,
+    C(ansible-playbook) killed) or when the module's output has no reader any more (the controller is gone), the
+    module kills the YARN application (C(yarn application -kill), see O(yarn_binary)), then the engine's process
+    group (SIGTERM, SIGKILL after 10 seconds), and fails with RV(cancelled). A SIGKILL of the module (an C(async)
+    task's timeout kills its process group so) cannot be caught - a watchdog process, started by the module in a
+    session of its own, then does the same. The engine's journal leaves every table recoverable, and the next run
+    of any command finishes or undoes what the stopped run left.
   - The engine needs Java 17 and pyspark on the target (or on the cluster with spark-submit).
   - Supported Spark on the cluster (the engine meets whatever C(spark-submit) is installed there) - Spark 3.3, 3.4 and
     3.5 (Scala 2.12) and 4.x (Scala 2.13), with the Hive Metastore client Spark ships (2.3.9 on 3.x, 2.3.10 on 4.x);
@@ -161,10 +171,22 @@ options:
         type: str
       deploy_mode:
         description:
-          - C(--deploy-mode). Not emitted when not set (spark-submit then uses C(client)).
-          - V(cluster) is refused; the driver would run inside the cluster and the module could not read the
-            engine's JSON result back from a local file. So is C(spark.submit.deployMode=cluster) in
-            O(spark_submit.extra_conf) or as C(--conf) in O(spark_submit.extra_args).
+          - C(--deploy-mode). Not emitted when not set (spark-submit then uses C(spark.submit.deployMode) of
+            O(spark_submit.extra_conf), O(spark_submit.extra_args) or C(spark-defaults.conf), else C(client); the
+            module sees the mode as spark-submit decides it).
+          - V(client) - the driver runs on the target (the edge node), with O(python); the engine's JSON result comes
+            back through a local file.
+          - V(cluster) - the driver runs in a YARN container (C(master) must be C(yarn)), with
+            O(spark_submit.python_env) (also C(spark.yarn.appMasterEnv.PYSPARK_PYTHON)). The module ships the engine's
+            package with C(--py-files) (zipped in its private directory) and O(config_file) with C(--files) (the
+            engine reads it by its alias C(lakekeeper-config.yaml)); spark-submit waits for the application
+            (C(spark.yarn.submit.waitAppCompletion=true); V(false) is refused, and so is C(--py-files) in
+            O(spark_submit.extra_args)). The driver writes the result to RV(result_uri) on the cluster's filesystem
+            (O(spark_submit.result_dir)); when the application has ended the module reads it and removes it with the
+            edge node's Hadoop client (O(hdfs_binary)), with the run's credentials. RV(rc) is then the driver's exit
+            code (from the application's diagnostics). O(progress_file) and O(state_dir), files of the host that
+            runs the driver, are refused.
+          - The driver's log is the application's - C(yarn logs -applicationId) RV(application_id).
         type: str
         choices: [client, cluster]
       name:
@@ -183,7 +205,16 @@ options:
             must be allowed to impersonate it (C(hadoop.proxyuser.*) in the cluster's C(core-site.xml)).
         type: str
       principal:
-        description: Kerberos principal (C(--principal)).
+        description:
+          - Kerberos principal (C(--principal)), with O(spark_submit.keytab).
+          - With both, Spark logs in from the keytab and renews the application's delegation tokens itself (in
+            client and cluster mode) - what a run longer than the tickets' or the tokens' lifetime (often 24 hours,
+            7 days at most) needs, and what many clusters require for long jobs. The module's own Hadoop client
+            commands (reading a cluster-mode result, killing a stopped application) get a ticket of that principal
+            from the keytab too, into a private cache (C(kinit) on the target).
+          - Without them, spark-submit obtains the HDFS, YARN and Metastore delegation tokens from the ticket cache
+            of the environment (C(KRB5CCNAME), e.g. from role C(lakekeeper.hive.kinit)); they are not renewed, so
+            the run must end within their lifetime. The module's commands use the same cache.
         type: str
       keytab:
         description:
@@ -200,9 +231,11 @@ options:
         description:
           - Python of the executors inside the archive (C(--conf spark.pyspark.python=...)), for example
             C(./lakekeeper_env/bin/python).
-          - That path only exists in the executors' containers. The client-mode driver runs on the target, so set
+          - That path only exists in the YARN containers. The client-mode driver runs on the target, so set
             O(python) to an interpreter there (the same Python major.minor, with PyYAML); a run whose driver would
             use the archive's relative path fails before starting.
+          - In cluster mode it is the driver's Python too, in its container (also passed as
+            C(--conf spark.yarn.appMasterEnv.PYSPARK_PYTHON=...)).
         type: str
       executor_memory:
         description: C(--executor-memory), for example C(4g).
@@ -234,9 +267,20 @@ options:
             C(spark-submit --version). Their values never appear in the module's output.
         type: dict
       extra_files:
-        description: Files distributed with C(--files a,b), for example C(hive-site.xml).
+        description:
+          - Files distributed with C(--files a,b) to the containers' working directories, for example
+            C(hive-site.xml) - in cluster mode the driver's too (its working directory is on its class path).
         type: list
         elements: str
+      result_dir:
+        description:
+          - Cluster mode - the directory, on the cluster's filesystem (a Hadoop URI or path), where the driver
+            writes the run's JSON result as C(<run id>.json) (mode 0600) for the module to read and remove
+            (RV(result_uri)).
+          - A relative path is in the home directory of the user the application runs as (C(/user/<user>) on the
+            default filesystem, where Spark's own C(.sparkStaging) is); the module reads it as the same user.
+          - Defaults to V(.lakekeeper/results).
+        type: str
       extra_args:
         description:
           - Further C(spark-submit) arguments, an argument list (never a shell string), passed as given after the
@@ -257,6 +301,21 @@ options:
   spark_home:
     description: Sets C(SPARK_HOME) for the engine run (and where C(spark-submit) is looked for).
     type: path
+  hdfs_binary:
+    description:
+      - The Hadoop CLI (C(hdfs), a name on C(PATH) or a path) that reads and removes a cluster-mode result
+        (C(hdfs dfs -cat), C(hdfs dfs -rm -f -skipTrash)).
+      - When not set, the same Hadoop FsShell runs through the C(spark-class) beside the C(spark-submit) of the run
+        (or in its C(SPARK_HOME)) - the Hadoop client and configuration spark-submit itself uses, no Hadoop
+        installation needed - else C(hdfs) from C(PATH).
+    type: str
+  yarn_binary:
+    description:
+      - The YARN CLI (C(yarn), a name on C(PATH) or a path) that kills the application of a stopped task
+        (C(yarn application -kill <application id>)).
+      - When not set, the same ApplicationCLI runs through C(spark-class) (as for O(hdfs_binary)), else C(yarn) from
+        C(PATH) (last - on some hosts that name is Node.js' Yarn).
+    type: str
   hadoop_conf_dir:
     description: Sets C(HADOOP_CONF_DIR) for the engine run (C(core-site.xml), C(hdfs-site.xml), C(yarn-site.xml)).
     type: path
@@ -274,13 +333,15 @@ options:
       - With O(spark_submit.enabled), when set, it is passed as C(--conf spark.pyspark.driver.python=...), the
         Python of the client-mode driver, which runs on the target. Set it with O(spark_submit.python_env), whose
         C(./<alias>/bin/python) exists only in the executors' containers (unset, the driver would use that path).
+      - Not used in cluster mode (with a warning) - the driver then runs in a YARN container, with
+        O(spark_submit.python_env).
     type: str
   state_dir:
     description:
       - The directory, on the target, of the embedded Derby Metastore (C(metastore_db)) and warehouse; created when
         missing. When used, the engine runs with this directory as its working directory.
       - Default is C(~/.lakekeeper/state) in the embedded mode. With O(spark_submit.enabled) it is passed to the
-        engine (C(--state-dir)) only when set; a cluster normally has its own Metastore.
+        engine (C(--state-dir)) only when set; a cluster normally has its own Metastore. Refused in cluster mode.
       - Embedded Derby allows one JVM at a time; do not run two engines on the same O(state_dir) at once.
     type: path
   app_cache_dir:

@@ -19,8 +19,11 @@ import os
 import shutil
 import tarfile
 import tempfile
+import zipfile
 
 APP_ENTRY = "run_lakekeeper.py"
+# The engine's package, beside APP_ENTRY.
+APP_PACKAGE = "lakekeeper_spark"
 APP_MARKER = ".lakekeeper_app.sha256"
 DEFAULT_APP_CACHE_DIR = "~/.cache/lakekeeper"
 # The environment variable through which the action plugin passes the
@@ -124,3 +127,26 @@ def ensure_app(module):
         module.fail_json(msg="the cached Spark application %s does not match checksum %s; delete that directory "
                              "and run the task again" % (app_dir, sha256))
     return app_dir
+
+
+def package_zip(script, dest):
+    """Zip the engine's package (``lakekeeper_spark/`` beside ``script``) into
+    the file ``dest``, for ``spark-submit --py-files``: a cluster-mode driver
+    runs in a YARN container, which gets the script itself and nothing
+    beside it. Python files only (no ``__pycache__``). Returns ``dest``."""
+    root = os.path.join(os.path.dirname(script), APP_PACKAGE)
+    if not os.path.isfile(os.path.join(root, "__init__.py")):
+        raise AppError("the engine's package %s is not beside %s" % (root, script))
+    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as archive:
+        for directory, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    path = os.path.join(directory, name)
+                    # a fixed time: the cached application's files have the archive's (1970: before ZIP's epoch)
+                    entry = zipfile.ZipInfo(os.path.relpath(path, os.path.dirname(root)), (1980, 1, 1, 0, 0, 0))
+                    entry.compress_type = zipfile.ZIP_DEFLATED
+                    entry.external_attr = 0o644 << 16
+                    with open(path, "rb") as handle:
+                        archive.writestr(entry, handle.read())
+    return dest

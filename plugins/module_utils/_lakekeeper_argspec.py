@@ -83,6 +83,8 @@ def lakekeeper_argspec():
             spark_submit_path=dict(type="path"),
             spark_home=dict(type="path"),
             hadoop_conf_dir=dict(type="path"),
+            hdfs_binary=dict(type="str"),
+            yarn_binary=dict(type="str"),
             environment=dict(type="dict"),
             python=dict(type="str"),
             state_dir=dict(type="path"),

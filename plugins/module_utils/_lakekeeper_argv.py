@@ -141,6 +141,9 @@ ENGINE_FLAGS = (
     ("lease_timeout", "--lease-timeout", "lease_timeout", "str", ALL, "value"),
     # progress records for whoever watches a long (async) run
     ("progress_file", "--progress-file", "progress_file", "str", ALL, "value"),
+    # cluster mode: the Hadoop URI the driver (in a YARN container) writes its result to, which the module
+    # chose (result_uri) and reads back; set by build_command, never a module option of its own
+    ("result_uri", "--result-uri", "result_uri", "str", ALL, "value"),
     ("break_lease", "--break-lease", "break_lease", "switch", ("recover",), "switch"),
     # compaction modes and the partition filter
     ("mode", "--mode", "mode", "lower", ALL, "value"),
@@ -222,6 +225,8 @@ SPARK_SUBMIT = (
     ("extra_files", dict(type="list", elements="str"), _comma_list("--files"), True),
     # free-form spark-submit arguments, last before the application (check_extra_args)
     ("extra_args", dict(type="list", elements="str"), None, True),
+    # cluster mode: the Hadoop directory of the result files (result_uri); no flag of its own
+    ("result_dir", dict(type="str"), None, True),
 )
 SPARK_SUBMIT_KEYS = tuple(row[0] for row in SPARK_SUBMIT)
 # Keys that only mean something to spark-submit (ignored, with a warning, in
@@ -245,9 +250,18 @@ _OWN_KEY_FLAGS = {
 # The default application name carries at most this much of the selection.
 _APP_NAME_TARGET_MAX = 80
 
-_CLUSTER_MODE_REFUSED = (
-    "spark_submit.deploy_mode=cluster is not supported: the driver would run inside the cluster and the module "
-    "could not read its JSON result; use deploy_mode=client")
+# Cluster mode (the driver in a YARN container): what reaches it, and where its result goes.
+DEPLOY_MODE_KEY = "spark.submit.deployMode"
+WAIT_KEY = "spark.yarn.submit.waitAppCompletion"
+AM_PYTHON_KEY = "spark.yarn.appMasterEnv.PYSPARK_PYTHON"
+# the result files' directory: relative, so the driver's Hadoop client resolves it in its user's home
+# directory on the default filesystem (/user/<user>, where Spark's own .sparkStaging is), and so does the
+# module's (the same user: the same credentials, HADOOP_PROXY_USER for spark_submit.proxy_user)
+DEFAULT_RESULT_DIR = ".lakekeeper/results"
+# the name config_file gets in the driver's working directory (--files <path>#<alias>)
+CONFIG_ALIAS = "lakekeeper-config.yaml"
+# the engine's package, zipped for --py-files: only run_lakekeeper.py itself is shipped otherwise
+PY_FILES_ZIP = "lakekeeper_spark.zip"
 
 
 def spark_submit_suboptions():
@@ -657,22 +671,65 @@ def flag_values(extra_args, flag):
     return values
 
 
-def refuse_cluster_mode(ss):
-    """The driver must run on the target: deploy_mode=cluster is refused, also
-    when asked for through a Spark property (``extra_conf`` or ``--conf`` in
-    ``extra_args``: ``spark.submit.deployMode``), which spark-submit honours
-    just the same."""
-    if not ss.get("enabled"):
-        return
-    if ss.get("deploy_mode") == "cluster":
-        raise LakekeeperError(_CLUSTER_MODE_REFUSED)
+def conf_value(ss, key, defaults=None):
+    """The value spark-submit takes for the Spark property ``key`` from this
+    run: the last ``--conf key=...`` of ``extra_args``, else ``extra_conf``,
+    else ``defaults`` (spark-defaults.conf's properties); None when unset."""
+    given = [a.partition("=")[2] for a in flag_values(ss.get("extra_args"), "--conf")
+             if a.partition("=")[0].strip() == key]
+    if given:
+        return given[-1].strip()
     conf = ss.get("extra_conf") or {}
-    if str(conf.get("spark.submit.deployMode", "")).strip() == "cluster":
-        raise LakekeeperError("spark_submit.extra_conf spark.submit.deployMode=cluster: " + _CLUSTER_MODE_REFUSED)
-    for value in flag_values(ss.get("extra_args"), "--conf"):
-        if value.replace(" ", "") == "spark.submit.deployMode=cluster":
-            raise LakekeeperError("spark_submit.extra_args --conf spark.submit.deployMode=cluster: "
-                                  + _CLUSTER_MODE_REFUSED)
+    if conf.get(key) not in (None, ""):
+        return _text(conf[key]).strip()
+    value = (defaults or {}).get(key)
+    return _text(value).strip() if value not in (None, "") else None
+
+
+def deploy_mode(ss, defaults=None):
+    """``client`` or ``cluster``, as spark-submit decides it: ``--deploy-mode``
+    (spark_submit.deploy_mode) first, else the ``spark.submit.deployMode``
+    property (extra_args, extra_conf, spark-defaults.conf), else client. The
+    embedded mode is always client (its driver is the module's python)."""
+    if not ss.get("enabled"):
+        return "client"
+    mode = ss.get("deploy_mode") or conf_value(ss, DEPLOY_MODE_KEY, defaults) or "client"
+    if mode not in ("client", "cluster"):
+        raise LakekeeperError("%s=%s: the deploy mode is client or cluster" % (DEPLOY_MODE_KEY, mode))
+    return mode
+
+
+def check_cluster_mode(ss, progress_file=None, state_dir=None, defaults=None):
+    """Cluster mode runs the driver in a YARN container: refuse what would
+    not reach it, with the fix. The driver's local files are the container's
+    (``progress_file``, ``state_dir``); spark-submit must wait for the
+    application (the module reads the result after it ends); the engine's
+    package goes with ``--py-files`` (which extra_args must not replace)."""
+    master = _text(ss.get("master") or "")
+    if not master.startswith("yarn"):
+        raise LakekeeperError("spark_submit.deploy_mode=cluster runs the driver in a YARN container: master must be "
+                              "yarn, got %s (use deploy_mode=client)" % master)
+    if progress_file:
+        raise LakekeeperError("progress_file is a file on the host that runs the driver, which in cluster mode is a "
+                              "YARN container: unset progress_file, or use spark_submit.deploy_mode=client")
+    if state_dir:
+        raise LakekeeperError("state_dir is an embedded catalog on the host that runs the driver, which in cluster "
+                              "mode is a YARN container whose directory goes with it: a cluster-mode run uses the "
+                              "cluster's Metastore; unset state_dir, or use spark_submit.deploy_mode=client")
+    if (conf_value(ss, WAIT_KEY, defaults) or "true").lower() == "false":
+        raise LakekeeperError("%s=false: in cluster mode the module waits for the application (spark-submit reports "
+                              "its end, then the module reads the result); leave it true" % WAIT_KEY)
+    if any(str(a).split("=", 1)[0] == "--py-files" for a in ss.get("extra_args") or []):
+        raise LakekeeperError("spark_submit.extra_args --py-files: in cluster mode the module ships the engine's "
+                              "package with --py-files, which a second one would replace")
+
+
+def result_uri(result_dir, run_id):
+    """Where a cluster-mode driver writes the run's result: ``<result_dir>/<run_id>.json``."""
+    base = _text(result_dir or DEFAULT_RESULT_DIR).strip().rstrip("/") or DEFAULT_RESULT_DIR
+    if not run_id:
+        raise LakekeeperError("a cluster-mode run needs its run id for the result's name")
+    return "%s/%s.json" % (base, run_id)
 
 
 def check_extra_args(ss):
@@ -718,7 +775,7 @@ def ignored_embedded_keys(ss):
     return [k for k in SPARK_SUBMIT_ONLY_KEYS if ss.get(k) not in (None, "", [], {})]
 
 
-def spark_submit_flags(ss, driver_python=None, properties_file=None, spark_version=None):
+def spark_submit_flags(ss, driver_python=None, properties_file=None, spark_version=None, cluster=None):
     """spark-submit flags in the reference order (before the script), from
     the SPARK_SUBMIT table.
 
@@ -727,6 +784,13 @@ def spark_submit_flags(ss, driver_python=None, properties_file=None, spark_versi
     ``spark_version`` of 4.0 or later it is followed by
     ``--load-spark-defaults``; otherwise (3.x, or unknown) the caller copies
     spark-defaults.conf into it.
+
+    ``cluster`` (cluster mode) is a mapping: ``py_files`` (the engine's
+    package, ``--py-files``) and ``files`` (more ``--files``, after
+    extra_files: the config file with its alias). The driver then takes
+    ``python_env`` too (``spark.yarn.appMasterEnv.PYSPARK_PYTHON``, before
+    extra_conf, which may say otherwise) and spark-submit waits for the
+    application (``spark.yarn.submit.waitAppCompletion=true``).
     """
     argv = []
     for key, _spec, fmt, _only in SPARK_SUBMIT:
@@ -740,11 +804,21 @@ def spark_submit_flags(ss, driver_python=None, properties_file=None, spark_versi
                 if loads_spark_defaults(spark_version):  # Spark 4: spark-defaults.conf is still read
                     argv.append("--load-spark-defaults")
             if driver_python:
-                argv += ["--conf", "spark.pyspark.driver.python=%s" % driver_python]
+                argv += ["--conf", "%s=%s" % (DRIVER_PYTHON_KEY, driver_python)]
+        elif key == "extra_files":
+            files = list(value or []) + list((cluster or {}).get("files") or [])
+            if files:
+                argv += fmt(files)
+            if cluster is not None:
+                if cluster.get("py_files"):
+                    argv += ["--py-files", cluster["py_files"]]
+                argv += ["--conf", "%s=true" % WAIT_KEY]
         elif key == "extra_args":
             argv += [_text(a) for a in value or []]
         elif fmt and value not in (None, "", []):
             argv += fmt(value)
+            if key == "python_env" and cluster is not None:
+                argv += ["--conf", "%s=%s" % (AM_PYTHON_KEY, _text(value))]
     return argv
 
 
@@ -817,7 +891,7 @@ def archive_driver_python_message(interpreter, source, archives=None):
 
 def build_command(command, selectors, ss, script, options=None, config_file=None, dry_run=False,
                   state_dir=None, result_file=None, python=None, spark_submit=None, job_id=None,
-                  require_metastore=False, run_id=None, spark_version=None):
+                  require_metastore=False, run_id=None, spark_version=None, mode=None, py_files=None):
     """The complete argv of one engine run.
 
     Embedded (``ss['enabled']`` false)::
@@ -825,14 +899,25 @@ def build_command(command, selectors, ss, script, options=None, config_file=None
         <python> <script> <command> <selectors> <options> [--config-file F] [--dry-run]
             --state-dir D --master M [--conf K=V ...] --result-file R
 
-    spark-submit::
+    spark-submit, client mode (the driver runs here)::
 
         <spark-submit> <flags in the reference order> <script> <command> <selectors>
             <options> [--config-file F] [--dry-run] [--state-dir D] --result-file R
 
-    In spark-submit mode ``python`` (when given) becomes
+    spark-submit, cluster mode (``mode``, else deploy_mode(ss); the driver
+    runs in a YARN container)::
+
+        <spark-submit> <flags> [--files ...,F#lakekeeper-config.yaml] --py-files <py_files>
+            --conf spark.yarn.submit.waitAppCompletion=true [...] <script> <command> <selectors>
+            <options> --result-uri <result_dir>/<run_id>.json [--config-file lakekeeper-config.yaml]
+            [--dry-run]
+
+    In client mode ``python`` (when given) becomes
     ``--conf spark.pyspark.driver.python=...`` and ``state_dir`` is only passed
-    when given (a cluster normally has its own Metastore).
+    when given (a cluster normally has its own Metastore). In cluster mode the
+    driver's Python is ``python_env`` (spark_submit_flags), the config file
+    goes with ``--files`` and is read by its alias, the result goes to
+    result_uri (``ss['result_dir']``) and ``python`` is not used.
 
     Secret-looking extra_conf values are left out of the argv: both forms
     then carry ``--properties-file <secret_properties_path(result_file)>``,
@@ -852,12 +937,19 @@ def build_command(command, selectors, ss, script, options=None, config_file=None
     if ss["enabled"]:
         if not spark_submit:
             raise LakekeeperError("spark-submit binary not given")
-        refuse_cluster_mode(ss)
         check_extra_args(ss)
         if not ss.get("name"):
             ss = dict(ss, name=default_app_name(command, selectors, job_id, run_id))
+        cluster = None
+        if (mode or deploy_mode(ss)) == "cluster":
+            check_cluster_mode(ss, progress_file=(options or {}).get("progress_file"), state_dir=state_dir)
+            if not py_files:
+                raise LakekeeperError("cluster mode needs the engine's package for --py-files")
+            cluster = dict(py_files=py_files, files=["%s#%s" % (config_file, CONFIG_ALIAS)] if config_file else [])
+            options = dict(options or {}, result_uri=result_uri(ss.get("result_dir"), run_id))
+            python, config_file, result_file = None, CONFIG_ALIAS if config_file else None, None
         flags = spark_submit_flags(ss, driver_python=python, properties_file=properties_file,
-                                   spark_version=spark_version)
+                                   spark_version=spark_version, cluster=cluster)
         head = [spark_submit] + flags + [script]
         tail = engine_args(command, selectors, options, config_file=config_file, dry_run=dry_run,
                            state_dir=state_dir, result_file=result_file, require_metastore=require_metastore,

@@ -42,8 +42,10 @@ from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_app import (
     APP_ENTRY,
+    AppError,
     ensure_app,
     internal_info,
+    package_zip,
 )
 from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_catalog import (
     defaults_properties,
@@ -57,15 +59,20 @@ from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_catalo
 )
 from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_argv import (
     DEFAULT_STATE_DIR,
+    DEPLOY_MODE_KEY,
     DRIVER_PYTHON_KEY,
     ENGINE_OPTION_NAMES,
+    PY_FILES_ZIP,
     PYTHON_KEY,
+    WAIT_KEY,
     LakekeeperError,
     archive_driver_python,
     archive_driver_python_message,
     banner_version,
     build_command,
+    check_cluster_mode,
     config_spark_submit,
+    deploy_mode,
     ignored_embedded_keys,
     join_cmd,
     loads_spark_defaults,
@@ -73,8 +80,8 @@ from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_argv i
     merge_spark_submit,
     new_run_id,
     refresh_argv,
-    refuse_cluster_mode,
     resolve_spark_submit,
+    result_uri,
     secret_properties_path,
     secret_properties_text,
     secret_values,
@@ -93,6 +100,13 @@ from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_result
     refresh_targets,
     tail_lines,
     would_change,
+)
+from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_yarn import (
+    Helpers,
+    Supervised,
+    cat_argv,
+    driver_exit_status,
+    rm_argv,
 )
 
 RESULT_FILE = "lakekeeper-result.json"
@@ -132,6 +146,7 @@ class Launch:
         self.spark_submit = spark_submit
         self.state_dir = state_dir
         self.explicit_state_dir = explicit_state_dir
+        self.mode = "client"  # spark-submit's deploy mode (run_mode); the embedded engine is a local driver
 
     @property
     def cwd(self):
@@ -255,7 +270,6 @@ def read_spark_submit(module, config_file):
         for warning in warnings:
             module.warn(warning)
     ss = _fail_on(module, resolve_spark_submit, merge_spark_submit(module.params["spark_submit"], config_ss))
-    _fail_on(module, refuse_cluster_mode, ss)
     if ss["enabled"] and ss.get("keytab"):
         check_keytab(module, _abspath(str(ss["keytab"])))
     ignored = ignored_embedded_keys(ss)
@@ -329,8 +343,9 @@ def check_driver_python(module, ss, launch):
     before starting when its Python (as spark-submit will pick it) is a
     relative path such as the executors' ``./<alias>/bin/python`` of
     ``python_env`` that does not exist here (spark-submit would die with
-    "Cannot run program ./lakekeeper_env/bin/python")."""
-    if not ss["enabled"]:
+    "Cannot run program ./lakekeeper_env/bin/python"). A cluster-mode
+    driver runs in a YARN container, where the archive is unpacked."""
+    if not ss["enabled"] or launch.mode == "cluster":
         return
     env = _host_env(launch)
     defaults = defaults_properties(spark_defaults_path(env, launch.spark_submit), (DRIVER_PYTHON_KEY, PYTHON_KEY))
@@ -342,6 +357,101 @@ def check_driver_python(module, ss, launch):
     base = os.getcwd() if source == "python" else (launch.cwd or os.getcwd())
     if not os.path.isfile(os.path.join(base, interpreter)):
         module.fail_json(msg=archive_driver_python_message(interpreter, source, ss.get("archives")))
+
+
+def run_mode(module, ss, launch):
+    """Set ``launch.mode``: spark-submit's deploy mode, as it will decide it
+    (spark_submit.deploy_mode, else spark.submit.deployMode in extra_conf,
+    extra_args or spark-defaults.conf). Cluster mode is checked before
+    anything starts: what would not reach a driver in a YARN container is
+    refused (check_cluster_mode)."""
+    if not ss["enabled"]:
+        return
+    defaults = defaults_properties(spark_defaults_path(_host_env(launch), launch.spark_submit),
+                                   (DEPLOY_MODE_KEY, WAIT_KEY))
+    launch.mode = _fail_on(module, deploy_mode, ss, defaults)
+    if launch.mode == "cluster":
+        _fail_on(module, check_cluster_mode, ss, module.params.get("progress_file"), module.params["state_dir"],
+                 defaults)
+        if module.params["python"]:
+            module.warn("python (%s) is the Python of a client-mode driver on this host; in cluster mode the driver "
+                        "runs in a YARN container with spark_submit.python_env, so python is not used"
+                        % module.params["python"])
+
+
+def _executable(module, option, path):
+    found = path if os.sep in path else module.get_bin_path(path)
+    if not found or os.path.isdir(found) or not os.access(found, os.X_OK):
+        module.fail_json(msg="%s %s is not an executable file" % (option, path))
+    return found
+
+
+def find_spark_class(launch):
+    """Spark's launcher for any class (``spark-class``) of the run's Spark:
+    beside its spark-submit, else in its SPARK_HOME's bin; or None."""
+    if not launch.spark_submit:
+        return None
+    home = spark_home(_host_env(launch), launch.spark_submit)
+    for candidate in (os.path.join(os.path.dirname(launch.spark_submit), "spark-class"),
+                      os.path.join(home, "bin", "spark-class") if home else None):
+        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def hadoop_helpers(module, ss, launch):
+    """The Hadoop client commands of the run (_lakekeeper_yarn.Helpers): read
+    and remove a cluster-mode result (``hdfs_binary``'s ``dfs``, else FsShell
+    through the run's ``spark-class``, else ``hdfs`` from PATH), kill its
+    YARN application when the task is stopped (``yarn_binary``'s
+    ``application``, else ApplicationCLI through ``spark-class``, else
+    ``yarn`` from PATH: a ``yarn`` on PATH may be another program, Node.js'
+    Yarn, hence last). Each with the run's environment and credentials: a
+    ticket of its own from spark_submit.keytab (kinit), HADOOP_PROXY_USER for
+    spark_submit.proxy_user. Cluster mode fails here without a way to read
+    its result."""
+    params = module.params
+    spark_class = find_spark_class(launch)
+
+    def tool(option, name, kind):
+        if params.get(option):
+            return kind, _executable(module, option, params[option])
+        if spark_class:
+            return "spark-class", spark_class
+        path = module.get_bin_path(name)
+        return (kind, path) if path else None
+
+    fs_tool = tool("hdfs_binary", "hdfs", "hdfs")
+    yarn_tool = tool("yarn_binary", "yarn", "yarn") if ss["enabled"] else None
+    keytab, principal = ss.get("keytab"), ss.get("principal")
+    kinit = module.get_bin_path("kinit") if keytab and principal and ss["enabled"] else None
+    cluster = launch.mode == "cluster"
+    if cluster and not fs_tool:
+        module.fail_json(msg="cluster mode reads the engine's result from HDFS after the application ends, and "
+                             "this host has no Hadoop client for it: no spark-class beside %s nor in SPARK_HOME, "
+                             "no hdfs on PATH; set hdfs_binary" % launch.spark_submit)
+    if keytab and principal and ss["enabled"] and not kinit:
+        if cluster:
+            module.fail_json(msg="spark_submit.keytab is set, and the module reads the cluster-mode result with "
+                                 "that principal's ticket, which needs kinit on this host (not on PATH)")
+        module.warn("spark_submit.keytab is set but kinit is not on PATH: if the task is stopped, the YARN "
+                    "application is killed with the environment's ticket cache, if any")
+    if ss["enabled"] and not yarn_tool and str(ss.get("master") or "").startswith("yarn"):
+        module.warn("no YARN client (yarn_binary, spark-class, yarn on PATH): if the task is stopped, only "
+                    "spark-submit is stopped%s" % (", and the cluster-mode application runs on" if cluster else ""))
+    env = dict(_host_env(launch), **module.run_command_environ_update)
+    return Helpers(env, fs_tool=fs_tool, yarn_tool=yarn_tool, kinit=kinit, keytab=_abspath(keytab) if keytab else None,
+                   principal=principal, proxy_user=ss.get("proxy_user") if ss["enabled"] else None)
+
+
+def engine_package(module, launch):
+    """Cluster mode: the engine's package zipped for --py-files, in the module's private directory."""
+    if launch.mode != "cluster":
+        return None
+    try:
+        return package_zip(launch.script, os.path.join(module.tmpdir, PY_FILES_ZIP))
+    except (AppError, OSError, ValueError) as exc:
+        module.fail_json(msg="cluster mode ships the engine's package with --py-files: %s" % exc)
 
 
 def spark_version(module, launch):
@@ -410,7 +520,7 @@ def secret_file_text(module, ss, launch, secret_conf, version):
     return secret_properties_text(secret_conf, defaults_text)
 
 
-def build_argv(module, engine, command, selectors, ss, launch, config_file, result_file, catalog):
+def build_argv(module, engine, command, selectors, ss, launch, config_file, result_file, catalog, run_id=None):
     """The engine's argv; secret extra_conf values are written to their private properties file."""
     secret_conf = split_conf(ss.get("extra_conf"))[1]
     version = spark_version(module, launch) if ss["enabled"] and secret_conf else None
@@ -420,7 +530,8 @@ def build_argv(module, engine, command, selectors, ss, launch, config_file, resu
                     spark_submit=launch.spark_submit,
                     job_id=internal_info().get("job_id"),
                     require_metastore=catalog["kind"] != "embedded" and not launch.explicit_state_dir,
-                    run_id=new_run_id() if ss.get("enabled") else None, spark_version=version)
+                    run_id=run_id, spark_version=version, mode=launch.mode,
+                    py_files=engine_package(module, launch))
     if secret_conf:
         text = secret_file_text(module, ss, launch, secret_conf, version)
         try:
@@ -431,11 +542,51 @@ def build_argv(module, engine, command, selectors, ss, launch, config_file, resu
     return argv
 
 
-def execute(module, argv, launch, result_file):
-    """Run the engine; ``(rc, stdout, stderr, text of the result file or None)``."""
-    rc, stdout, stderr = module.run_command(argv, environ_update=launch.env, cwd=launch.cwd, check_rc=False)
-    result_text = _read_text(result_file) if os.path.isfile(result_file) else None
-    return rc, stdout, stderr, result_text
+def execute(module, argv, launch, helpers):
+    """Run the engine under supervision (_lakekeeper_yarn.Supervised: its
+    YARN application is killed if the task is stopped, by a signal, the
+    controller going away, or, through the watchdog, SIGKILL). Returns the
+    Outcome."""
+    env = dict(_host_env(launch), **module.run_command_environ_update)
+    run = Supervised(argv, env, cwd=launch.cwd, helpers=helpers, cache_dir=module.tmpdir)
+    try:
+        return run.run()
+    except OSError as exc:
+        module.fail_json(msg="could not start %s: %s" % (argv[0], exc.strerror or exc), rc=None,
+                         cmd=join_cmd(mask_argv(argv)))
+
+
+def fetch_result(module, helpers, uri, result):
+    """Cluster mode: the engine's result, written by the driver to ``uri``
+    on the cluster's filesystem, read with the run's Hadoop client and
+    removed. Returns its text, or None (``result['result_fetch']`` says why)."""
+    env, error = helpers.environ(module.tmpdir)
+    argv = cat_argv(helpers.fs_tool, uri)
+    rc, out, err = module.run_command(argv, environ_update=env, check_rc=False)
+    if rc != 0:
+        result["result_fetch"] = dict(cmd=join_cmd(argv), rc=rc,
+                                      stderr_lines=tail_lines(err, 5) + ([error] if error else []))
+        return None
+    removal = rm_argv(helpers.fs_tool, uri)
+    rm_rc, _out, rm_err = module.run_command(removal, environ_update=env, check_rc=False)
+    if rm_rc != 0:
+        module.warn("could not remove the result file %s (rc %s): %s" % (
+            uri, rm_rc, (tail_lines(rm_err, 1) or [""])[0].strip()))
+    return out
+
+
+def cancelled(module, result, outcome):
+    """The task was stopped while the engine ran: fail with what was done to its application."""
+    result.update(cancelled=outcome.cancelled, rc=outcome.rc)
+    done = []
+    for action in outcome.cancelled["actions"]:
+        if action["action"] == "kill_application":
+            done.append("killed the YARN application %s (rc %s)" % (action["application_id"], action["rc"]))
+        elif action["signal"]:
+            done.append("stopped the engine's process group %s (%s)" % (action["pgid"], action["signal"]))
+    module.fail_json(msg="lakekeeper %s cancelled: %s; %s. The next run recovers the tables from their journal"
+                         % (result["command"], outcome.cancelled["reason"], "; ".join(done) or "nothing to stop"),
+                     stderr_lines=tail_lines(outcome.stderr, TAIL), **result)
 
 
 def _stderr_cause(stderr):
@@ -468,7 +619,7 @@ def parse(module, engine, command, result, rc, stdout, stderr, result_text, star
         path = write_run_metrics(module, command, doc, rc, started)
         if path:
             result["metrics_file"] = path
-    application_id = find_application_id(stderr, stdout)
+    application_id = result.get("application_id") or find_application_id(stderr)
     if application_id:
         result["application_id"] = application_id
 
@@ -477,6 +628,8 @@ def parse(module, engine, command, result, rc, stdout, stderr, result_text, star
         msg = failure_message(command, None, rc)
         if cause:
             msg += ": %s" % cause
+        if result.get("result_uri") and application_id:
+            msg += " (the driver ran in YARN: its log is in yarn logs -applicationId %s)" % application_id
         module.fail_json(msg=msg, tables=[], stdout_lines=tail_lines(stdout, TAIL),
                          stderr_lines=tail_lines(stderr, TAIL), **result)
 
@@ -555,17 +708,35 @@ def run_module(module, engine):
     config_file = _abspath(params["config_file"])
     ss = read_spark_submit(module, config_file)
     launch = resolve_launch(module, engine, ss)
+    run_mode(module, ss, launch)
     check_driver_python(module, ss, launch)
     catalog = choose_catalog(module, ss, launch)
+    helpers = hadoop_helpers(module, ss, launch)
     result_file = os.path.join(module.tmpdir, RESULT_FILE)
-    argv = build_argv(module, engine, command, selectors, ss, launch, config_file, result_file, catalog)
+    run_id = new_run_id() if ss["enabled"] else None
+    argv = build_argv(module, engine, command, selectors, ss, launch, config_file, result_file, catalog, run_id)
     result = dict(changed=False, cmd=join_cmd(mask_argv(argv)), rc=None, command=command,
                   dry_run=module.check_mode, script=launch.script,
                   catalog=dict((k, catalog.get(k)) for k in CATALOG_KEYS))
+    uri = result_uri(ss.get("result_dir"), run_id) if launch.mode == "cluster" else None
+    if uri:
+        result["result_uri"] = uri
     started = time.time()
-    rc, stdout, stderr, result_text = execute(module, argv, launch, result_file)
-    result["rc"] = rc
-    doc = parse(module, engine, command, result, rc, stdout, stderr, result_text, started)
+    outcome = execute(module, argv, launch, helpers)
+    result["rc"] = outcome.rc
+    if outcome.application_id:
+        result["application_id"] = outcome.application_id
+    if outcome.cancelled:
+        cancelled(module, result, outcome)
+    result_text = None
+    if uri:
+        # the driver's own exit code, which spark-submit logs with the application's end
+        status = driver_exit_status(outcome.stderr)
+        result["rc"] = status if status is not None else outcome.rc
+        result_text = fetch_result(module, helpers, uri, result) if outcome.application_id else None
+    elif os.path.isfile(result_file):
+        result_text = _read_text(result_file)
+    doc = parse(module, engine, command, result, result["rc"], outcome.stdout, outcome.stderr, result_text, started)
 
     warn_locked(module, doc)
     msg = doc.get("msg") or "%s: %d table(s)" % (command, len(result["tables"]))

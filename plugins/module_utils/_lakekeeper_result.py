@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 
-_APPLICATION_ID_RE = re.compile(r"application_\d+_\d+")
+from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_yarn import application_id_in
 
 # Table statuses that make a run fail (exit code 1): failed, and refused with fail_on_refused
 # (docs/statuses.md: refused tables are reported, they do not fail the run by default).
@@ -64,12 +64,13 @@ def _find_json_object(text):
 
 
 def find_application_id(*texts):
-    """The first YARN application id printed by spark-submit, or None."""
+    """The first YARN application id spark-submit's log names (its
+    ``Submitted application ...`` line: _lakekeeper_yarn.application_id_in),
+    or None. An id elsewhere in the texts (a container's path) is not it."""
     for text in texts:
-        if text:
-            match = _APPLICATION_ID_RE.search(text)
-            if match:
-                return match.group(0)
+        found = application_id_in(text)
+        if found:
+            return found
     return None
 
 

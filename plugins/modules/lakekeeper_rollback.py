@@ -303,9 +303,11 @@ cmd:
     /usr/bin/python3 /root/.cache/lakekeeper/app-3f9a1c2b4d5e/run_lakekeeper.py rollback --table db.events
     --state-dir /root/.lakekeeper/state --master 'local[*]' --result-file /tmp/ansible-moduletmp-1/lakekeeper-result.json
 rc:
-  description: >-
-    Exit code of the engine (0 success, also with refused tables; 1 a table failed, or was refused with
-    O(fail_on_refused); 2 bad command line or config; 3 the engine could not start).
+  description:
+    - Exit code of the engine (0 success, also with refused tables; 1 a table failed, or was refused with
+      O(fail_on_refused); 2 bad command line or config; 3 the engine could not start).
+    - In cluster mode the driver's, as the application's diagnostics tell it (C(User application exited with status
+      N)), else spark-submit's; of a cancelled run, what the engine's process ended with (negative - the signal).
   returned: always
   type: int
   sample: 0
@@ -330,8 +332,12 @@ app_transferred:
   type: bool
   sample: false
 application_id:
-  description: The YARN application id printed by spark-submit.
-  returned: when spark-submit printed one
+  description:
+    - The YARN application of the run, as spark-submit's log names it (C(Submitted application ...)), in client and
+      cluster mode.
+    - Also returned when the task fails or is cancelled, once spark-submit named it (C(yarn logs -applicationId)
+      shows the driver's log of a cluster-mode run).
+  returned: when spark-submit named one
   type: str
   sample: application_1732240000000_0042
 metrics_file:
@@ -339,6 +345,37 @@ metrics_file:
   returned: when O(metrics_dir) is set, not in check mode
   type: str
   sample: /var/lib/node_exporter/textfile/lakekeeper_rollback.prom
+result_uri:
+  description:
+    - Cluster mode - where, on the cluster's filesystem, the driver wrote the run's JSON result
+      (O(spark_submit.result_dir)); the module read it once the application had ended, and removed it.
+  returned: in cluster mode
+  type: str
+  sample: .lakekeeper/results/20261122T013000-3f9a1c.json
+result_fetch:
+  description:
+    - Cluster mode - why the result could not be read - C(cmd) (the Hadoop client command), C(rc) and the last
+      C(stderr_lines) (the driver may have died before writing it, see RV(application_id)).
+  returned: when reading a cluster-mode result failed
+  type: dict
+cancelled:
+  description:
+    - The task was stopped while the engine ran - C(reason) (V(received SIGTERM), V(received SIGINT),
+      V(received SIGHUP), or the controller gone - the module's output has no reader any more) and C(actions), what
+      the module did, in order - C(kill_application) (C(application_id), C(cmd), C(rc), C(stderr_lines)) and
+      C(stop_engine) (C(pgid), C(signal) - V(SIGTERM), V(SIGKILL) when it did not end within 10 seconds, null when
+      it had already ended).
+    - The tables are left as the engine's journal records them; the next run of any command finishes or undoes
+      what this one left.
+  returned: when the task was stopped while the engine ran
+  type: dict
+  sample:
+    reason: received SIGTERM
+    actions:
+      - {action: kill_application, application_id: application_1732240000000_0042, rc: 0,
+         cmd: /opt/spark/bin/spark-class org.apache.hadoop.yarn.client.cli.ApplicationCLI application -kill
+           application_1732240000000_0042, stderr_lines: []}
+      - {action: stop_engine, pgid: 41234, signal: SIGTERM}
 stdout_lines:
   description: The last lines of the engine's stdout.
   returned: on failure

@@ -65,6 +65,9 @@ HELP: dict[str, tuple[str | None, str | None]] = {
                             "at once)"),
     "progress_file": ("FILE", "append progress records (JSON lines: start, tables, table, working, end) to this "
                               "local file while the run goes on"),
+    "result_uri": ("URI", "also write the JSON result to this Hadoop URI (a relative path: in the user's home "
+                          "directory on the default filesystem), mode 0600; what a launcher reads back when the "
+                          "driver runs elsewhere (spark-submit --deploy-mode cluster)"),
     "break_lease": (None, "recover: take over the table's lease even if it looks live (its holder is known "
                           "to be dead, e.g. its host is lost)"),
     "mode": (None, "analyze/compact: " + ", ".join(MODES) + " (default ratio, the reference rule)"),
@@ -96,7 +99,7 @@ TYPES: dict[str, Callable[[str], Any] | None] = {
 # Contract flags of which one at most is given.
 EXCLUSIVE = (("pin", "unpin"),)
 # Contract flags that are not settings (build_settings) but the run's own.
-NOT_SETTINGS = ("progress_file",)
+NOT_SETTINGS = ("progress_file", "result_uri")
 
 
 def _contract_flags(common: argparse.ArgumentParser) -> None:

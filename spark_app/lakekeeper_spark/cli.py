@@ -296,6 +296,8 @@ def main(argv: list[str] | None = None) -> int:
     doc: dict[str, Any] = {"lakekeeper_version": __version__, "changed": False, "failed": True, "tables": []}
     code = 0
     result_file = None
+    result_uri = _flag_value(argv, "--result-uri")  # known even when the command line is refused
+    hadoop = None  # (jvm, Hadoop configuration) of the session, for result_uri
     progress = None
     try:
         try:
@@ -324,6 +326,7 @@ def main(argv: list[str] | None = None) -> int:
                 from .compat import runtime, unsupported_reason
 
                 spark = build_session(args.master, args.state_dir, args.extra_conf, log_level=settings.log_level)
+                hadoop = (spark._jvm, spark._jsc.hadoopConfiguration())  # still usable once Spark is stopped
                 doc["runtime"] = runtime(spark).to_dict()
                 unsupported = unsupported_reason(runtime(spark))
                 if unsupported:
@@ -363,12 +366,68 @@ def main(argv: list[str] | None = None) -> int:
     if result_file:
         with open(result_file, "w", encoding="utf-8") as fh:
             fh.write(text + "\n")
+    if result_uri:
+        write_result_uri(result_uri, text + "\n", hadoop)
     real_stdout.write(text + "\n")
     real_stdout.flush()
     return code
 
 
 READABLE_DOCUMENT_BYTES = 1 << 20
+
+
+def _flag_value(argv: list[str], flag: str) -> str | None:
+    """The value of ``flag`` (``flag V`` or ``flag=V``) in the raw command line, or None."""
+    for i, arg in enumerate(argv):
+        if arg.startswith(flag + "="):
+            return arg[len(flag) + 1:]
+        if arg == flag and i + 1 < len(argv):
+            return argv[i + 1]
+    return None
+
+
+def write_result_uri(uri: str, text: str, hadoop: Any = None) -> bool:
+    """The result document to a Hadoop URI (``--result-uri``), for a launcher
+    that cannot read the driver's stdout or local files: under
+    ``spark-submit --deploy-mode cluster`` the driver runs in a YARN
+    container. Written through the session's Hadoop client (``hadoop``: its
+    JVM and configuration), else, when the run stopped before Spark started
+    (a refused command line), through the JVM that spark-submit started
+    this process from, with the cluster configuration on its class path. The
+    file is made readable by its owner only (mode 0600; a new parent
+    directory 0700). A relative URI is resolved in the user's home directory
+    on the default filesystem. Best effort: a failure is logged and the run's
+    exit code stays."""
+    from .session import under_spark_submit
+
+    try:
+        if hadoop is not None:
+            jvm, conf = hadoop
+        elif under_spark_submit():
+            from pyspark.java_gateway import launch_gateway
+
+            jvm = launch_gateway().jvm
+            conf = jvm.org.apache.hadoop.conf.Configuration()
+        else:
+            log.warning("no Hadoop client to write the result to %s (Spark did not start)", uri)
+            return False
+        permission = jvm.org.apache.hadoop.fs.permission.FsPermission
+        path = jvm.org.apache.hadoop.fs.Path(uri)
+        fs = path.getFileSystem(conf)
+        parent = path.getParent()
+        if parent is not None and not fs.exists(parent):
+            fs.mkdirs(parent, permission("700"))
+        out = fs.create(path, True)
+        try:
+            out.write(bytearray(text.encode("utf-8")))
+        finally:
+            out.close()
+        fs.setPermission(path, permission("600"))
+        log.info("result written to %s", fs.makeQualified(path).toString())
+        return True
+    except Exception:  # noqa: BLE001 - the launcher reports the missing result with the exit code
+        log.exception("could not write the result to %s", uri)
+        return False
 
 
 def document_text(doc: dict[str, Any]) -> str:

@@ -30,6 +30,7 @@ ENGINE_FLAGS = (
     ("fail_on_refused", "--fail-on-refused", "fail_on_refused", "switch", COMMANDS, "switch"),
     ("lease_timeout", "--lease-timeout", "lease_timeout", "str", COMMANDS, "value"),
     ("progress_file", "--progress-file", "progress_file", "str", COMMANDS, "value"),
+    ("result_uri", "--result-uri", "result_uri", "str", COMMANDS, "value"),
     ("break_lease", "--break-lease", "break_lease", "switch", ("recover",), "switch"),
     ("mode", "--mode", "mode", "lower", COMMANDS, "value"),
     ("min_input_files", "--min-input-files", "min_input_files", "int", COMMANDS, "value"),

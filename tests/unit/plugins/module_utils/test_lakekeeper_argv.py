@@ -413,10 +413,54 @@ def test_spark_submit_state_dir_and_dry_run_only_when_asked():
     assert argv[-7:] == ["--table", "a.b", "--dry-run", "--state-dir", "/st", "--result-file", "/r"]
 
 
-def test_spark_submit_cluster_mode_refused():
-    ss = reference_ss(deploy_mode="cluster")
-    with pytest.raises(lk.LakekeeperError, match="deploy_mode=cluster is not supported"):
-        lk.build_command("compact", ["--table", "a.b"], ss, "/app/r.py", spark_submit="spark-submit")
+RUN_ID = "20261122T013000-3f9a1c"
+
+
+def cluster_command(ss, **kwargs):
+    kwargs.setdefault("config_file", "/etc/lakekeeper/lakekeeper.yaml")
+    return lk.build_command("compact", ["--table", "mydb.events"], ss, "/opt/lakekeeper/run_lakekeeper.py",
+                            spark_submit="spark-submit", result_file="/tmp/m/lakekeeper-result.json",
+                            python="/usr/bin/python3.11", run_id=RUN_ID, require_metastore=True,
+                            py_files="/tmp/m/lakekeeper_spark.zip", **kwargs)
+
+
+def test_cluster_mode_command():
+    """The driver runs in a YARN container: the engine's package (--py-files), the config file (--files, read by
+    its alias), the driver's Python from the shipped archive, spark-submit waiting for the application, and the
+    result written to the cluster's filesystem (--result-uri) instead of a local file; the edge node's python is
+    not the driver's."""
+    ss = reference_ss(deploy_mode="cluster", extra_files=["/etc/hive/conf/hive-site.xml"])
+    argv = cluster_command(ss)
+    assert argv == [
+        "spark-submit", "--master", "yarn", "--deploy-mode", "cluster",
+        "--name", "lakekeeper-compact-mydb.events-" + RUN_ID,
+        "--principal", "myuser@MY.REALM.COM", "--keytab", "/etc/security/keytabs/myuser.keytab",
+        "--conf", "spark.yarn.queue=data-engineering", "--archives", "/opt/lakekeeper_env.tar.gz#lakekeeper_env",
+        "--conf", "spark.pyspark.python=./lakekeeper_env/bin/python",
+        "--conf", "spark.yarn.appMasterEnv.PYSPARK_PYTHON=./lakekeeper_env/bin/python",
+        "--executor-memory", "4g", "--num-executors", "10", "--executor-cores", "2", "--driver-memory", "2g",
+        "--conf", "spark.yarn.kerberos.relogin.period=1h",
+        "--files", "/etc/hive/conf/hive-site.xml,/etc/lakekeeper/lakekeeper.yaml#lakekeeper-config.yaml",
+        "--py-files", "/tmp/m/lakekeeper_spark.zip", "--conf", "spark.yarn.submit.waitAppCompletion=true",
+        "/opt/lakekeeper/run_lakekeeper.py", "compact", "--table", "mydb.events",
+        "--result-uri", ".lakekeeper/results/%s.json" % RUN_ID, "--config-file", "lakekeeper-config.yaml",
+        "--new-run-id", RUN_ID, "--require-metastore"]
+    # the same in client mode: the local result file, the driver's python, the config file by its path
+    client = cluster_command(reference_ss(extra_files=["/etc/hive/conf/hive-site.xml"]))
+    assert "--py-files" not in client and "--result-uri" not in client
+    assert client[-7:] == ["--config-file", "/etc/lakekeeper/lakekeeper.yaml", "--new-run-id", RUN_ID,
+                           "--require-metastore", "--result-file", "/tmp/m/lakekeeper-result.json"]
+    assert "spark.pyspark.driver.python=/usr/bin/python3.11" in client
+    assert "--files" in client and client[client.index("--files") + 1] == "/etc/hive/conf/hive-site.xml"
+    # a result directory of one's own; without a config file no --files alias, without python_env no AM python
+    argv = cluster_command(dict(reference_ss(deploy_mode="cluster", result_dir="hdfs://nn1/tmp/lk/"), python_env=None),
+                           config_file=None)
+    assert argv[argv.index("--result-uri") + 1] == "hdfs://nn1/tmp/lk/%s.json" % RUN_ID
+    assert "--files" not in argv and "--config-file" not in argv
+    assert not [a for a in argv if "PYSPARK_PYTHON" in a or "spark.pyspark" in a]
+    with pytest.raises(lk.LakekeeperError, match="needs the engine's package"):
+        lk.build_command("compact", ["--table", "a.b"], reference_ss(deploy_mode="cluster"), "/r.py",
+                         spark_submit="spark-submit", run_id=RUN_ID)
 
 
 @pytest.mark.parametrize("how", [
@@ -424,14 +468,52 @@ def test_spark_submit_cluster_mode_refused():
     {"extra_args": ["--conf", "spark.submit.deployMode=cluster"]},
     {"extra_args": ["--conf=spark.submit.deployMode=cluster"]},
 ])
-def test_cluster_mode_through_a_spark_property_is_refused_too(how):
-    ss = reference_ss(**how)
-    with pytest.raises(lk.LakekeeperError, match="spark.submit.deployMode=cluster: spark_submit.deploy_mode=cluster is "
-                                                 "not supported"):
-        lk.refuse_cluster_mode(ss)
-    # client mode asked for the same ways is fine, and so is the embedded default
-    lk.refuse_cluster_mode(reference_ss(extra_conf={"spark.submit.deployMode": "client"}))
-    lk.refuse_cluster_mode(dict(ss, enabled=False))
+def test_cluster_mode_through_a_spark_property(how):
+    ss = dict(reference_ss(**how), deploy_mode=None)
+    assert lk.deploy_mode(ss) == "cluster"
+    argv = cluster_command(ss)
+    assert "--deploy-mode" not in argv and "--result-uri" in argv and "--py-files" in argv
+
+
+def test_deploy_mode_as_spark_submit_decides_it():
+    ss = dict(reference_ss(), deploy_mode=None)
+    assert lk.deploy_mode(ss) == "client"
+    assert lk.deploy_mode(ss, {"spark.submit.deployMode": "cluster"}) == "cluster"  # spark-defaults.conf
+    conf = dict(reference_ss(extra_conf={"spark.submit.deployMode": "client"}), deploy_mode=None)
+    assert lk.deploy_mode(conf, {"spark.submit.deployMode": "cluster"}) == "client"  # extra_conf over the defaults
+    args = dict(conf, extra_args=["--conf", "spark.submit.deployMode=cluster"])
+    assert lk.deploy_mode(args) == "cluster"  # extra_args come last on the command line
+    assert lk.deploy_mode(dict(args, deploy_mode="client")) == "client"  # --deploy-mode over any property
+    assert lk.deploy_mode(dict(args, enabled=False)) == "client"  # the embedded engine
+    with pytest.raises(lk.LakekeeperError, match="client or cluster"):
+        lk.deploy_mode(dict(reference_ss(extra_conf={"spark.submit.deployMode": "remote"}), deploy_mode=None))
+
+
+@pytest.mark.parametrize("ss, kwargs, defaults, message", [
+    (dict(master="local[2]"), {}, None, "master must be yarn, got local"),
+    ({}, dict(progress_file="/tmp/p.jsonl"), None, "progress_file is a file on the host that runs the driver"),
+    ({}, dict(state_dir="/var/lib/lk"), None, "state_dir is an embedded catalog"),
+    (dict(extra_conf={"spark.yarn.submit.waitAppCompletion": "false"}), {}, None, "waitAppCompletion=false"),
+    ({}, {}, {"spark.yarn.submit.waitAppCompletion": "false"}, "waitAppCompletion=false"),
+    (dict(extra_args=["--py-files", "x.zip"]), {}, None, "extra_args --py-files"),
+    (dict(extra_args=["--py-files=x.zip"]), {}, None, "extra_args --py-files"),
+])
+def test_cluster_mode_refuses_what_would_not_reach_its_driver(ss, kwargs, defaults, message):
+    ss = reference_ss(deploy_mode="cluster", **ss)
+    with pytest.raises(lk.LakekeeperError, match=re.escape(message)):
+        lk.check_cluster_mode(ss, defaults=defaults, **kwargs)
+    if defaults is None:  # build_command checks the same (progress_file is an engine option there)
+        options = {"progress_file": kwargs["progress_file"]} if "progress_file" in kwargs else None
+        with pytest.raises(lk.LakekeeperError, match=re.escape(message)):
+            cluster_command(ss, options=options, state_dir=kwargs.get("state_dir"))
+    lk.check_cluster_mode(reference_ss(deploy_mode="cluster"))  # the reference settings are fine
+
+
+def test_result_uri():
+    assert lk.result_uri(None, RUN_ID) == ".lakekeeper/results/%s.json" % RUN_ID
+    assert lk.result_uri("hdfs://ns1/user/etl/lk//", RUN_ID) == "hdfs://ns1/user/etl/lk/%s.json" % RUN_ID
+    with pytest.raises(lk.LakekeeperError):
+        lk.result_uri(None, None)
 
 
 def test_embedded_command():

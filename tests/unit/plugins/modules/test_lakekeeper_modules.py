@@ -19,9 +19,12 @@ import json
 import os
 import re
 import shlex
+import signal
 import stat
 import sys
 import tarfile
+import threading
+import time
 
 import pytest
 import yaml
@@ -72,6 +75,9 @@ behaviour = os.environ.get('STUB_BEHAVIOUR', 'ok')
 if behaviour == 'usage':
     sys.stderr.write('usage: run_lakekeeper.py ...\nrun_lakekeeper.py: error: bad\n')
     sys.exit(2)
+if behaviour == 'hang':  # a long run, to be stopped
+    open(os.environ['STUB_FS'] + '.running', 'w').close()
+    __import__('time').sleep(120)
 table = argv[argv.index('--table') + 1] if '--table' in argv else 'db.t'
 status = {'analyze': 'analyzed', 'compact': 'planned' if dry else 'compacted', 'rollback': 'rolled_back',
           'recover': 'recovered', 'cleanup': 'cleaned'}[command]
@@ -102,6 +108,11 @@ sys.stderr.write('INFO Submitted application application_1_0002\n')
 if '--result-file' in argv:
     with open(argv[argv.index('--result-file') + 1], 'w') as f:
         json.dump(doc, f)
+if '--result-uri' in argv and behaviour != 'no_result':  # cluster mode: the "HDFS" of STUB_FS
+    path = os.path.join(os.environ['STUB_FS'], argv[argv.index('--result-uri') + 1])
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, 'w') as f:
+        json.dump(doc, f)
 print('some log line on stdout')
 print(json.dumps(doc))
 sys.exit(1 if failed else 0)
@@ -126,7 +137,37 @@ if '--properties-file' in args[:i]:
     props = args[args.index('--properties-file') + 1]
     with open(os.environ['STUB_SUBMIT_LOG'] + '.properties', 'w') as f:
         json.dump({'mode': oct(os.stat(props).st_mode & 0o777), 'text': open(props).read()}, f)
+if '--deploy-mode' in args and args[args.index('--deploy-mode') + 1] == 'cluster':
+    # YARN cluster mode as spark-submit logs it: the driver's output stays in its container
+    zipped = args[args.index('--py-files') + 1]
+    with open(os.environ['STUB_SUBMIT_LOG'] + '.zip', 'w') as f:
+        json.dump(__import__('zipfile').ZipFile(zipped).namelist(), f)
+    sys.stderr.write('INFO YarnClientImpl: Submitted application application_1700000000000_0007\n'
+                     'INFO Client: Application report for application_1700000000000_0007 (state: RUNNING)\n')
+    rc = subprocess.call([sys.executable] + args[i:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if rc:
+        sys.stderr.write('ERROR Client: Application diagnostics message: User application exited with status %d\n'
+                         % rc)
+        sys.exit(1)
+    sys.exit(0)
 sys.exit(subprocess.call([sys.executable] + args[i:]))
+"""
+
+# An hdfs stand-in on the local directory STUB_FS: dfs -cat and dfs -rm, each call logged with its credentials.
+STUB_HDFS = r"""#!/usr/bin/env python3
+import json, os, sys
+args = sys.argv[1:]
+with open(os.environ['STUB_FS'] + '.calls', 'a') as f:
+    f.write(json.dumps({'args': args, 'KRB5CCNAME': os.environ.get('KRB5CCNAME'),
+                        'HADOOP_PROXY_USER': os.environ.get('HADOOP_PROXY_USER')}) + '\n')
+path = os.path.join(os.environ['STUB_FS'], args[-1])
+if args[:2] == ['dfs', '-cat']:
+    if not os.path.exists(path):
+        sys.stderr.write("cat: `%s': No such file or directory\n" % args[-1])
+        sys.exit(1)
+    sys.stdout.write(open(path).read())
+elif args[:2] == ['dfs', '-rm']:
+    os.remove(path)
 """
 
 
@@ -286,6 +327,7 @@ def test_engine_failure(engine, tmp_path, monkeypatch):
     assert res["msg"] == ("lakekeeper compact failed (rc=1): stub compact -- db.t: failed: row count mismatch "
                           "(left in place: backup table db.__bkp_t_1)")
     assert res["stderr_lines"] == ["INFO Submitted application application_1_0002"]
+    assert res["application_id"] == "application_1_0002"  # returned on failure too
     assert res["stdout_lines"][0] == "some log line on stdout"
     assert res["cmd"] and res["tables"][0]["status"] == "failed"
 
@@ -442,14 +484,17 @@ def test_archive_python_for_a_client_mode_driver_refused(engine, tmp_path, monke
 REPO = os.path.abspath(os.path.join(os.path.dirname(CASES_FILE), "..", "..", "..", ".."))
 
 
-def _documented_examples():
+def _documented_examples(mode="client"):
     """(where, module args) of the documented spark-submit examples that ship a packed Python
-    (python_env): lakekeeper_compact's EXAMPLES and the README's first example."""
+    (python_env) in ``mode``: lakekeeper_compact's EXAMPLES and the README's first example."""
     examples = []
     for task in yaml.safe_load(lakekeeper_compact.EXAMPLES):
         args = task.get("lakekeeper.hive.lakekeeper_compact") or {}
-        if (args.get("spark_submit") or {}).get("python_env"):
+        submit = args.get("spark_submit") or {}
+        if submit.get("python_env") and (submit.get("deploy_mode") or "client") == mode:
             examples.append(("lakekeeper_compact EXAMPLES: %s" % task["name"], args))
+    if mode != "client":
+        return examples
     with open(os.path.join(REPO, "README.md")) as handle:
         first = re.search(r"```yaml\n(.*?)```", handle.read(), re.S).group(1)
     for play in yaml.safe_load(first):
@@ -487,6 +532,23 @@ def test_documented_examples_give_the_driver_a_python_of_the_edge_node():
         assert _lakekeeper_argv.archive_driver_python(ss, args.get("python")) is None, where
 
 
+def test_documented_cluster_mode_example_gives_the_driver_the_packed_python():
+    """lakekeeper_compact's cluster-mode example: its driver runs python_env in its YARN container (the AM's
+    environment and spark.pyspark.python), the engine's package and config file go with it, and no python of
+    the edge node is asked for."""
+    ((where, args),) = _documented_examples("cluster")
+    ss = _lakekeeper_argv.resolve_spark_submit(_lakekeeper_argv.merge_spark_submit(args["spark_submit"]))
+    argv = _lakekeeper_argv.build_command(
+        "compact", _lakekeeper_argv.selector_args(args.get("table")), ss, "/app/run_lakekeeper.py",
+        spark_submit="/opt/spark/bin/spark-submit", config_file=args["config_file"], run_id="20261122T013000-3f9a1c",
+        py_files="/tmp/m/lakekeeper_spark.zip", result_file="/tmp/m/r.json")
+    assert _last_conf(argv, "spark.yarn.appMasterEnv.PYSPARK_PYTHON") == "./lakekeeper_env/bin/python", where
+    assert _last_conf(argv, "spark.pyspark.python") == "./lakekeeper_env/bin/python", where
+    assert _last_conf(argv, "spark.pyspark.driver.python") is None and "python" not in args, where
+    assert argv[argv.index("--py-files") + 1] == "/tmp/m/lakekeeper_spark.zip", where
+    assert argv[argv.index("--result-uri") + 1] == ".lakekeeper/results/20261122T013000-3f9a1c.json", where
+
+
 def test_documented_example_without_python_is_what_the_module_refuses():
     """The same example without its python option is the misconfiguration the module refuses."""
     where, args = _documented_examples()[0]
@@ -495,11 +557,153 @@ def test_documented_example_without_python_is_what_the_module_refuses():
                                                                 "spark_submit.python_env"), where
 
 
-def test_deploy_mode_cluster_refused(engine, tmp_path):
-    res = run(lakekeeper_compact, dict(table="db.t", spark_submit=dict(enabled=True, deploy_mode="cluster",
-                                                                       script_path=engine),
-                                       spark_submit_path=engine), tmp_path)
-    assert res["failed"] is True and "deploy_mode=cluster is not supported" in res["msg"]
+@pytest.fixture
+def cluster(engine, tmp_path, monkeypatch):
+    """A cluster-mode setting: spark-submit and hdfs stand-ins, the engine's package beside the stub engine,
+    a Metastore in HADOOP_CONF_DIR, the stand-in "HDFS" in STUB_FS, a kinit stand-in on PATH."""
+    package = tmp_path / "lakekeeper_spark"
+    (package / "commands").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "commands" / "compact.py").write_text("")
+    (package / "__pycache__").mkdir()
+    (package / "__pycache__" / "x.pyc").write_bytes(b"")
+    for path in (package / "__init__.py", package / "commands" / "compact.py"):
+        os.utime(path, (0, 0))  # as the cached application's files are (its archive's times): before ZIP's 1980
+    (tmp_path / "bin").mkdir()
+    submit = write_exe(tmp_path / "bin" / "spark-submit", STUB_SPARK_SUBMIT)
+    hdfs = write_exe(tmp_path / "bin" / "hdfs", STUB_HDFS)
+    write_exe(tmp_path / "bin" / "kinit", '#!/bin/sh\necho "$@" >> %s\n' % (tmp_path / "kinit.calls"))
+    monkeypatch.setenv("PATH", "%s:%s" % (tmp_path / "bin", os.environ["PATH"]))
+    monkeypatch.setenv("STUB_SUBMIT_LOG", str(tmp_path / "submit.json"))
+    monkeypatch.setenv("STUB_FS", str(tmp_path / "fs"))
+    hadoop_conf = tmp_path / "hadoop-conf"
+    hadoop_conf.mkdir()
+    (hadoop_conf / "hive-site.xml").write_text(HIVE_SITE % "thrift://ms.example.com:9083")
+    return dict(spark_submit_path=submit, hdfs_binary=hdfs, hadoop_conf_dir=str(hadoop_conf), state_dir=None,
+                python=None, spark_submit=dict(enabled=True, master="yarn", deploy_mode="cluster",
+                                               script_path=engine, archives="/opt/env.tar.gz#env",
+                                               python_env="./env/bin/python", result_dir="results"))
+
+
+def _calls(path):
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_cluster_mode(cluster, tmp_path):
+    """The driver runs in YARN: the module ships the engine's package and the config file, reads the result the
+    driver wrote to the cluster's filesystem with the Hadoop client (hdfs_binary) and removes it."""
+    config = tmp_path / "lakekeeper.yaml"
+    config.write_text("block_size_mb: 64\n")
+    res = run(lakekeeper_compact, dict(cluster, table="db.events", config_file=str(config)), tmp_path)
+    assert res["failed"] is False, res
+    assert res["tables"][0]["status"] == "compacted" and res["changed"] is True and res["rc"] == 0
+    assert res["application_id"] == "application_1700000000000_0007"
+    cmd = shlex.split(res["cmd"])
+    run_id = cmd[cmd.index("--new-run-id") + 1]
+    assert res["result_uri"] == "results/%s.json" % run_id and cmd[cmd.index("--result-uri") + 1] == res["result_uri"]
+    assert "--result-file" not in cmd and "spark.pyspark.driver.python" not in res["cmd"]
+    assert cmd[cmd.index("--files") + 1] == "%s#lakekeeper-config.yaml" % config
+    assert cmd[cmd.index("--config-file") + 1] == "lakekeeper-config.yaml"
+    assert "spark.yarn.appMasterEnv.PYSPARK_PYTHON=./env/bin/python" in cmd
+    # the engine's package, Python files only, as the driver imports it from --py-files
+    assert json.loads((tmp_path / "submit.json.zip").read_text()) == ["lakekeeper_spark/__init__.py",
+                                                                      "lakekeeper_spark/commands/compact.py"]
+    calls = _calls(tmp_path / "fs.calls")
+    assert [c["args"] for c in calls] == [["dfs", "-cat", res["result_uri"]],
+                                          ["dfs", "-rm", "-f", "-skipTrash", res["result_uri"]]]
+    assert not (tmp_path / "fs" / res["result_uri"]).exists()
+    assert not (tmp_path / "kinit.calls").exists()  # no keytab: the environment's ticket cache, if any
+
+
+def test_cluster_mode_failed_table_keytab_and_proxy_user(cluster, tmp_path, monkeypatch):
+    """The driver's own exit code comes from the application's diagnostics; the result is read with a ticket of
+    the keytab's principal (a private cache) as the proxy user, like the application."""
+    monkeypatch.setenv("STUB_BEHAVIOUR", "fail")
+    keytab = tmp_path / "etl.keytab"
+    keytab.write_bytes(b"\x05\x02")
+    keytab.chmod(0o600)
+    cluster["spark_submit"].update(principal="etl@EXAMPLE.COM", keytab=str(keytab), proxy_user="analyst")
+    res = run(lakekeeper_compact, dict(cluster, table="db.t"), tmp_path)
+    assert res["failed"] is True and res["rc"] == 1
+    assert res["msg"].startswith("lakekeeper compact failed (rc=1): stub compact -- db.t: failed: row count mismatch")
+    assert res["application_id"] == "application_1700000000000_0007"
+    kinit = (tmp_path / "kinit.calls").read_text().split()
+    assert kinit[:4] == ["-k", "-t", str(keytab), "-c"] and kinit[-1] == "etl@EXAMPLE.COM"
+    calls = _calls(tmp_path / "fs.calls")
+    assert {c["KRB5CCNAME"] for c in calls} == {kinit[4]} and kinit[4].startswith("FILE:")
+    assert {c["HADOOP_PROXY_USER"] for c in calls} == {"analyst"}
+
+
+def test_cluster_mode_without_a_result(cluster, tmp_path, monkeypatch):
+    """A driver that wrote no result (it died, or never started): the failure says where its log is."""
+    monkeypatch.setenv("STUB_BEHAVIOUR", "no_result")
+    res = run(lakekeeper_compact, dict(cluster, table="db.t"), tmp_path)
+    assert res["failed"] is True and res["tables"] == []
+    assert res["msg"].startswith("lakekeeper compact failed (rc=0): the engine printed no JSON result")
+    assert res["msg"].endswith("(the driver ran in YARN: its log is in yarn logs -applicationId "
+                               "application_1700000000000_0007)")
+    assert res["result_fetch"]["rc"] == 1 and "No such file or directory" in res["result_fetch"]["stderr_lines"][0]
+
+
+def test_a_stopped_task_kills_its_application(cluster, tmp_path, monkeypatch):
+    """SIGTERM to the module while a cluster-mode application runs (an AWX job cancelled): the module kills it
+    with yarn_binary, stops spark-submit, and fails with what it did and the application id."""
+    monkeypatch.setenv("STUB_BEHAVIOUR", "hang")
+    yarn = write_exe(tmp_path / "bin" / "yarn", '#!/bin/sh\necho "$@" >> %s\n' % (tmp_path / "yarn.calls"))
+    running = tmp_path / "fs.running"
+
+    def stop_when_running():
+        deadline = time.time() + 60
+        while not running.exists() and time.time() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)  # spark-submit's log has named the application by now
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=stop_when_running, daemon=True).start()
+    started = time.time()
+    res = run(lakekeeper_compact, dict(cluster, table="db.t", yarn_binary=yarn), tmp_path)
+    assert time.time() - started < 60  # not the engine's 120 s
+    assert res["failed"] is True and res["application_id"] == "application_1700000000000_0007"
+    assert res["msg"].startswith("lakekeeper compact cancelled: received SIGTERM; killed the YARN application "
+                                 "application_1700000000000_0007 (rc 0); stopped the engine's process group"), res["msg"]
+    kill, stop = res["cancelled"]["actions"]
+    assert kill["cmd"] == "%s application -kill application_1700000000000_0007" % yarn and kill["rc"] == 0
+    assert stop["action"] == "stop_engine" and stop["signal"] == "SIGTERM"
+    assert (tmp_path / "yarn.calls").read_text().split() == ["application", "-kill", "application_1700000000000_0007"]
+    assert "--result-uri" in res["cmd"] and not _calls(tmp_path / "fs.calls")  # no result to read
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(progress_file="/tmp/progress.jsonl"), "progress_file is a file on the host that runs the driver"),
+    (dict(state_dir="/tmp/state"), "state_dir is an embedded catalog"),
+    (dict(spark_submit=dict(master="local[2]")), "master must be yarn"),
+    (dict(spark_submit=dict(extra_conf={"spark.yarn.submit.waitAppCompletion": "false"})), "waitAppCompletion"),
+    (dict(hdfs_binary="/nonexistent/hdfs"), "hdfs_binary /nonexistent/hdfs is not an executable file"),
+])
+def test_cluster_mode_refusals(cluster, tmp_path, change, message):
+    args = dict(cluster, table="db.t")
+    for key, value in change.items():
+        if key == "spark_submit":
+            args["spark_submit"] = dict(args["spark_submit"], **value)
+        else:
+            args[key] = value
+    res = run(lakekeeper_compact, args, tmp_path)
+    assert res["failed"] is True and message in res["msg"], res["msg"]
+    assert not (tmp_path / "submit.json").exists()  # nothing started
+
+
+def test_cluster_mode_from_spark_defaults_and_python_ignored(cluster, tmp_path, monkeypatch):
+    """spark-defaults.conf may make spark-submit's default cluster mode: the module sees it as spark-submit
+    does. The python option (a client-mode driver's) is then not used, with a warning."""
+    conf = tmp_path / "spark-conf"
+    conf.mkdir()
+    (conf / "spark-defaults.conf").write_text("spark.submit.deployMode cluster\n")
+    args = dict(cluster, table="db.t", python=sys.executable, environment={"SPARK_CONF_DIR": str(conf)})
+    del args["spark_submit"]["deploy_mode"]
+    res = run(lakekeeper_compact, args, tmp_path)
+    assert res["failed"] is False, res
+    assert "--result-uri" in res["cmd"] and "spark.pyspark.driver.python" not in res["cmd"]
+    assert any("python (%s) is the Python of a client-mode driver" % sys.executable in w for w in res["warnings"])
 
 
 @pytest.mark.parametrize("args, match", [

@@ -32,8 +32,8 @@ SHARED = [
     # the statuses of docs/statuses.md, in the same words
     (("tables", "contains", "status"), ("lakekeeper_compact", "lakekeeper_rollback", "lakekeeper_cleanup")),
 ] + [((key,), ("lakekeeper_analyze", "lakekeeper_compact", "lakekeeper_rollback", "lakekeeper_cleanup"))
-     for key in ("app_transferred", "application_id", "catalog", "dry_run", "rc", "run_id", "runtime", "script",
-                 "stderr_lines", "stdout_lines")]
+     for key in ("app_transferred", "application_id", "cancelled", "catalog", "dry_run", "rc", "result_fetch",
+                 "result_uri", "run_id", "runtime", "script", "stderr_lines", "stdout_lines")]
 
 
 def _return_doc(module: str) -> dict:

@@ -1,0 +1,423 @@
+# -*- coding: utf-8 -*-
+# Copyright: Lakekeeper for Ansible contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The modules on a real YARN (the Hadoop 3.5 test bed: HDFS, YARN's
+ResourceManager and NodeManager, the Hive Metastore service), run by
+``ansible-playbook`` (tests/testbed/playbooks/yarn.yml), with the executors'
+(and in cluster mode the driver's) Python from the python_env role
+(venv-pack; conda-pack needs a conda environment, and conda is not
+installable on these machines: not run here).
+
+One test, in phases that share the bed, each ansible-playbook run serving
+many assertions (a YARN application costs 30-80 s here):
+
+1. four tables on HDFS through the Metastore (one Spark process), their
+   content (rows, sums, a hash of every row) read once;
+2. client mode: compact -> rollback -> compact -> cleanup of yn.client_t,
+   the driver on the "edge node" with the bed's python, the executors with
+   the packed environment: every module returns its YARN application id;
+3. cluster mode: the same on yn.cluster_t, the driver in a YARN container
+   with the packed environment (its python prefix in the NodeManager's
+   appcache), the config file shipped with --files (its backup_prefix), the
+   result read back from HDFS and removed;
+4. a cancelled run: ansible-playbook gets SIGTERM while a cluster-mode
+   compaction of yn.term_t waits after its first swap (a test pause point of
+   the engine): the module kills the YARN application (ApplicationReport
+   state KILLED) and spark-submit;
+5. a killed module: the client-mode module process compacting yn.kill_t gets
+   SIGKILL at the same point: its watchdog kills the YARN application and
+   the engine's processes;
+6. the next run (one compaction of both tables) recovers both from their
+   journals and compacts them;
+7. one read of the four tables: the same content as before, one file per
+   partition; YARN's list of the applications (finished ones SUCCEEDED, the
+   two stopped KILLED); nothing left in the result directory on HDFS.
+
+Run: ``.venv/bin/python -m pytest tests/testbed/test_yarn_playbooks.py``
+(a bed of its own without Spark standalone, about 20 s to start), or with
+``LAKEKEEPER_TESTBED_JSON=<bed>/testbed.json`` on a running Hadoop 3.5 bed
+with YARN (``scripts/testbed up --no-spark``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from testbed.bed import Testbed
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+PLAYBOOK = Path(__file__).resolve().parent / "playbooks" / "yarn.yml"
+APP_ID = re.compile(r"^application_\d+_\d{4,}$")
+TABLES = ("client_t", "cluster_t", "term_t", "kill_t")
+TIMINGS: list[str] = []
+
+pytestmark = [pytest.mark.testbed, pytest.mark.e2e, pytest.mark.timeout(3600)]
+
+READ_TABLES = textwrap.dedent("""
+    import json, sys
+    from pyspark.sql import SparkSession
+    spark = SparkSession.builder.master("local[2]").enableHiveSupport().getOrCreate()
+    fs = spark._jvm.org.apache.hadoop.fs.FileSystem.get(spark._jsc.hadoopConfiguration())
+    P = spark._jvm.org.apache.hadoop.fs.Path
+    names = sys.argv[2].split(",")
+    if sys.argv[1] == "create":
+        spark.sql("CREATE DATABASE IF NOT EXISTS yn")
+        for i, name in enumerate(names):
+            spark.sql(f"DROP TABLE IF EXISTS yn.{name}")
+            fs.delete(P(f"/lk-yn/{name}"), True)  # an external table's files outlive it (a bed used before)
+            spark.sql(f"CREATE EXTERNAL TABLE yn.{name} (id BIGINT, v STRING) PARTITIONED BY (dt STRING) "
+                      f"STORED AS PARQUET LOCATION '/lk-yn/{name}'")
+            for j, dt in enumerate(["2024-01-01", "2024-01-02"]):
+                lo = (i * 2 + j) * 5000
+                spark.range(lo, lo + 5000).selectExpr("id", "cast(id as string) v").repartition(20) \\
+                    .createOrReplaceTempView("src")
+                spark.sql(f"INSERT INTO yn.{name} PARTITION (dt='{dt}') SELECT * FROM src")
+    out = {}
+    for name in names:
+        spark.sql(f"REFRESH TABLE yn.{name}")
+        row = spark.sql(f"SELECT count(*) AS n, sum(id) AS s, count(DISTINCT v) AS d, "
+                        f"sum(hash(id, v, dt)) AS h FROM yn.{name}").first()
+        files = {}
+        for part in fs.listStatus(P(f"/lk-yn/{name}")):
+            pn = part.getPath().getName()
+            if part.isDirectory() and not pn.startswith((".", "_")):
+                files[pn] = len([f for f in fs.listStatus(part.getPath()) if f.getPath().getName().endswith(".parquet")])
+        out[name] = {"rows": row.n, "sum": row.s, "distinct": row.d, "hash": row.h, "files": files,
+                     "partitions": sorted(r[0] for r in spark.sql(f"SHOW PARTITIONS yn.{name}").collect())}
+    print(json.dumps(out))
+""")
+
+
+@pytest.fixture(scope="module")
+def bed(tmp_path_factory):
+    """A Hadoop 3.5 test bed with YARN: the running one named by LAKEKEEPER_TESTBED_JSON (or the suite's
+    LAKEKEEPER_TESTBED_SHARED), else one of its own without Spark standalone (YARN runs the applications)."""
+    named = os.environ.get("LAKEKEEPER_TESTBED_JSON") or os.environ.get("LAKEKEEPER_TESTBED_SHARED")
+    if named:
+        found = Testbed.load(named)
+        found.check_alive()
+        if not found.yarn_rm:
+            pytest.skip("the test bed %s has no YARN (a Hadoop 3.5 bed started with YARN is needed)" % named)
+        yield found
+        return
+    own = Testbed.start(tmp_path_factory.mktemp("yarn-bed"), watchdog=True, spark=False)
+    try:
+        yield own
+    finally:
+        own.stop()
+
+
+def timed(what, func, *args, **kwargs):
+    started = time.time()
+    try:
+        return func(*args, **kwargs)
+    finally:
+        TIMINGS.append("%s: %.0f s" % (what, time.time() - started))
+
+
+def tables(bed, tmp_path, action):
+    script = tmp_path / "tables.py"
+    script.write_text(READ_TABLES)
+    done = timed("tables %s (a Spark process)" % action, bed.run_python, script, action, ",".join(TABLES))
+    assert done.returncode == 0, done.stderr[-5000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def hadoop(bed, *args, timeout=180):
+    """A Hadoop client class through the bed's Spark (spark-class), with its client configuration."""
+    return subprocess.run([str(bed.spark_home / "bin" / "spark-class"), *args], env=bed.env(base=dict(os.environ)),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout, check=False)
+
+
+def applications(bed):
+    """{application id: (name, state, final state)} of every application YARN knows."""
+    done = hadoop(bed, "org.apache.hadoop.yarn.client.cli.ApplicationCLI", "application", "-list", "-appStates",
+                  "ALL")
+    assert done.returncode == 0, done.stderr[-3000:]
+    apps = {}
+    for line in done.stdout.splitlines():
+        cells = line.split()
+        if cells and APP_ID.match(cells[0]):
+            apps[cells[0]] = (cells[1], cells[5], cells[6])
+    return apps
+
+
+def application_state(bed, app_id):
+    done = hadoop(bed, "org.apache.hadoop.yarn.client.cli.ApplicationCLI", "application", "-status", app_id)
+    report = dict(re.findall(r"^\s*([\w-]+) : (.*?)\s*$", done.stdout, re.M))
+    return report.get("State"), report.get("Final-State")
+
+
+def processes():
+    """{pid: (parent pid, session id, command line)} of this host's processes."""
+    out = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name) as handle:
+                stat = handle.read().rsplit(")", 1)[1].split()
+            with open("/proc/%s/cmdline" % name, "rb") as handle:
+                cmdline = handle.read().replace(b"\0", b" ").decode("utf-8", "replace")
+        except (OSError, IndexError):
+            continue
+        if stat[0] != "Z":
+            out[int(name)] = (int(stat[1]), int(stat[3]), cmdline)
+    return out
+
+
+def descendants(pid):
+    procs = processes()
+    found, todo = set(), [pid]
+    while todo:
+        parent = todo.pop()
+        for child, (ppid, _sid, _cmd) in procs.items():
+            if ppid == parent and child not in found:
+                found.add(child)
+                todo.append(child)
+    return {p: procs[p][2] for p in found if p in procs}
+
+
+def engine_processes(marker):
+    """The processes of an engine run: those whose command line names its application cache directory (the
+    spark-submit JVM and a client-mode driver; not the module, whose command line is ansible's)."""
+    return {pid: cmd for pid, (_ppid, _sid, cmd) in processes().items() if marker in cmd and "AnsiballZ" not in cmd}
+
+
+def wait_until(predicate, timeout, what):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(1)
+    raise AssertionError("timed out after %ss waiting for %s" % (timeout, what))
+
+
+class Runs:
+    """The ansible-playbook runs of the test: one inventory, one collection, the bed's settings."""
+
+    def __init__(self, bed, tmp_path):
+        self.bed, self.tmp, self.started = bed, tmp_path, []
+        collections = tmp_path / "collections" / "ansible_collections" / "lakekeeper"
+        collections.mkdir(parents=True)
+        os.symlink(str(ROOT), str(collections / "hive"))
+        self.inventory = tmp_path / "inventory.ini"
+        self.inventory.write_text("edge ansible_connection=local ansible_python_interpreter=%s\n" % sys.executable)
+        # YARN and the bed's services for spark-submit; the Python settings are the modules' (python, python_env)
+        self.conf = {k: v for k, v in bed.yarn_confs().items()
+                     if "PYSPARK_PYTHON" not in k and not k.startswith("spark.pyspark.")}
+        self.conf.update({"spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "4"})
+
+    def variables(self, name, tables, mode, lifecycle=True, pause=None, config_file=None):
+        environment = {"SPARK_CONF_DIR": str(self.bed.conf_dir), "SPARK_LOCAL_IP": "127.0.0.1"}
+        conf = dict(self.conf)
+        if pause:  # the engine's test pause point, in the driver's environment (cluster mode: its container's)
+            hook = {"LAKEKEEPER_PAUSE_AT": pause, "LAKEKEEPER_PAUSE_DIR": str(self.tmp / "pause"),
+                    "LAKEKEEPER_PAUSE_TIMEOUT": "900"}
+            if mode == "cluster":
+                conf.update(("spark.yarn.appMasterEnv.%s" % k, v) for k, v in hook.items())
+            else:
+                environment.update(hook)
+        variables = {
+            "yarn_env_dest": str(self.tmp / "env"), "yarn_env_interpreter": str(self.bed.python),
+            "yarn_spark_submit": {"enabled": True, "master": "yarn", "deploy_mode": mode, "extra_conf": conf},
+            "yarn_spark_home": str(self.bed.spark_home), "yarn_conf_dir": str(self.bed.conf_dir),
+            "yarn_environment": environment, "yarn_app_cache_dir": str(self.tmp / ("app-cache-" + name)),
+            "yarn_tables": ["yn." + t for t in tables], "yarn_lifecycle": lifecycle,
+            "yarn_results_file": str(self.tmp / ("results-%s.json" % name)),
+        }
+        if mode == "client":
+            variables["yarn_driver_python"] = str(self.bed.python)  # the edge node's interpreter
+        if config_file:
+            variables["yarn_config_file"] = str(config_file)
+        path = self.tmp / ("vars-%s.json" % name)
+        path.write_text(json.dumps(variables, indent=1))
+        return path
+
+    def start(self, name, *args, **kwargs):
+        argv = [str(BIN / "ansible-playbook"), "-i", str(self.inventory), "-e",
+                "@%s" % self.variables(name, *args, **kwargs), str(PLAYBOOK)]
+        env = dict(os.environ)
+        env.pop("ANSIBLE_CONFIG", None)
+        env.update({
+            "PATH": "%s%s%s" % (BIN, os.pathsep, env.get("PATH", "")),
+            "ANSIBLE_COLLECTIONS_PATH": str(self.tmp / "collections"), "ANSIBLE_NOCOLOR": "1",
+            "ANSIBLE_RETRY_FILES_ENABLED": "0", "ANSIBLE_DEPRECATION_WARNINGS": "0",
+            "ANSIBLE_LOCALHOST_WARNING": "0", "ANSIBLE_LOCAL_TEMP": str(self.tmp / "ansible-local"),
+            "ANSIBLE_REMOTE_TEMP": str(self.tmp / "ansible-remote"), "PYTHONUNBUFFERED": "1",
+        })
+        log = open(self.tmp / ("ansible-%s.log" % name), "w")  # pylint: disable=consider-using-with
+        proc = subprocess.Popen(argv, cwd=str(self.tmp), env=env, stdout=log, stderr=subprocess.STDOUT)
+        proc.log, proc.name, proc.started = log, name, time.time()
+        self.started.append(proc)
+        return proc
+
+    def stop(self):
+        """A run a failed assertion left going: SIGTERM (its module stops its application), then SIGKILL."""
+        for proc in self.started:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=120)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+
+    def finish(self, proc, timeout=1800):
+        try:
+            proc.wait(timeout=timeout)
+        finally:
+            proc.log.close()
+            TIMINGS.append("ansible-playbook %s: %.0f s" % (proc.name, time.time() - proc.started))
+        output = (self.tmp / ("ansible-%s.log" % proc.name)).read_text()
+        path = self.tmp / ("results-%s.json" % proc.name)
+        return proc.returncode, output, json.loads(path.read_text()) if path.exists() else None
+
+    def run(self, name, *args, **kwargs):
+        return self.finish(self.start(name, *args, **kwargs))
+
+
+def flag(cmd, name):
+    """The value of ``name`` in a result's shell-quoted ``cmd``."""
+    argv = shlex.split(cmd)
+    return argv[argv.index(name) + 1]
+
+
+def check_lifecycle(results, mode):
+    """compact -> rollback -> compact -> cleanup of one table: each a YARN application of its own, in the
+    deploy mode asked for; returns the application ids."""
+    steps = ("compact", "rollback", "compact_again", "cleanup")
+    statuses = ("compacted", "rolled_back", "compacted", "cleaned")
+    ids = []
+    for step, status in zip(steps, statuses):
+        res = results[step]
+        assert res["failed"] is False and res["rc"] == 0, (step, res.get("msg"))
+        assert [t["status"] for t in res["tables"]] == [status], (step, res["tables"])
+        assert APP_ID.match(res["application_id"]), (step, res.get("application_id"))
+        assert flag(res["cmd"], "--deploy-mode") == mode, res["cmd"]
+        assert res["catalog"]["kind"] == "metastore", res["catalog"]
+        prefix = res["runtime"]["python_prefix"]
+        if mode == "cluster":
+            # the driver ran in a container of the application, with the shipped environment
+            assert re.search(r"/appcache/%s/container_[\d_]+/lakekeeper_env$" % res["application_id"], prefix), prefix
+            assert res["result_uri"] == ".lakekeeper/results/%s.json" % res["run_id"], res.get("result_uri")
+            assert "--result-file" not in res["cmd"] and "--py-files" in res["cmd"]
+        else:
+            assert prefix == sys.prefix, prefix  # the edge node's interpreter (the bed's python)
+            assert "result_uri" not in res and "--result-file" in res["cmd"]
+        ids.append(res["application_id"])
+    assert len(set(ids)) == 4, ids
+    partitions = results["compact"]["tables"][0]["partitions"]
+    assert [(p["files_before"], p["files_after"]) for p in partitions] == [(20, 1), (20, 1)], partitions
+    removed = results["cleanup"]["tables"][0]["backups_removed"]
+    assert [b["backup_table"] for b in removed] == [results["compact_again"]["tables"][0]["backup_table"]], removed
+    return ids
+
+
+def test_yarn_client_and_cluster_mode_with_cancels(bed, tmp_path):
+    runs = Runs(bed, tmp_path)
+    (tmp_path / "pause").mkdir()
+    try:
+        before = tables(bed, tmp_path, "create")
+        assert [before[t]["files"] for t in TABLES] == [{"dt=2024-01-01": 20, "dt=2024-01-02": 20}] * 4
+
+        # -- 2. client mode: the driver here, the executors with the packed environment ------------------
+        rc, output, results = runs.run("client", ["client_t"], "client")
+        assert rc == 0, output[-8000:]
+        client_ids = check_lifecycle(results, "client")
+        assert (tmp_path / "env" / "lakekeeper_env.tar.gz").is_file()
+        assert flag(results["compact"]["cmd"], "--archives") == "%s#lakekeeper_env" % (tmp_path / "env" / "lakekeeper_env.tar.gz")
+
+        # -- 3. cluster mode: the driver in YARN, the config file shipped, the result through HDFS -------
+        config = tmp_path / "lakekeeper.yaml"
+        config.write_text("backup_prefix: __ybk\n")
+        rc, output, results = runs.run("cluster", ["cluster_t"], "cluster", config_file=config)
+        assert rc == 0, output[-8000:]
+        cluster_ids = check_lifecycle(results, "cluster")
+        assert results["compact"]["tables"][0]["backup_table"].startswith("yn.__ybk_cluster_t_")  # from the config
+        assert flag(results["compact"]["cmd"], "--files") == "%s#lakekeeper-config.yaml" % config
+        assert "ok: [edge]" in output.split("TASK [lakekeeper.hive.python_env : Export the archive")[1][:300]
+
+        # -- 4. ansible-playbook stopped (SIGTERM, as AWX cancels a job) during a cluster-mode compaction ---
+        proc = runs.start("term", ["term_t"], "cluster", lifecycle=False, pause="moving_in:after@yn.term_t#0")
+        wait_until(lambda: (tmp_path / "pause" / "yn.term_t.moving_in_after.paused").exists() or proc.poll() is not None,
+                   900, "the cluster-mode compaction's pause point")
+        assert proc.poll() is None, runs.finish(proc)[1][-8000:]
+        (term_id,) = [a for a, (name, state, _f) in applications(bed).items()
+                      if name.startswith("lakekeeper-compact-yn.term_t-") and state == "RUNNING"]
+        submit = engine_processes(str(tmp_path / "app-cache-term"))
+        assert submit, "no spark-submit of the run"
+        proc.send_signal(signal.SIGTERM)
+        rc, output, _results = runs.finish(proc, timeout=120)
+        assert rc != 0, output[-5000:]
+        assert wait_until(lambda: application_state(bed, term_id) == ("KILLED", "KILLED"), 180,
+                          "the application %s KILLED" % term_id)
+        wait_until(lambda: not engine_processes(str(tmp_path / "app-cache-term")), 120, "the end of spark-submit")
+
+        # -- 5. the module SIGKILLed (as async_wrapper at a timeout) during a client-mode compaction ---------
+        proc = runs.start("kill", ["kill_t"], "client", lifecycle=False, pause="moving_in:after@yn.kill_t#0")
+        wait_until(lambda: (tmp_path / "pause" / "yn.kill_t.moving_in_after.paused").exists() or proc.poll() is not None,
+                   900, "the client-mode compaction's pause point")
+        assert proc.poll() is None, runs.finish(proc)[1][-8000:]
+        # the module: the python running AnsiballZ_lakekeeper_compact.py (not the shells around it); its
+        # watchdog: a copy of it in a session of its own, no longer under ansible-playbook
+        (module_pid,) = [p for p, cmd in descendants(proc.pid).items()
+                         if cmd.split()[1:2] and cmd.split()[1].endswith("/AnsiballZ_lakekeeper_compact.py")]
+        _ppid, module_sid, module_cmd = processes()[module_pid]
+        watchdogs = [p for p, (_ppid, sid, cmd) in processes().items()
+                     if cmd == module_cmd and p != module_pid and sid != module_sid]
+        assert len(watchdogs) == 1 and watchdogs[0] not in descendants(proc.pid), watchdogs
+        engine = engine_processes(str(tmp_path / "app-cache-kill"))
+        assert any("SparkSubmit" in cmd for cmd in engine.values()) and any(
+            "run_lakekeeper.py" in cmd and "java" not in cmd.split()[0] for cmd in engine.values()), engine
+        (kill_id,) = [a for a, (name, state, _f) in applications(bed).items()
+                      if name.startswith("lakekeeper-compact-yn.kill_t-") and state == "RUNNING"]
+        os.kill(module_pid, signal.SIGKILL)
+        rc, output, results = runs.finish(proc, timeout=300)
+        assert rc != 0 and results["compact"]["failed"] is True, output[-5000:]
+        assert wait_until(lambda: application_state(bed, kill_id) == ("KILLED", "KILLED"), 180,
+                          "the application %s KILLED by the watchdog" % kill_id)
+        wait_until(lambda: not engine_processes(str(tmp_path / "app-cache-kill")), 120,
+                   "the end of spark-submit and the driver")
+        wait_until(lambda: watchdogs[0] not in processes(), 60, "the watchdog's end")
+
+        # -- 6. the next run recovers both tables from their journals, then compacts them ----------------
+        rc, output, results = runs.run("recover", ["term_t", "kill_t"], "client", lifecycle=False)
+        assert rc == 0, output[-8000:]
+        res = results["compact"]
+        assert APP_ID.match(res["application_id"])
+        for table in res["tables"]:
+            assert table["recovered"], table  # each had the stopped run's journal
+            assert table["lease_taken_over"], table  # whose holder was gone
+            assert table["status"] in ("compacted", "skipped"), table
+
+        # -- 7. readers see the same rows, one file a partition; YARN's record of every application --------
+        after = tables(bed, tmp_path, "read")
+        for name in TABLES:
+            for key in ("rows", "sum", "distinct", "hash", "partitions"):
+                assert after[name][key] == before[name][key], (name, key, after[name], before[name])
+            assert after[name]["files"] == {"dt=2024-01-01": 1, "dt=2024-01-02": 1}, (name, after[name])
+        apps = applications(bed)
+        for app_id in client_ids + cluster_ids + [res["application_id"]]:
+            assert apps[app_id][1:] == ("FINISHED", "SUCCEEDED"), (app_id, apps[app_id])
+        assert apps[term_id][1:] == ("KILLED", "KILLED") and apps[kill_id][1:] == ("KILLED", "KILLED")
+        listing = hadoop(bed, "org.apache.hadoop.fs.FsShell", "-count", ".lakekeeper/results")
+        assert listing.returncode == 0 and listing.stdout.split()[:2] == ["1", "0"], listing  # one dir, no file
+    finally:
+        runs.stop()
+        sys.stdout.write("\n".join(["timings:"] + TIMINGS) + "\n")
