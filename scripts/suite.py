@@ -80,8 +80,8 @@ PLAYBOOKS = ["tests/playbooks", "tests/e2e"]
 # The test bed's newer services each get a test of their own (DistCp, HiveServer2 reading
 # every table shape, YARN in client and cluster mode, erasure coding): a second part on the
 # same shared bed, beside the first, so that neither holds the critical path alone.
-TESTBED_2 = ["tests/testbed/test_distcp.py", "tests/testbed/test_hive_reader.py",
-             "tests/testbed/test_yarn_playbooks.py", "tests/testbed/test_erasure_coding.py"]
+TESTBED_2 = ["tests/testbed/test_distcp.py", "tests/testbed/test_hive_reader.py", "tests/testbed/test_erasure_coding.py"]
+TESTBED_3 = ["tests/testbed/test_yarn_playbooks.py"]
 
 
 def parts() -> list[Part]:
@@ -90,14 +90,15 @@ def parts() -> list[Part]:
     lanes = [Part(f"lane-{lane['name']}", [PY, str(ROOT / "scripts" / "spark_lanes.py"), lane["name"]],
                   bed="own-spark") for lane in spark_lanes.lanes() if lane["default"]]
     out = [
-        Part("testbed", PYTEST + NOT_ENGINE + [f"--ignore={p}" for p in TESTBED_2]  # 1,350
+        Part("testbed", PYTEST + NOT_ENGINE + [f"--ignore={p}" for p in TESTBED_2 + TESTBED_3]  # 1,350
              + ["-m", "not crash_lane and testbed", "--durations=30"], bed="use"),
-        Part("testbed-2", PYTEST + [p for p in TESTBED_2 if (ROOT / p).exists()]
-             + ["-m", "not crash_lane and testbed", "--durations=15"], bed="use"),
-        Part("main", PYTEST + NOT_ENGINE + [f"--ignore={p}" for p in PLAYBOOKS]  # about 1,000
-             + ["-m", "not crash_lane and not testbed", "--durations=30"]),
+        Part("testbed-2", PYTEST + TESTBED_2 + ["-m", "not crash_lane and testbed", "--durations=15"], bed="use"),
         *lanes[:1],  # the oldest line: 860
         Part("engine", PYTEST + ["tests/engine", "--durations=15"]),  # 770
+        # YARN through ansible-playbook: client and cluster lifecycles, a stopped and a killed run
+        Part("testbed-yarn", PYTEST + ["--timeout=3600"] + TESTBED_3 + ["-m", "not crash_lane and testbed", "--durations=15"], bed="use"),
+        Part("main", PYTEST + NOT_ENGINE + [f"--ignore={p}" for p in PLAYBOOKS]  # about 1,000
+             + ["-m", "not crash_lane and not testbed", "--durations=30"]),
         Part("playbooks", PYTEST + PLAYBOOKS + ["-m", "not crash_lane and not testbed", "--durations=15"]),  # 550
         *lanes[1:],  # 195
         *[Part(f"lane-{lane['name']}", [PY, str(ROOT / "scripts" / "ansible_lanes.py"), lane["name"]])

@@ -88,6 +88,11 @@ class Run:
         return self.stats.get("lakekeeper_summary", {}).get(host, {})
 
 
+# the playbooks' default retention keeps each partition's newest backup and any backup younger
+# than an hour (roles/maintenance, test_maintenance_retention.py): these runs clean what they just made
+NO_DEFAULT_RETENTION = '{"lakekeeper_keep_last": "", "lakekeeper_grace_period": ""}'
+
+
 def run_playbook(playbook, inventory, collections_dir, workdir, extra=(), timeout=1500, env=None):
     """ansible-playbook PLAYBOOK (a path or a collection playbook FQCN) with
     ``-e k=v`` extra variables; returns a Run with the set_stats of the run."""
@@ -368,7 +373,7 @@ def test_playbooks_embedded(collections_dir, collection_path, kdc, tmp_path):
 
         # -- cleanup.yml: retention 1s over the database (the clicks backup goes) ----------------
         run = run_playbook(os.path.join(PLAYBOOKS, "cleanup.yml"), inventory, collections_dir, tmp_path,
-                           ["lakekeeper_database=e2e", "lakekeeper_older_than=1s"])
+                           ["lakekeeper_database=e2e", "lakekeeper_older_than=1s", NO_DEFAULT_RETENTION])
         assert run.rc == 0, run
         s = run.summary("edge")
         assert run.stats["lakekeeper_tables_cleaned"] == 1 and run.stats["lakekeeper_tables_skipped"] == 1, run
@@ -826,7 +831,8 @@ def test_playbooks_on_the_testbed(collections_dir, testbed, tmp_path):
         try:
             wait_for(pause / "pb.orders.rolling_back.paused", rollback)
             run = run_playbook(os.path.join(PLAYBOOKS, "cleanup.yml"), inventory, collections_dir, tmp_path,
-                               ["lakekeeper_tables=pb.orders,pb.items", "lakekeeper_older_than=all"])
+                               ["lakekeeper_tables=pb.orders,pb.items", "lakekeeper_older_than=all",
+                                NO_DEFAULT_RETENTION])
         finally:
             (pause / "pb.orders.rolling_back.resume").write_text("go")
         assert run.rc == 0, run
