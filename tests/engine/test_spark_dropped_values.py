@@ -198,8 +198,9 @@ def test_parquet_int64_timestamps_keep_their_type_and_mixed_types_are_refused(
 
     real = compact_command.write_staging
 
-    def default_type(spark_, fs, info, u, settings, codec, *args):
-        return real(spark_, fs, info, u, settings, {k: v for k, v in codec.items() if k != "timestamp_type"}, *args)
+    def default_type(spark_, fs, info, u, settings, codec, *args, **kwargs):
+        return real(spark_, fs, info, u, settings, {k: v for k, v in codec.items() if k != "timestamp_type"}, *args,
+                    **kwargs)
 
     monkeypatch.setattr(compact_command, "write_staging", default_type)
     us_before = files.snapshot(where["us"])
