@@ -107,7 +107,7 @@ options:
     type: path
   metrics_dir:
     description:
-      - A directory on the target that node_exporter's textfile collector reads (C(--collector.textfile.directory)):
+      - A directory on the target that node_exporter's textfile collector reads (C(--collector.textfile.directory)) -
         after each run the module replaces C(lakekeeper_<command>.prom) there, atomically, with Prometheus gauges of
         that run - C(lakekeeper_tables) by C(status), C(lakekeeper_files_before), C(lakekeeper_files_after),
         C(lakekeeper_bytes_before), C(lakekeeper_bytes_after), C(lakekeeper_run_duration_seconds),

@@ -585,10 +585,16 @@ cancelled:
   sample:
     reason: received SIGTERM
     actions:
-      - {action: kill_application, application_id: application_1732240000000_0042, rc: 0,
-         cmd: /opt/spark/bin/spark-class org.apache.hadoop.yarn.client.cli.ApplicationCLI application -kill
-           application_1732240000000_0042, stderr_lines: []}
-      - {action: stop_engine, pgid: 41234, signal: SIGTERM}
+      - action: kill_application
+        application_id: application_1732240000000_0042
+        rc: 0
+        cmd: >-
+          /opt/spark/bin/spark-class org.apache.hadoop.yarn.client.cli.ApplicationCLI application -kill
+          application_1732240000000_0042
+        stderr_lines: []
+      - action: stop_engine
+        pgid: 41234
+        signal: SIGTERM
 stdout_lines:
   description: The last lines of the engine's stdout.
   returned: on failure
