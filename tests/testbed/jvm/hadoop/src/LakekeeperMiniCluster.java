@@ -93,6 +93,26 @@ public final class LakekeeperMiniCluster {
             log("key " + keyName + " in " + provider);
         }
 
+        // YARN starts in a thread of its own while HDFS starts (on an idle machine the two
+        // overlap; nothing in the ResourceManager or NodeManager needs HDFS to start)
+        final Configuration yconf = new YarnConfiguration(conf);
+        yconf.set("fs.defaultFS", "hdfs://127.0.0.1:" + nnPort);
+        System.setProperty("test.build.data", new File(base, "yarn").getAbsolutePath());
+        final MiniYARNCluster yarn = nodeManagers > 0
+            // the NodeManagers without their web UI (containers' logs are files in the bed)
+            ? new MiniYARNCluster("lakekeeper", nodeManagers, 1, 1, false) : null;
+        final Throwable[] yarnFailure = new Throwable[1];
+        Thread yarnStarter = new Thread(() -> {
+            try {
+                startYarn(yarn, yconf, nodeManagers);
+            } catch (Throwable e) {
+                yarnFailure[0] = e;
+            }
+        }, "lakekeeper-yarn-start");
+        if (yarn != null) {
+            yarnStarter.start();
+        }
+
         conf.set(MiniDFSCluster.HDFS_MINIDFS_BASEDIR, new File(base, "dfs").getAbsolutePath());
         final MiniDFSCluster dfs = new MiniDFSCluster.Builder(conf)
             .nameNodePort(nnPort)
@@ -109,27 +129,11 @@ public final class LakekeeperMiniCluster {
         }
         log("HDFS up: NameNode hdfs://127.0.0.1:" + dfs.getNameNodePort() + ", " + dfs.getDataNodes().size() + " DataNodes"
             + (ec.isEmpty() ? "" : ", erasure coding policies enabled: " + ec));
-
-        MiniYARNCluster yarn = null;
-        if (nodeManagers > 0) {
-            System.setProperty("test.build.data", new File(base, "yarn").getAbsolutePath());
-            Configuration yconf = new YarnConfiguration(dfs.getConfiguration(0));
-            yarn = new MiniYARNCluster("lakekeeper", nodeManagers, 1, 1);
-            yarn.init(yconf);
-            yarn.start();
-            String rm = yarn.getConfig().get(YarnConfiguration.RM_ADDRESS);
-            long deadline = System.currentTimeMillis() + 60_000;
-            while (rm == null || rm.endsWith(":0")) {
-                if (System.currentTimeMillis() > deadline) {
-                    throw new IllegalStateException("ResourceManager address still " + rm);
-                }
-                Thread.sleep(100);
-                rm = yarn.getConfig().get(YarnConfiguration.RM_ADDRESS);
+        if (yarn != null) {
+            yarnStarter.join();
+            if (yarnFailure[0] != null) {
+                throw new IllegalStateException("YARN did not start", yarnFailure[0]);
             }
-            if (!yarn.waitForNodeManagersToConnect(60_000)) {
-                throw new IllegalStateException("NodeManagers did not register with the ResourceManager");
-            }
-            log("YARN up: ResourceManager " + rm + ", " + nodeManagers + " NodeManagers");
         }
 
         // SIGTERM: the NodeManagers stop their containers (at most STOP_MS, then the JVM halts:
@@ -196,6 +200,24 @@ public final class LakekeeperMiniCluster {
         }
         log("READY");
         Thread.currentThread().join();
+    }
+
+    private static void startYarn(MiniYARNCluster yarn, Configuration yconf, int nodeManagers) throws Exception {
+        yarn.init(yconf);
+        yarn.start();
+        String rm = yarn.getConfig().get(YarnConfiguration.RM_ADDRESS);
+        long deadline = System.currentTimeMillis() + 60_000;
+        while (rm == null || rm.endsWith(":0")) {
+            if (System.currentTimeMillis() > deadline) {
+                throw new IllegalStateException("ResourceManager address still " + rm);
+            }
+            Thread.sleep(100);
+            rm = yarn.getConfig().get(YarnConfiguration.RM_ADDRESS);
+        }
+        if (!yarn.waitForNodeManagersToConnect(60_000)) {
+            throw new IllegalStateException("NodeManagers did not register with the ResourceManager");
+        }
+        log("YARN up: ResourceManager " + rm + ", " + nodeManagers + " NodeManagers");
     }
 
     private static void writeXml(Configuration c, File f) throws Exception {
