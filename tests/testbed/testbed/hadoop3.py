@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import zipfile
 from pathlib import Path
 
 from . import maven
@@ -76,6 +77,37 @@ def compiled(java: str, jar_dir: Path, log_dir: Path, timeout: float = 120) -> P
                                     check=False).returncode
             if rc != 0 or not (work / f"{MAIN}.class").exists():
                 raise TestbedError(f"javac {SOURCE.name} failed (exit {rc}); log: {log}\n{log_tail(log)}")
+            os.replace(work, out)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def webapps(jar_dir: Path) -> Path:
+    """A directory holding ``webapps/`` of the minicluster jar (the NameNode's and DataNodes'
+    web UIs), extracted once, first on the JVM's class path: found in the jar, Jetty unpacks
+    each web app by reading the whole 56 MB jar through a JarInputStream, once per HTTP server
+    (the NameNode and every DataNode): most of the JVM's start-up CPU."""
+    jar = next(jar_dir.glob("hadoop-client-minicluster-*.jar"), None)
+    if jar is None:
+        raise TestbedError(f"no hadoop-client-minicluster jar in {jar_dir}")
+    out = jar_dir.parent / f"{jar_dir.name}-webapps"
+    if (out / "webapps" / ".complete").exists():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out.parent / f".{out.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (out / "webapps" / ".complete").exists():
+            return out
+        work = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+        try:
+            with zipfile.ZipFile(jar) as z:
+                for name in z.namelist():
+                    if name.startswith("webapps/") and not name.endswith("/"):
+                        z.extract(name, work)
+            (work / "webapps" / ".complete").write_text(jar.name + "\n")
+            if out.exists():
+                shutil.rmtree(out)
             os.replace(work, out)
         finally:
             shutil.rmtree(work, ignore_errors=True)
@@ -142,7 +174,7 @@ def yarn_site(nm_memory_mb: int, nm_vcores: int, node_attribute_dir: Path) -> di
 def argv(java: str, jvm_opts: list[str], classes: Path, jar_dir: Path, conf_dir: Path, *, nn_port: int,
          base: Path, out: Path, datanodes: int, nodemanagers: int, ec_policies: list[str], key: str,
          xmx: str = "768m") -> list[str]:
-    cp = os.pathsep.join([str(conf_dir), str(classes), str(jar_dir / "*")])
+    cp = os.pathsep.join([str(conf_dir), str(webapps(jar_dir)), str(classes), str(jar_dir / "*")])
     return [java, *jvm_opts, f"-Xmx{xmx}", "-cp", cp, MAIN, f"nn-port={nn_port}", f"base={base}",
             f"datanodes={datanodes}", f"nodemanagers={nodemanagers}", f"ec={','.join(ec_policies)}",
             f"key={key}", f"out={out}"]
