@@ -73,6 +73,58 @@ def _left_behind(module_result, error):
     return out
 
 
+def _what(record):
+    """'systemd a b, cron N, hooks c' of a pause record or a pipeline_paused/resumed fact."""
+    systemd = [u.get("name", "") if isinstance(u, Mapping) else _str(u) for u in record.get("systemd") or []]
+    cron = record.get("cron") or []
+    lines = sum(len(c.get("lines") or []) if isinstance(c, Mapping) else 1 for c in cron)
+    hooks = [h.get("name", "") if isinstance(h, Mapping) else _str(h) for h in record.get("hooks") or []]
+    return "systemd %s, cron %s, hooks %s" % (" ".join(systemd) or "-", lines, " ".join(hooks) or "-")
+
+
+def _earlier(found):
+    """Per ingestion host, what an earlier run left (the pipeline role's
+    inspect: its pause record still there, the report of its guard) and the
+    summary's lines about it."""
+    out, lines = {}, []
+    for host in sorted(found):
+        f = found[host] or {}
+        record = f.get("record") or {}
+        report = f.get("guard_report") or {}
+        entry = {}
+        if report:
+            guard = report.get("guard") or {}
+            left = report.get("left") or {}
+            entry["guard_fired"] = {"paused_at": report.get("paused_at", ""), "expires": guard.get("expires", ""),
+                                    "fired": guard.get("fired", ""), "resumed": report.get("resumed") or {},
+                                    "left": left}
+            line = ("ingestion on %s: the pause an earlier run left (paused at %s, never resumed by its run) expired "
+                    "at %s; its guard resumed %s at %s"
+                    % (host, report.get("paused_at", "?"), guard.get("expires", "?"),
+                       _what(report.get("resumed") or {}), guard.get("fired", "?")))
+            if left.get("errors"):
+                line += "; not resumed by the guard: " + "; ".join(left["errors"])
+            lines.append(line)
+        if record:
+            guard = record.get("guard") or {}
+            expired = boolean(f.get("expired", False), strict=False)
+            entry["left_paused"] = {"paused_at": record.get("paused_at", ""), "expires": guard.get("expires", ""),
+                                    "expired": expired, "systemd": record.get("systemd") or [],
+                                    "cron": record.get("cron") or [], "hooks": record.get("hooks") or []}
+            if guard.get("fired"):
+                state = "its guard fired at %s and left this" % guard["fired"]
+            elif not guard:
+                state = "no guard"
+            elif expired:
+                state = "expired at %s, its guard did not resume it" % guard.get("expires", "?")
+            else:
+                state = "its guard would resume it at %s" % guard.get("expires", "?")
+            lines.append("ingestion on %s: an earlier run left it paused (paused at %s: %s; %s); this run resumes it"
+                         % (host, record.get("paused_at", "?"), _what(record), state))
+        out[host] = entry
+    return out, lines
+
+
 def _records(action, analysis, results, todo, error, tables):
     records = []
     result_names = [r.get("table") for r in results]
@@ -135,7 +187,8 @@ def maintenance_summary(run):
     error, resume_errors, analysis (lakekeeper_analyze's result), result (the
     compact/rollback/cleanup module's result), todo, tables, host, cluster,
     dry_run, preflight, ingestion_hosts, pipeline_run_id, paused, resumed,
-    would_pause, paused_at, resumed_at."""
+    would_pause, paused_at, resumed_at, found (per ingestion host, what an
+    earlier run left: the pipeline role's pipeline_found)."""
     action = run.get("action") or "compact"
     error = _str(run.get("error", "")).strip()
     resume_errors = list(run.get("resume_errors") or [])
@@ -159,6 +212,7 @@ def maintenance_summary(run):
     resumed_at = _str(run.get("resumed_at", ""))
     paused_seconds = round(_float(resumed_at) - _float(paused_at), 1) if paused_at and resumed_at and paused else 0
     dry_run = boolean(run.get("dry_run", False), strict=False)
+    earlier, earlier_lines = _earlier(run.get("found") or {})
     summary = {
         "action": action, "host": host, "cluster": run.get("cluster") or "",
         "dry_run": dry_run, "ok": not error and not resume_errors,
@@ -181,7 +235,7 @@ def maintenance_summary(run):
                       "would_pause": list(run.get("would_pause") or []),
                       "paused_at": _float(paused_at) if paused_at else None,
                       "resumed_at": _float(resumed_at) if resumed_at else None,
-                      "paused_seconds": paused_seconds},
+                      "paused_seconds": paused_seconds, "earlier": earlier},
     }
 
     lines = []
@@ -207,10 +261,13 @@ def maintenance_summary(run):
         if r["reason"]:
             line += " (" + r["reason"] + ")"
         lines.append(line)
+    lines.extend(earlier_lines)
     for h, p in paused.items():
-        lines.append("ingestion %s on %s: systemd %s, cron %s, hooks %s" % (
+        guard = p.get("guard") or {}
+        lines.append("ingestion %s on %s: systemd %s, cron %s, hooks %s%s" % (
             "would be paused" if dry_run else "paused", h, " ".join(p.get("systemd") or []) or "-",
-            len(p.get("cron") or []), " ".join(p.get("hooks") or []) or "-"))
+            len(p.get("cron") or []), " ".join(p.get("hooks") or []) or "-",
+            ("; guard armed, expires %s" % guard["expires"]) if guard.get("expires") else ""))
     if summary["ingestion"]["would_pause"]:
         lines.append("dry run: the ingestion would be paused on " + ", ".join(summary["ingestion"]["would_pause"]))
     if paused and paused_seconds and not dry_run:
