@@ -125,6 +125,31 @@ def _earlier(found):
     return out, lines
 
 
+def _earlier_run(earlier):
+    """What an earlier compaction whose play never ended left (its record on
+    the edge host and one look at its job): per table its state, and lines."""
+    record = earlier.get("record") or {}
+    if not record:
+        return {}, []
+    result = earlier.get("result") or {}
+    finished = _int(result.get("finished", 0)) == 1
+    why = _str(result.get("msg", "")) if finished else "still running"
+    tables = []
+    for t in result.get("tables") or _left_behind(result, why) or []:
+        tables.append({"table": t.get("table"), "status": t.get("status") or "failed",
+                       "reason": _str(t.get("reason") or "")})
+    out = {"started_at": record.get("started_at", ""), "jid": record.get("jid", ""), "finished": finished,
+           "tables": tables}
+    if not finished:
+        out["still_running"] = True
+    head = "the compaction started at %s by an earlier run whose play never ended (cancelled or killed)%s" % (
+        record.get("started_at", "?"), "" if finished else " is still running (job %s)" % record.get("jid", "?"))
+    lines = [head + (": " if tables else ": no table finished or begun")
+             + ("; ".join("%s %s%s" % (t["table"], t["status"], (" (" + t["reason"] + ")") if t["reason"] else "")
+                          for t in tables))]
+    return out, lines
+
+
 def _records(action, analysis, results, todo, error, tables):
     records = []
     result_names = [r.get("table") for r in results]
@@ -188,7 +213,9 @@ def maintenance_summary(run):
     compact/rollback/cleanup module's result), todo, tables, host, cluster,
     dry_run, preflight, ingestion_hosts, pipeline_run_id, paused, resumed,
     would_pause, paused_at, resumed_at, found (per ingestion host, what an
-    earlier run left: the pipeline role's pipeline_found)."""
+    earlier run left: the pipeline role's pipeline_found), earlier_run (the
+    record of an earlier compaction whose play never ended, and one look at
+    its job: lakekeeper_wait's result)."""
     action = run.get("action") or "compact"
     error = _str(run.get("error", "")).strip()
     resume_errors = list(run.get("resume_errors") or [])
@@ -213,6 +240,7 @@ def maintenance_summary(run):
     paused_seconds = round(_float(resumed_at) - _float(paused_at), 1) if paused_at and resumed_at and paused else 0
     dry_run = boolean(run.get("dry_run", False), strict=False)
     earlier, earlier_lines = _earlier(run.get("found") or {})
+    earlier_run, earlier_run_lines = _earlier_run(run.get("earlier_run") or {})
     summary = {
         "action": action, "host": host, "cluster": run.get("cluster") or "",
         "dry_run": dry_run, "ok": not error and not resume_errors,
@@ -227,6 +255,7 @@ def maintenance_summary(run):
         "backup_tables": backups,
         "freed_bytes": sum(r.get("freed_bytes", 0) for r in records) if action == "cleanup" else 0,
         "preflight": run.get("preflight") or {},
+        "earlier_run": earlier_run,
         "background": {k: module_result[k] for k in ("checks", "progress_lines", "waited_seconds")
                        if k in module_result},
         "ingestion": {"hosts": list(run.get("ingestion_hosts") or []),
@@ -261,6 +290,7 @@ def maintenance_summary(run):
         if r["reason"]:
             line += " (" + r["reason"] + ")"
         lines.append(line)
+    lines.extend(earlier_run_lines)
     lines.extend(earlier_lines)
     for h, p in paused.items():
         guard = p.get("guard") or {}

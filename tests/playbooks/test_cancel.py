@@ -120,6 +120,9 @@ def test_cancelled_compaction_resumes_the_ingestion(collections_dir, tmp_path):
             assert w.paused(), (name, run)
             record = json.loads(w.state_file.read_text())
             assert [h["name"] for h in record["hooks"]] == ["standin"], record
+            # and on the edge host the record of the compaction in the background, for the next run
+            assert json.loads((w.runs_dir / ("maintenance-lakekeeper-%s.json" % name)).read_text())["tables"] == \
+                ["%s.events" % name, "%s.clicks" % name]
             if name == "ctl":
                 assert "guard" not in record, record
             else:
@@ -166,6 +169,17 @@ def test_cancelled_compaction_resumes_the_ingestion(collections_dir, tmp_path):
                 assert earlier["left_paused"]["hooks"] == [{"name": "standin"}], earlier
                 assert "guard_fired" not in earlier, earlier
                 assert "an earlier run left it paused" in lines and "no guard); this run resumes it" in lines, lines
+            # what the cancelled compaction left, table by table: its job (stopped by its async limit since)
+            # finished wt.events and was working on wt.clicks
+            er = s["earlier_run"]
+            assert er["finished"] and not er.get("still_running"), er
+            states = {t["table"]: t for t in er["tables"]}
+            assert states["%s.events" % name]["status"] == "compacted", er
+            assert states["%s.clicks" % name]["status"] == "failed", er
+            assert "interrupted while being worked on (Timeout exceeded)" in states["%s.clicks" % name]["reason"], er
+            assert "by an earlier run whose play never ended (cancelled or killed): %s.events compacted" % name \
+                in lines, lines
+            assert list(w.runs_dir.iterdir()) == []  # the earlier record forgotten, this run's own removed
             # this run paused, compacted, resumed: nothing left, the stand-in runs, this run's guard disarmed
             assert s["ingestion"]["resumed"]["ingest"]["hooks"] == ["standin"], s
             assert not w.paused() and not w.state_file.exists()
