@@ -18,7 +18,9 @@ description:
   - Every O(poll_seconds) it reads the pause record O(state_file). When the record is gone or carries another
     O(token) (a resume ended the pause, or a later pause re-armed its own guard), the guard is disarmed and ends,
     changing nothing.
-  - When O(expires_at) passes with the record still there and still its own, it resumes what the record holds, as
+  - The expiry is the record's C(guard.expires_at) (the pause moves it to its own end once it has finished), else
+    O(expires_at).
+  - When the expiry passes with the record still there and still its own, it resumes what the record holds, as
     the role's resume does - re-enables and starts the systemd units, uncomments the exact cron lines, runs the
     C(resume) command of each paused hook it was given in O(hooks) - then keeps only what it could not resume in
     the record (or removes the record) and writes a report next to it (C(<state_file without .json>.guard.json))
@@ -64,7 +66,8 @@ options:
     required: true
   expires_at:
     description:
-      - When the pause expires, in seconds since the epoch (UTC).
+      - When the pause expires, in seconds since the epoch (UTC), unless the record says otherwise
+        (C(guard.expires_at)).
     type: float
     required: true
   poll_seconds:
@@ -142,6 +145,13 @@ def _read(path):
     except (IOError, OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def _float(value, default):
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return default
 
 
 def _write(module, path, doc):
@@ -225,9 +235,13 @@ def fire(module, state, hooks):
         resumed["cron"].extend(done)
         rest = [line for line in entry.get("lines") or [] if line not in done]
         if error:
-            left["cron"].append(dict(entry, lines=rest))
             left["errors"].append(error)
-        # a line neither disabled nor found (edited meanwhile) is left alone, as the role's resume does
+        if rest:
+            # not found disabled (edited meanwhile, or not disabled yet): kept for the next resume, which
+            # restores it or reports it missing
+            left["cron"].append(dict(entry, lines=rest))
+            if not error:
+                left["errors"].append("cron: %d line(s) not found disabled, left for the next resume" % len(rest))
     actions = dict((name, [str(a) for a in argv]) for name, argv in (hooks or {}).items() if isinstance(argv, list))
     for hook in state.get("hooks") or []:
         name = hook.get("name", "")
@@ -266,10 +280,12 @@ def main():
         state = _read(state_file)
         if state is None or (state.get("guard") or {}).get("token") != token:
             module.exit_json(msg="the pause was ended or re-armed before it expired", **dict(result, disarmed=True))
+        # the record's expiry wins: the pause moves it to its own end once it has finished
+        expires_at = _float((state.get("guard") or {}).get("expires_at"), p["expires_at"])
         now = time.time()
-        if now >= p["expires_at"]:
+        if now >= expires_at:
             break
-        time.sleep(min(poll, p["expires_at"] - now))
+        time.sleep(min(poll, expires_at - now))
 
     resumed, left = fire(module, state, p["hooks"])
     fired_at = time.time()
