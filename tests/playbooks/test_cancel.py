@@ -127,7 +127,8 @@ def test_cancelled_compaction_resumes_the_ingestion(collections_dir, tmp_path):
                 assert "guard" not in record, record
             else:
                 guard = record["guard"]
-                assert guard["seconds"] == EXPIRY and guard["expires_at"] == pytest.approx(guard["armed_at"] + EXPIRY)
+                # the expiry counts from the end of the pause (a few seconds after it was armed)
+                assert guard["seconds"] == EXPIRY and 0 <= guard["expires_at"] - guard["armed_at"] - EXPIRY < 30, guard
                 assert "guard armed, expires %s" % guard["expires"] not in run.output  # the summary never ran
         cancel_time = time.time()
         # -- the guard resumes term and int at the expiry; ctl (no guard) stays paused
