@@ -36,8 +36,8 @@ from test_playbooks import PLAYBOOKS, STANDIN, process_state, start_playbook, wr
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SLOW_ENGINE = os.path.join(HERE, "slow_engine.py")
-ASYNC = 15     # the compaction's async limit: the cancelled job's engine is killed then
-EXPIRY = 24    # the guard's expiry, seconds after the pause
+ASYNC = 20     # the compaction's async limit: the cancelled job's engine is killed then
+EXPIRY = 26    # the guard's expiry, seconds after the pause
 
 
 class World:
@@ -106,12 +106,22 @@ def test_cancelled_compaction_resumes_the_ingestion(collections_dir, tmp_path):
         for w in worlds.values():
             w.started = start_playbook(os.path.join(PLAYBOOKS, "compact.yml"), w.inventory, collections_dir, w.dir,
                                        w.extra)
-        for name, w in worlds.items():
-            wait_until(lambda w=w: w.engine("compact started") or w.started.proc.poll() is not None, 300,
-                       "the compaction of %s" % name)
-            assert w.started.proc.poll() is None, w.started.finish(1)
-            time.sleep(1.5)  # DB.events done, DB.clicks being compacted (its progress records)
-            os.kill(w.started.proc.pid, signals[name])
+        # each signalled 1.5 s after its play has recorded its job on the edge host and its engine has started
+        # (wt.events done, wt.clicks being compacted), well before the job's async limit
+        ready, signalled, deadline = {}, set(), time.time() + 300
+        while len(signalled) < len(worlds):
+            for name, w in worlds.items():
+                if name in signalled:
+                    continue
+                assert w.started.proc.poll() is None, w.started.finish(1)
+                if name not in ready:
+                    if (w.runs_dir / ("maintenance-lakekeeper-%s.json" % name)).exists() and w.engine("compact started"):
+                        ready[name] = time.time()
+                elif time.time() - ready[name] >= 1.5:
+                    os.kill(w.started.proc.pid, signals[name])
+                    signalled.add(name)
+            assert time.time() < deadline, "the compactions never started: %s" % ready
+            time.sleep(0.2)
         cancelled = {}
         for name, w in worlds.items():
             cancelled[name] = run = w.started.finish(60)
