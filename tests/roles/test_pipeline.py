@@ -437,6 +437,8 @@ class Run:
     def __str__(self) -> str:
         return f"ansible-playbook rc={self.rc} in {self.seconds:.1f}s\n{self.output[-8000:]}"
 
+    __repr__ = __str__  # what pytest shows of a failed "assert run.rc == 0, run"
+
 
 class Bed:
     """The provisioned hosts, their inventory and playbooks."""
