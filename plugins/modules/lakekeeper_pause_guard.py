@@ -122,6 +122,11 @@ left:
   returned: when fired
   type: dict
   sample: {"systemd": [], "cron": [], "hooks": [{"name": "airflow"}], "errors": ["hook airflow: ..."]}
+state_file:
+  description: The pause record guarded (O(state_file)).
+  returned: always
+  type: str
+  sample: /var/lib/lakekeeper/pipeline-lakekeeper-paris.json
 report_file:
   description: The report the guard wrote for the next run.
   returned: when fired
