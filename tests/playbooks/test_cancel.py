@@ -155,14 +155,15 @@ def test_cancelled_compaction_resumes_the_ingestion(collections_dir, tmp_path):
         assert worlds["ctl"].paused() and worlds["ctl"].state_file.exists(), "the control resumed without a guard"
         assert not worlds["ctl"].report_file.exists()
 
-        # -- the next runs: term (its guard fired) and ctl (left paused), with a quick engine
+        # -- the next runs: term (its guard fired) and ctl (left paused), with a quick engine (and an expiry that
+        # a loaded machine cannot reach before their own resume)
         nxt = {}
         for name in ("term", "ctl"):
             w = worlds[name]
             quick_env = json.dumps({"lakekeeper_environment": {"SLOW_ENGINE_LOG": str(w.engine_log),
                                                                "SLOW_ENGINE_SECONDS": "0.2"}})
             nxt[name] = start_playbook(os.path.join(PLAYBOOKS, "compact.yml"), w.inventory, collections_dir, w.dir,
-                                       w.extra + [quick_env])
+                                       w.extra + [quick_env, "lakekeeper_pause_guard_seconds=600"])
         for name, started in nxt.items():
             run = started.finish(300)
             w = worlds[name]
@@ -194,6 +195,8 @@ def test_cancelled_compaction_resumes_the_ingestion(collections_dir, tmp_path):
             # this run paused, compacted, resumed: nothing left, the stand-in runs, this run's guard disarmed
             assert s["ingestion"]["resumed"]["ingest"]["hooks"] == ["standin"], s
             assert not w.paused() and not w.state_file.exists()
+            time.sleep(1.5)  # the guard of this run ends at its next look at the record (pipeline_guard_poll 0.5 s)
+            assert not w.report_file.exists() and not w.paused()
             assert s["counts"]["compacted"] == 2, s
     finally:
         for w in worlds.values():
