@@ -52,6 +52,7 @@ def test_a_mixed_list_is_green_with_refusals_reported_and_red_on_request(collect
         "children": {"lakekeeper_edge": {"hosts": {"edge": {
             "lakekeeper_state_dir": str(state_dir),
             "lakekeeper_app_cache_dir": str(tmp_path / "app-cache"),
+            "lakekeeper_run_record_dir": str(tmp_path / "runs"),  # not the shared ~/.lakekeeper/runs
             "lakekeeper_spark_submit": {"master": "local[2]", "extra_conf": {
                 "spark.sql.shuffle.partitions": "4", "spark.ui.showConsoleProgress": "false"}},
             "lakekeeper_environment": {"SPARK_LOCAL_IP": "127.0.0.1"},

@@ -257,6 +257,7 @@ def test_playbooks_embedded(collections_dir, collection_path, kdc, tmp_path):
         edge_vars = {
             "lakekeeper_state_dir": str(state_dir),
             "lakekeeper_app_cache_dir": str(tmp_path / "app-cache"),
+            "lakekeeper_run_record_dir": str(tmp_path / "runs"),  # not the shared ~/.lakekeeper/runs
             "lakekeeper_spark_submit": {"master": "local[2]", "extra_conf": {
                 "spark.sql.shuffle.partitions": "4", "spark.ui.showConsoleProgress": "false"}},
             "lakekeeper_environment": {"SPARK_LOCAL_IP": "127.0.0.1"},
@@ -739,6 +740,7 @@ def test_playbooks_on_the_testbed(collections_dir, testbed, tmp_path):
         "lakekeeper_environment": {"SPARK_CONF_DIR": conf, "SPARK_LOCAL_IP": "127.0.0.1"},
         "lakekeeper_python": testbed.python,        # the driver's Python
         "lakekeeper_app_cache_dir": str(tmp_path / "app-cache"),
+        "lakekeeper_run_record_dir": str(tmp_path / "runs"),  # not the shared ~/.lakekeeper/runs
         "lakekeeper_preflight_margin_ratio": 0.5,
         # ship the executors' Python: built once by the python_env role (PyYAML from PyPI, venv-pack),
         # published in a local directory, used as --archives ...#lakekeeper_env and ./lakekeeper_env/bin/python
