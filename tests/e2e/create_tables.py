@@ -160,7 +160,6 @@ def create_pipeline(spark, database, data):
         spark.sql("CREATE EXTERNAL TABLE %s.%s (%s) PARTITIONED BY (dt STRING) STORED AS PARQUET "
                   "LOCATION 'file://%s'" % (database, name, VERSIONED, loc))
         out[name] = {"location": loc}
-    tidy = out["tidy"]["location"]
     for dt in ("2026-11-01", "2026-11-02"):
         spark.createDataFrame(versioned_rows(dt, range(0, 100)), VERSIONED).repartition(1).createOrReplaceTempView("lk_src")
         spark.sql("INSERT INTO %s.tidy PARTITION (dt='%s') SELECT * FROM lk_src" % (database, dt))

@@ -97,9 +97,9 @@ def reconcile(t: TableFacts) -> dict[str, Any]:
                     and not name.startswith((".", "_")) and path not in lives and path not in prefixes):
                 column = t.partition_columns[depth]
                 unregistered.append({"path": path, "looks_like_partition": name.lower().startswith(column.lower() + "="),
-                                     "reason": f"no Metastore partition of the table points at it (written or copied "
-                                               f"in without ADD PARTITION / MSCK REPAIR TABLE): readers do not see "
-                                               f"its files"})
+                                     "reason": "no Metastore partition of the table points at it (written or copied "
+                                               "in without ADD PARTITION / MSCK REPAIR TABLE): readers do not see "
+                                               "its files"})
     stale += _journals(t)
     if t.stale_lease:
         stale.append({"path": t.stale_lease["path"], "kind": "lease", "run_id": t.stale_lease.get("run_id"),
