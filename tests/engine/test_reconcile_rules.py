@@ -103,13 +103,14 @@ def test_hidden_directories_of_ours_each_with_its_state_and_only_orphaned_stagin
         (f".dt=b.lk_old_{RUN_D}", "finished_run", False),
         (f".dt=z.lk_staging_{RUN_A}", "orphaned", False),
         (RUN_D, "finished_run", False),  # its journal: the backup table is gone
+        (RUN_C, "interrupted", False),  # its journal: recovery's
     }, got
     kinds = {e["path"].rsplit("/", 1)[1]: e["kind"] for e in found["stale"]}
     assert kinds[RUN_D] == "journal" and kinds[f".dt=b.lk_trash_{RUN_A}"] == "trash"
     for e in found["stale"]:
         e["bytes"] = 10
     s = summarize(found, legacy=2)
-    assert (s["stale"], s["removable"], s["removable_bytes"], s["legacy_leftovers"], s["findings"]) == (8, 2, 20, 2, 10)
+    assert (s["stale"], s["removable"], s["removable_bytes"], s["legacy_leftovers"], s["findings"]) == (9, 2, 20, 2, 11)
 
 
 def test_a_stale_lease_and_a_live_one():

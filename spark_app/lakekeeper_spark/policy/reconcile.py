@@ -159,16 +159,23 @@ def _ours(t: TableFacts, parent: str, parsed: tuple[str, str, str], path: str, n
 
 
 def _journals(t: TableFacts) -> list[dict[str, Any]]:
-    """Journal runs that no live run holds, recovery does not settle and no
-    backup keeps: a finished compaction whose backup table was dropped by
-    hand (its journal, and maybe its originals, stay behind)."""
+    """Journal runs that no live run holds and no backup keeps: an
+    interrupted or abandoned run's (recovery settles it), and a finished
+    compaction's whose backup table was dropped by hand (its journal, and
+    maybe its originals, stay behind)."""
     out = []
-    for run in sorted(t.journal_runs - t.pending_runs - t.backup_runs):
+    for run in sorted(t.journal_runs - t.backup_runs):
         if run == t.live_lease_run:
             continue
-        out.append({"path": f"{t.journal_dir}/{run}", "kind": "journal", "run_id": run, "state": "finished_run",
-                    "removable": False, "remedy": "inspect it (its originals are named in it), then delete it by hand",
-                    "reason": f"journal of finished run {run}, whose backup table is gone (dropped by hand?)"})
+        entry = {"path": f"{t.journal_dir}/{run}", "kind": "journal", "run_id": run, "removable": False}
+        if run in t.pending_runs:
+            entry.update(state="interrupted", remedy="recover (or the next compact, rollback or cleanup, which "
+                                                     "recovers first) finishes or undoes the run",
+                         reason=f"journal of run {run}, interrupted or abandoned, no live run holds the table")
+        else:
+            entry.update(state="finished_run", remedy="inspect it (its originals are named in it), then delete it by hand",
+                         reason=f"journal of finished run {run}, whose backup table is gone (dropped by hand?)")
+        out.append(entry)
     return out
 
 
