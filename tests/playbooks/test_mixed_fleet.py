@@ -213,6 +213,9 @@ def pipelines(inventory, collections_dir, tmp_path, state_dir, made):
                        ["lakekeeper_database=pl", "lakekeeper_orphans=true"])
     assert run.rc == 0, run
     assert run.stats["lakekeeper_tables_cleaned"] == 1 and run.stats["lakekeeper_freed_bytes"] > 0, run.stats
+    records = {t["table"]: t for t in run.summary("edge")["tables"]}
+    assert records["pl.messy"]["orphans_removed"] == [stale["path"]], records
+    assert records["pl.tidy"]["status"] == "skipped" and records["pl.tidy"]["orphans_removed"] == [], records
     after = listing_of(loc)
     gone = {k for k in before if k.startswith(".dt=2026-11-01.lk_staging_")}
     assert gone and set(before) - set(after) == gone and all(after[k] == before[k] for k in after), (before, after)
