@@ -46,8 +46,12 @@ def test_a_directory_no_partition_points_at_and_a_partition_without_directory():
     assert [(m["spec"], m["location"]) for m in found["missing_dirs"]] == [("dt=b", f"{ROOT}/dt=b")]
     assert summarize(found)["findings"] == 3 and not summarize(found)["consistent"]
     # a where filter looked at some partitions only: the others' directories are not "unregistered"
-    partial = reconcile(facts(filtered=True, units=[("dt=a", f"{ROOT}/dt=a", True)]))
+    staging = f".dt=b.lk_staging_{RUN_A}"
+    partial = reconcile(facts(filtered=True, units=[("dt=a", f"{ROOT}/dt=a", True)],
+                              parents={ROOT: [("dt=a", True), ("dt=b", True), (staging, True)]}))
     assert partial["unregistered_dirs"] == [] and "where" in partial["partial"]
+    # dt=b was not looked at, but its directory is there: the killed run's copy beside it is still removable
+    assert [(e["state"], e["removable"]) for e in partial["stale"]] == [("orphaned", True)], partial["stale"]
 
 
 def test_two_levels_intermediate_directories_are_not_unregistered():

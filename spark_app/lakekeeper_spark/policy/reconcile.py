@@ -87,7 +87,7 @@ def reconcile(t: TableFacts) -> dict[str, Any]:
                 # ours, beside one of the table's directories or under its root (not another table's in the
                 # database directory beside a non-partitioned table)
                 if f"{parent}/{parsed[0]}" in lives or depth is not None:
-                    entry = _ours(t, parent, parsed, path, names)
+                    entry = _ours(t, parent, parsed, path, names, depth is not None)
                     if entry:
                         stale.append(entry)
                 continue
@@ -122,16 +122,20 @@ def reconcile(t: TableFacts) -> dict[str, Any]:
     return out
 
 
-def _ours(t: TableFacts, parent: str, parsed: tuple[str, str, str], path: str, names: set[str]) -> dict[str, Any] | None:
+def _ours(t: TableFacts, parent: str, parsed: tuple[str, str, str], path: str, names: set[str],
+          under_root: bool) -> dict[str, Any] | None:
     """A hidden directory of ours: a finding, or None when a run accounts
-    for it (a live run's, or a backup's original)."""
+    for it (a live run's, or a backup's original). ``under_root``: beside a
+    directory under a partitioned table's root (with a where filter, one of
+    the partitions not looked at may be its live directory)."""
     live, tag, run = parsed
     live_path = f"{parent}/{live}"
     kind = KINDS[tag]
     if run == t.live_lease_run:
         return None  # the run working on the table now
     entry: dict[str, Any] = {"path": path, "kind": kind, "run_id": run, "live": live_path, "removable": False}
-    live_ok = live in names and live_path in {loc.rstrip("/") for _s, loc, _e in t.units}
+    known = live_path in {loc.rstrip("/") for _s, loc, _e in t.units} or (t.filtered and under_root)
+    live_ok = live in names and known
     if run in t.pending_runs:
         entry.update(state="interrupted", remedy="recover (or the next compact, rollback or cleanup, which "
                                                  "recovers first) finishes or undoes its run from the journal",
