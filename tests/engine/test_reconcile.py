@@ -74,6 +74,7 @@ def test_reconcile_sources_and_orphans(spark, engine, files, warehouse):
     done = engine.one("cleanup", "lk.recon", orphans=True)
     assert done["status"] == "cleaned" and done["changed"] and done["orphan_bytes"] == size, done
     assert done["backups_removed"] == [] and "no retention policy" in done["reason"], done
+    assert done["history_record"] and done["history_record"].endswith(".json"), done  # the cleanup is on record
     assert not files.exists(f"{loc}/.dt=a.lk_staging_{KILLED}") and files.snapshot(loc) == before
     assert files.exists(f"{loc}/dt=c/000000_0") and files.exists(f"{loc}/000000_0")
     again = engine.one("cleanup", "lk.recon", orphans=True)
