@@ -150,6 +150,24 @@ def _earlier_run(earlier):
     return out, lines
 
 
+def _reconcile_and_sources(a):
+    """analyze's reconcile and sources, in short (docs/reconcile.md): the
+    number of findings and of those cleanup's orphans may remove, and the
+    cadence of the (at most 3) writers with the most small files; nothing
+    when the engine gave neither."""
+    out = {}
+    summary = (a.get("reconcile") or {}).get("summary") if isinstance(a.get("reconcile"), Mapping) else None
+    if isinstance(summary, Mapping):
+        out["reconcile_findings"] = _int(summary.get("findings", 0))
+        out["reconcile_removable"] = _int(summary.get("removable", 0))
+    sources = a.get("sources")
+    if isinstance(sources, Mapping):
+        out["small_file_writers"] = [_str((w.get("cadence") or {}).get("text") or w.get("writer") or "")
+                                     for w in (sources.get("writers") or [])[:3]
+                                     if isinstance(w, Mapping) and _int(w.get("small_files", 0)) > 0]
+    return out
+
+
 def _records(action, analysis, results, todo, error, tables):
     records = []
     result_names = [r.get("table") for r in results]
@@ -168,6 +186,8 @@ def _records(action, analysis, results, todo, error, tables):
             rec.update({"freed_bytes": _int(r.get("freed_bytes", 0)),
                         "backups_removed": [b.get("backup_table") for b in r.get("backups_removed") or []],
                         "backups_kept": len(r.get("kept") or [])})
+            if "orphans_removed" in r:  # cleanup with orphans (docs/reconcile.md)
+                rec["orphans_removed"] = [o.get("path") for o in r.get("orphans_removed") or []]
         records.append(rec)
     for a in analysis:
         if a.get("table") in result_names:
@@ -191,6 +211,7 @@ def _records(action, analysis, results, todo, error, tables):
                         "backups": a.get("backups", []),
                         "pending_recovery": a.get("pending_recovery", []),
                         "leftovers": a.get("leftovers", [])})
+            rec.update(_reconcile_and_sources(a))
         elif a.get("table") in todo:
             # needed compaction, but the run stopped before (pre-flight, pause, ...)
             rec.update({"status": "failed", "reason": "not compacted: " + (error or "the run stopped")})
@@ -287,6 +308,10 @@ def maintenance_summary(run):
             line += ", backup " + r["backup_table"]
         if r.get("backups_removed"):
             line += ", removed " + ", ".join(r["backups_removed"])
+        if r.get("reconcile_findings"):
+            line += ", %d Metastore/filesystem finding(s)" % r["reconcile_findings"]
+        if r.get("small_file_writers"):
+            line += ", small files: " + r["small_file_writers"][0]
         if r["reason"]:
             line += " (" + r["reason"] + ")"
         lines.append(line)

@@ -100,6 +100,42 @@ def test_an_analysis():
     assert s["lines"][-1] == "e2e.events: short by 1"
 
 
+def test_an_analysis_with_reconcile_findings_and_small_file_writers():
+    messy = {"table": "pl.messy", "status": "analyzed", "needs_compaction": True, "files": 16, "bytes": 900,
+             "files_after_estimate": 3, "reason": "1 of 2 unit(s) need compaction",
+             "reconcile": {"summary": {"findings": 4, "removable": 1, "consistent": False}},
+             "sources": {"writers": [
+                 {"writer": "spark", "small_files": 12, "cadence": {"text": "4 files every 5 minutes since 2026-11-01 by etl"}},
+                 {"writer": "hive", "small_files": 3, "cadence": {"text": "3 file(s) in 1 write(s) on 2026-11-02"}},
+                 {"writer": "other", "small_files": 0, "cadence": None}]}}
+    tidy = {"table": "pl.tidy", "status": "analyzed", "needs_compaction": False, "files": 2, "bytes": 100,
+            "reconcile": {"summary": {"findings": 0, "removable": 0, "consistent": True}},
+            "sources": {"writers": []}}
+    s = run(action="analyze", analysis={"tables": [messy, tidy]})
+    m, t = s["tables"]
+    assert (m["reconcile_findings"], m["reconcile_removable"]) == (4, 1)
+    assert m["small_file_writers"] == ["4 files every 5 minutes since 2026-11-01 by etl",
+                                       "3 file(s) in 1 write(s) on 2026-11-02"]
+    assert (t["reconcile_findings"], t["small_file_writers"]) == (0, [])
+    assert s["lines"][1] == ("pl.messy: to_compact, files 16 -> 3, 4 Metastore/filesystem finding(s), small files: "
+                             "4 files every 5 minutes since 2026-11-01 by etl (1 of 2 unit(s) need compaction)")
+    assert "finding" not in s["lines"][2] and "small files" not in s["lines"][2], s["lines"]
+    # an engine without them: no such keys
+    assert "reconcile_findings" not in run(action="analyze", analysis=ANALYSIS)["tables"][0]
+
+
+def test_a_cleanup_with_orphans_names_them():
+    result = {"run_id": "r", "tables": [
+        {"table": "pl.messy", "status": "cleaned", "freed_bytes": 4096, "backups_removed": [], "kept": [],
+         "reason": "no retention policy given: backups left alone; removed 1 orphaned staging copy (4096 bytes)",
+         "orphans_removed": [{"path": "file:/d/messy/.dt=a.lk_staging_r"}], "orphans_kept": []}]}
+    s = run(action="cleanup", result=result)
+    assert s["tables"][0]["orphans_removed"] == ["file:/d/messy/.dt=a.lk_staging_r"]
+    assert s["freed_bytes"] == 4096 and s["totals"]["lakekeeper_tables_cleaned"] == 1
+    assert "orphans_removed" not in run(action="cleanup", result={"tables": [{"table": "x.y", "status": "skipped"}]})[
+        "tables"][0]
+
+
 def test_a_run_that_stopped_before_compacting():
     s = run(analysis=ANALYSIS, todo=["e2e.events"], error="  Check that quotas ...: Not enough room  ")
     assert not s["ok"] and s["error"] == "Check that quotas ...: Not enough room"
