@@ -486,7 +486,7 @@ tables:
           live directory is there and whose run is in no unfinished journal is V(removable) - never an original or
           a rollback's trash, which may hold the only copy of someone's rows.
         - C(summary) - C(findings), C(consistent) (no finding), the count of each kind, C(legacy_leftovers)
-          (lakekeeper 0.0.x's directories, listed in RV(tables[].legacy_leftovers)), C(bytes), C(removable) and
+          (lakekeeper 0.0.x's directories, listed in the table's own C(legacy_leftovers)), C(bytes), C(removable) and
           C(removable_bytes).
       type: dict
       returned: when analyzed

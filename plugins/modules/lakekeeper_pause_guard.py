@@ -35,6 +35,8 @@ extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
   async:
+    description:
+      - Supports being used with the C(async) keyword.
     support: full
     details:
       - Meant to run with C(async) set a little above the expiry and C(poll=0).
@@ -284,7 +286,8 @@ def main():
     while True:
         state = _read(state_file)
         if state is None or (state.get("guard") or {}).get("token") != token:
-            module.exit_json(msg="the pause was ended or re-armed before it expired", **dict(result, disarmed=True))
+            result["disarmed"] = True
+            module.exit_json(msg="the pause was ended or re-armed before it expired", **result)
         # the record's expiry wins: the pause moves it to its own end once it has finished
         expires_at = _float((state.get("guard") or {}).get("expires_at"), p["expires_at"])
         now = time.time()

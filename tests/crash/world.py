@@ -71,6 +71,8 @@ INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.facto
 
 def world_confs() -> dict[str, str]:
     return {} if os.environ.get("LAKEKEEPER_CRASH_CODEGEN") == "1" else dict(INTERPRETED)
+
+
 STAGE_TIMEOUT = float(os.environ.get("LAKEKEEPER_CRASH_STAGE_TIMEOUT", "1500"))
 
 COMPACT_STEPS = [

@@ -56,8 +56,8 @@ def main(argv):
     command = argv[0]
     database = _arg(argv, "--database", "db")
     run_id = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S") + "-%06x" % (os.getpid() & 0xFFFFFF)
-    names = _arg(argv, "--tables", "").split(",") if "--tables" in argv else ["%s.events" % database,
-                                                                             "%s.clicks" % database]
+    names = (_arg(argv, "--tables", "").split(",") if "--tables" in argv
+             else ["%s.events" % database, "%s.clicks" % database])
     _log("%s started" % command)
     if command == "analyze":
         tables = [{"table": t, "status": "analyzed", "needs_compaction": True, "changed": False,
