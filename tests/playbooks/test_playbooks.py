@@ -788,7 +788,7 @@ def test_playbooks_on_the_testbed(collections_dir, testbed, tmp_path):
         assert "TASK [lakekeeper.hive.maintenance : Wait for the compaction to finish, printing its progress" \
             in run.output, run
         assert all("edge | [" in line for line in run.output.splitlines() if ": compacted in " in line), run
-        assert "TASK [lakekeeper.hive.maintenance : Remove the progress file]" in run.output, run
+        assert "TASK [lakekeeper.hive.maintenance : Remove the progress file and the run's record" in run.output, run
         assert run.stats["lakekeeper_tables_compacted"] == 2 and run.stats["lakekeeper_tables_failed"] == 0, run
         assert run.stats["lakekeeper_files_before"] == 160 and run.stats["lakekeeper_files_after"] == 4, run
         assert sorted(run.stats["lakekeeper_compacted_tables"]) == ["edge:pb.items", "edge:pb.orders"], run
