@@ -42,7 +42,7 @@ def _suite_cgroup_counter():
     except OSError:
         return None
     for line in lines:
-        _, controllers, path = line.split(":", 2)
+        controllers, path = line.split(":", 2)[1:]
         if "lakekeeper-suite-" not in path:
             continue
         if controllers == "":  # cgroup v2 (scripts/suite.py: /sys/fs/cgroup/unified or /sys/fs/cgroup)

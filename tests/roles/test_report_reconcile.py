@@ -67,7 +67,7 @@ def test_the_report_lists_each_finding_and_each_writer(playbook, tmp_path):
     assert "partition without directory" in rows and "dt=gone" in rows and "000000_0" in rows
     assert f"{ROOT}/dt=c" in rows and "ADD PARTITION" in rows
     src = html[html.index('<h2 id="sources">'):html.index('<h2 id="history">')]
-    cadences = [c for c in src.split('<td class="cadence">')[1:]]
+    cadences = src.split('<td class="cadence">')[1:]
     assert [c.split("</td>")[0] for c in cadences] == ["3 files every 5 minutes since 2026-11-01 by etl",
                                                        "1 file(s) in 1 write(s) on 2026-11-02 by alice"], src
     table_rows = src[:src.index("</table>")]
