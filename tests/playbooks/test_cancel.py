@@ -14,9 +14,21 @@ what is left.
 Three worlds at once, each a cluster of its own (edge host + ingestion host,
 local connections, a stand-in ingestion process stopped with SIGSTOP by a
 hook): ``term`` (SIGTERM), ``int`` (SIGINT), ``ctl`` (SIGTERM, guard turned
-off: the control that shows the check can fail). The engine is a stand-in
-(slow_engine.py: the output contract, no Spark) that takes its time on the
-second table, so the whole test costs a few ansible-playbook runs.
+off: the control that shows the check can fail). The engine is the real one
+(the bundled spark_app, local Spark, an embedded Derby Metastore per world).
+One Spark process creates the tables of all three databases
+(tests/e2e/create_tables.py); each world gets its own copy of that state dir
+(one JVM per Derby database), the data directories stay apart per database.
+The cancelled compaction parks at a real engine step, ``table:compacting`` of
+``<db>.clicks`` (the engine's test hook ``LAKEKEEPER_PAUSE_AT``, docs in
+spark_app/lakekeeper_spark/protocol/faults.py), after ``<db>.events`` is
+compacted; ``ansible-playbook`` is signalled then, and the job's async limit
+stops the engine later. The next runs recover the journal the killed engine
+left on clicks and compact it; the rows on disk are checked afterwards.
+Eleven JVMs in all: the tables, then an analysis and a compaction per
+compact.yml run (three cancelled, two next runs). Most of the wall time is
+waiting for the async limit and the guard's expiry, which must leave room
+for a Spark start on a loaded machine.
 
 Run: ``.venv/bin/python -m pytest tests/playbooks/test_cancel.py``.
 """
@@ -25,29 +37,38 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 
+import pyarrow.parquet as pq
 import pytest
 
-from test_playbooks import PLAYBOOKS, STANDIN, process_state, start_playbook, write_inventory  # pylint: disable=import-error
+from test_playbooks import (CREATE_TABLES, PLAYBOOKS, STANDIN, TIMINGS, data_files, process_state,  # pylint: disable=import-error
+                            start_playbook, write_inventory)
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SLOW_ENGINE = os.path.join(HERE, "slow_engine.py")
-ASYNC = 20     # the compaction's async limit: the cancelled job's engine is killed then
-EXPIRY = 26    # the guard's expiry, seconds after the pause
+# the compaction's async limit, after which the cancelled job's engine is killed: room for a Spark start and
+# <db>.events compacted on a loaded 2-core machine (three JVMs at once: 100 s at load 10-20, 166 s at load 22)
+ASYNC = 300
+EXPIRY = 315   # the guard's expiry, seconds after the pause (its end): past the async limit
+SPARK_ENV = {"SPARK_LOCAL_IP": "127.0.0.1"}
 
 
 class World:
     """One cluster: inventory, a stand-in ingestion process, its pause record."""
 
-    def __init__(self, root, name, guard=True):
+    def __init__(self, root, name, tables_state, data_dir, guard=True):
         self.name, self.dir = name, root / name
         self.dir.mkdir()
         self.ticks = self.dir / "ticks.log"
-        self.engine_log = self.dir / "engine.log"
+        self.data = data_dir / name
+        self.pause_dir = self.dir / "engine-pause"
+        self.pause_dir.mkdir()
+        self.parked = self.pause_dir / ("%s.clicks.table_compacting.paused" % name)
+        # this world's own Derby Metastore: a copy of the one create_tables.py made (no JVM holds it now)
+        shutil.copytree(str(tables_state), str(self.dir / "state"))
         self.standin = subprocess.Popen([sys.executable, STANDIN, str(self.ticks)])  # pylint: disable=consider-using-with
         pid = str(self.standin.pid)
         self.state_dir = self.dir / "pipeline-state"
@@ -56,8 +77,10 @@ class World:
         self.runs_dir = self.dir / "runs"
         edge = {
             "lakekeeper_state_dir": str(self.dir / "state"),
-            "lakekeeper_spark_submit": {"script_path": SLOW_ENGINE},
-            "lakekeeper_environment": {"SLOW_ENGINE_LOG": str(self.engine_log), "SLOW_ENGINE_SECONDS": "600"},
+            "lakekeeper_app_cache_dir": str(self.dir / "app-cache"),
+            "lakekeeper_spark_submit": {"master": "local[1]", "extra_conf": {
+                "spark.sql.shuffle.partitions": "2", "spark.ui.showConsoleProgress": "false"}},
+            "lakekeeper_environment": SPARK_ENV,
             "lakekeeper_preflight": False,
             "lakekeeper_run_record_dir": str(self.runs_dir),
         }
@@ -80,8 +103,20 @@ class World:
     def paused(self):
         return process_state(self.standin.pid).startswith("T")
 
-    def engine(self, what):
-        return self.engine_log.exists() and what in self.engine_log.read_text()
+    def progress(self):
+        """The progress records of the compaction in the background (the file its run record names)."""
+        record = self.runs_dir / ("maintenance-lakekeeper-%s.json" % self.name)
+        if not record.exists():
+            return []
+        path = json.loads(record.read_text()).get("progress_file")
+        if not path or not os.path.exists(path):
+            return []
+        with open(path, encoding="utf-8") as fh:
+            return [json.loads(line) for line in fh if line.strip().endswith("}")]
+
+    def events_done(self):
+        return any(p.get("event") == "table" and p.get("table") == "%s.events" % self.name
+                   and p.get("status") == "compacted" for p in self.progress())
 
     def stop(self):
         self.standin.send_signal(signal.SIGCONT)
@@ -97,31 +132,58 @@ def wait_until(check, timeout, what):
         time.sleep(0.3)
 
 
+def rows_on_disk(table_dir):
+    """{partition directory ('' unpartitioned): sorted ids} of the parquet files a reader of the table finds."""
+    out = {}
+    for rel in data_files(str(table_dir)):
+        part = os.path.dirname(rel)
+        out.setdefault(part, []).extend(pq.read_table(os.path.join(str(table_dir), rel), columns=["id"])
+                                        .column("id").to_pylist())
+    return {k: sorted(v) for k, v in out.items()}
+
+
 @pytest.mark.e2e
 def test_cancelled_compaction_resumes_the_ingestion(collections_dir, tmp_path):
-    worlds = {"term": World(tmp_path, "term"), "int": World(tmp_path, "int"), "ctl": World(tmp_path, "ctl", guard=False)}
+    # -- one Spark process makes the tables of the three databases (and e2e, unused); each world copies its state
+    started = time.time()
+    tables_state, data_dir = tmp_path / "tables-state", tmp_path / "data"
+    res = subprocess.run([sys.executable, CREATE_TABLES, str(tables_state), str(data_dir), "term", "int", "ctl"],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900, check=False,
+                         env=dict(os.environ, **SPARK_ENV))
+    assert res.returncode == 0, res.stdout[-5000:]
+    made = json.loads(res.stdout.strip().splitlines()[-1])["more"]
+    TIMINGS.append("create_tables.py term int ctl: %.0fs" % (time.time() - started))
+    worlds = {"term": World(tmp_path, "term", tables_state, data_dir),
+              "int": World(tmp_path, "int", tables_state, data_dir),
+              "ctl": World(tmp_path, "ctl", tables_state, data_dir, guard=False)}
     signals = {"term": signal.SIGTERM, "int": signal.SIGINT, "ctl": signal.SIGTERM}
+    originals = {}
+    for name, w in worlds.items():
+        assert made[name]["events"]["rows"] == 6000 and made[name]["clicks"]["rows"] == 3000, made
+        originals[name] = {t: rows_on_disk(w.data / t) for t in ("events", "clicks")}
+        assert [len(data_files(str(w.data / t))) for t in ("events", "clicks")] == [60, 60], name
     try:
-        # -- three compactions in the background, each cancelled while its engine works on the second table
-        for w in worlds.values():
+        # -- three compactions in the background, the real engine parking its thread of <db>.clicks at the
+        # journal step table:compacting (<db>.clicks.table_compacting.paused in the world's pause dir)
+        for name, w in worlds.items():
+            hold = json.dumps({"lakekeeper_environment": dict(SPARK_ENV, LAKEKEEPER_PAUSE_AT="table:compacting@%s.clicks"
+                                                              % name, LAKEKEEPER_PAUSE_DIR=str(w.pause_dir))})
             w.started = start_playbook(os.path.join(PLAYBOOKS, "compact.yml"), w.inventory, collections_dir, w.dir,
-                                       w.extra)
-        # each signalled 1.5 s after its play has recorded its job on the edge host and its engine has started
-        # (wt.events done, wt.clicks being compacted), well before the job's async limit
-        ready, signalled, deadline = {}, set(), time.time() + 300
+                                       w.extra + [hold])
+        # each signalled once its play has recorded its job on the edge host, its engine has reported <db>.events
+        # compacted (progress records) and parked on <db>.clicks: well before the job's async limit
+        signalled, deadline = set(), time.time() + 900
         while len(signalled) < len(worlds):
             for name, w in worlds.items():
                 if name in signalled:
                     continue
                 assert w.started.proc.poll() is None, w.started.finish(1)
-                if name not in ready:
-                    if (w.runs_dir / ("maintenance-lakekeeper-%s.json" % name)).exists() and w.engine("compact started"):
-                        ready[name] = time.time()
-                elif time.time() - ready[name] >= 1.5:
+                if w.parked.exists() and w.events_done():
                     os.kill(w.started.proc.pid, signals[name])
                     signalled.add(name)
-            assert time.time() < deadline, "the compactions never started: %s" % ready
-            time.sleep(0.2)
+                    TIMINGS.append("%s signalled after %.0fs" % (name, time.time() - w.started.started))
+            assert time.time() < deadline, "the compactions never parked: %s" % sorted(signalled)
+            time.sleep(0.3)
         cancelled = {}
         for name, w in worlds.items():
             cancelled[name] = run = w.started.finish(60)
@@ -131,8 +193,8 @@ def test_cancelled_compaction_resumes_the_ingestion(collections_dir, tmp_path):
             record = json.loads(w.state_file.read_text())
             assert [h["name"] for h in record["hooks"]] == ["standin"], record
             # and on the edge host the record of the compaction in the background, for the next run
-            assert json.loads((w.runs_dir / ("maintenance-lakekeeper-%s.json" % name)).read_text())["tables"] == \
-                ["%s.events" % name, "%s.clicks" % name]
+            assert sorted(json.loads((w.runs_dir / ("maintenance-lakekeeper-%s.json" % name)).read_text())["tables"]) \
+                == ["%s.clicks" % name, "%s.events" % name]
             if name == "ctl":
                 assert "guard" not in record, record
             else:
@@ -155,17 +217,21 @@ def test_cancelled_compaction_resumes_the_ingestion(collections_dir, tmp_path):
         assert worlds["ctl"].paused() and worlds["ctl"].state_file.exists(), "the control resumed without a guard"
         assert not worlds["ctl"].report_file.exists()
 
-        # -- the next runs: term (its guard fired) and ctl (left paused), with a quick engine (and an expiry that
-        # a loaded machine cannot reach before their own resume)
+        # the killed job left int's tables as they were at the kill: events compacted, clicks untouched
+        w = worlds["int"]
+        assert len(data_files(str(w.data / "events"))) == 1
+        assert {t: rows_on_disk(w.data / t) for t in ("events", "clicks")} == originals["int"]
+        assert len(data_files(str(w.data / "clicks"))) == 60
+
+        # -- the next runs: term (its guard fired) and ctl (left paused), the engine without the pause hook (and an
+        # expiry that a loaded machine cannot reach before their own resume)
         nxt = {}
         for name in ("term", "ctl"):
             w = worlds[name]
-            quick_env = json.dumps({"lakekeeper_environment": {"SLOW_ENGINE_LOG": str(w.engine_log),
-                                                               "SLOW_ENGINE_SECONDS": "0.2"}})
             nxt[name] = start_playbook(os.path.join(PLAYBOOKS, "compact.yml"), w.inventory, collections_dir, w.dir,
-                                       w.extra + [quick_env, "lakekeeper_pause_guard_seconds=600"])
+                                       w.extra + ["lakekeeper_pause_guard_seconds=1800"])
         for name, started in nxt.items():
-            run = started.finish(300)
+            run = started.finish(600)
             w = worlds[name]
             assert run.rc == 0, run
             s = run.summary("edge")
@@ -197,9 +263,19 @@ def test_cancelled_compaction_resumes_the_ingestion(collections_dir, tmp_path):
             assert not w.paused() and not w.state_file.exists()
             time.sleep(1.5)  # the guard of this run ends at its next look at the record (pipeline_guard_poll 0.5 s)
             assert not w.report_file.exists() and not w.paused()
-            assert s["counts"]["compacted"] == 2, s
+            # the journal the killed engine left on clicks finished or undone, then clicks compacted; events (compacted
+            # by the cancelled run) needs nothing
+            by = {t["table"]: t for t in s["tables"]}
+            assert by["%s.clicks" % name]["status"] == "compacted", by
+            assert by["%s.events" % name]["status"] == "not_needed", by
+            assert s["counts"]["compacted"] == 1 and s["counts"]["failed"] == 0, s
+            # the rows as a reader finds them on disk: the same, in fewer files
+            assert {t: rows_on_disk(w.data / t) for t in ("events", "clicks")} == originals[name]
+            assert len(data_files(str(w.data / "events"))) == 1 and len(data_files(str(w.data / "clicks"))) == 2
     finally:
         for w in worlds.values():
             if w.started is not None and w.started.proc.poll() is None:
                 w.started.proc.kill()
+            (w.pause_dir / w.parked.name.replace(".paused", ".resume")).write_text("go")  # an engine still parked ends
             w.stop()
+        sys.stdout.write("\n".join(["timings:"] + TIMINGS) + "\n")
