@@ -16,7 +16,9 @@ line, what can differ between ansible-core lines:
 - the real ``ansible-playbook``, ``ansible-galaxy`` and ``ansible-doc`` of
   that line: ``LANE_TESTS`` (the collection built and installed, documented;
   the maintenance role's judgement of module results; one module running the
-  engine in the background, waited for by ``lakekeeper_wait``). The engine's
+  engine in the background, waited for by ``lakekeeper_wait``; the four
+  playbooks with the lakekeeper_* variables unset, set and wrongly typed,
+  through the role to a stand-in engine). The engine's
   own Python stays the project's virtualenv (``LAKEKEEPER_ENGINE_PYTHON``):
   the engine does not depend on ansible-core.
 
@@ -51,6 +53,7 @@ LANE_TESTS = [
     "tests/e2e/test_e2e.py",
     "tests/roles/test_maintenance_judgement.py",
     "tests/roles/test_modules_engine_run.py",
+    "tests/playbooks/test_playbooks_unset.py",
 ]
 
 
