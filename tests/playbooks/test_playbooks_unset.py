@@ -44,6 +44,9 @@ SET = {
     "lakekeeper_log_level": "DEBUG", "lakekeeper_quiet_period": "2h", "lakekeeper_max_partitions_listed": "5",
     "lakekeeper_dedupe": {"keys": ["id"], "order_by": "ts"}, "lakekeeper_async": "0",
 }
+# the modules run the stand-in engine with their own interpreter when lakekeeper_python is not set, and check
+# that it imports pyspark: the project's (the ansible-core lanes' virtualenvs have no pyspark)
+ENGINE_PYTHON = os.environ.get("LAKEKEEPER_ENGINE_PYTHON") or sys.executable
 BAD = {"lakekeeper_block_size_mb": "big", "lakekeeper_mode": "bogus"}
 
 
@@ -51,7 +54,7 @@ def _inventory(tmp_path, selection):
     hosts = {}
     for name, extra in (("unset", {}), ("set", SET), ("bad", BAD)):
         hosts[name] = {
-            "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+            "ansible_connection": "local", "ansible_python_interpreter": ENGINE_PYTHON,
             "lakekeeper_spark_submit": {"script_path": SLOW_ENGINE},
             "lakekeeper_environment": {"SLOW_ENGINE_ARGV": str(tmp_path / ("%s.argv" % name)),
                                        "SLOW_ENGINE_SECONDS": "0"},
@@ -59,8 +62,8 @@ def _inventory(tmp_path, selection):
             "lakekeeper_run_record_dir": str(tmp_path / name / "runs"),
             # no ingestion hosts in this inventory; the pause itself is the pipeline role's tests'
             "lakekeeper_pause_ingestion": False,
-            "lakekeeper_report_dir": str(tmp_path / name / "reports"),
             **selection, **extra,
+            **({"lakekeeper_report_dir": str(tmp_path / "reports-set")} if name == "set" else {}),
         }
     path = tmp_path / "inventory.json"
     path.write_text(json.dumps({"all": {"children": {"lakekeeper_edge": {"hosts": hosts}}}}, indent=1))
@@ -75,7 +78,7 @@ def _argv(tmp_path, host):
 def _play(name, tmp_path, collection_path, selection, check=False):
     inventory = _inventory(tmp_path, selection)
     run = run_playbook("lakekeeper.hive.%s" % name, inventory, collection_path, tmp_path,
-                       options=["--check"] if check else [])
+                       options=["--check"] if check else [], env={"PWD": str(tmp_path)})
     # the wrongly typed values are refused before anything runs, on every ansible-core line
     assert run.recap.get("bad", {}).get("failed") == 1, run
     assert "Validation of arguments failed" in run.output and "maintenance_block_size_mb" in run.output, run
@@ -132,7 +135,10 @@ def test_analyze(collection_path, tmp_path):
     [unset], [given] = _argv(tmp_path, "unset"), _argv(tmp_path, "set")
     assert unset[0] == "analyze" and not _flags(unset) & UNSET_FLAGS, unset
     assert _value(given, "--mode") == "smart" and _value(given, "--history") == "3", given
-    assert os.listdir(str(tmp_path / "unset" / "reports")) == ["lakekeeper-unset.html"]
+    # the report on the controller: lakekeeper_report_dir unset - lakekeeper-reports in the directory
+    # ansible-playbook runs in ($PWD)
+    assert os.listdir(str(tmp_path / "lakekeeper-reports")) == ["lakekeeper-unset.html"]
+    assert os.listdir(str(tmp_path / "reports-set")) == ["lakekeeper-set.html"]
 
 
 @pytest.mark.e2e
