@@ -43,11 +43,12 @@ SET = {
     "lakekeeper_verify": "rows", "lakekeeper_history": "3", "lakekeeper_allow_replicated": "true",
     "lakekeeper_log_level": "DEBUG", "lakekeeper_quiet_period": "2h", "lakekeeper_max_partitions_listed": "5",
     "lakekeeper_dedupe": {"keys": ["id"], "order_by": "ts"}, "lakekeeper_async": "0",
+    "lakekeeper_pause_guard_seconds": "600",
 }
 # the modules run the stand-in engine with their own interpreter when lakekeeper_python is not set, and check
 # that it imports pyspark: the project's (the ansible-core lanes' virtualenvs have no pyspark)
 ENGINE_PYTHON = os.environ.get("LAKEKEEPER_ENGINE_PYTHON") or sys.executable
-BAD = {"lakekeeper_block_size_mb": "big", "lakekeeper_mode": "bogus"}
+BAD = {"lakekeeper_block_size_mb": "big", "lakekeeper_mode": "bogus", "lakekeeper_pause_guard_seconds": "soon"}
 
 
 def _inventory(tmp_path, selection):
@@ -84,6 +85,8 @@ def _play(name, tmp_path, collection_path, selection, check=False):
     assert "Validation of arguments failed" in run.output and "maintenance_block_size_mb" in run.output, run
     if name in ("compact", "analyze"):  # entry points with maintenance_mode
         assert "value of maintenance_mode must be one of" in run.output, run
+    if name == "compact":
+        assert "argument 'maintenance_pause_guard_seconds' is of type" in run.output, run
     assert _argv(tmp_path, "bad") == [], run
     for host in ("unset", "set"):
         assert run.recap.get(host, {}).get("failed") == 0, (host, run)
