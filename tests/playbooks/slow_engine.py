@@ -15,7 +15,8 @@ compaction. ``compact``
 finishes DB.events at once, then works on DB.clicks for
 ``SLOW_ENGINE_SECONDS`` (default 600) seconds, writing progress records
 like the engine. ``SLOW_ENGINE_LOG``: a file each run appends
-``<command> <pid> started|finished`` to.
+``<command> <pid> started|finished`` to. ``SLOW_ENGINE_ARGV``: a file each
+run appends its arguments to, one JSON list a line.
 """
 
 from __future__ import annotations
@@ -59,6 +60,9 @@ def main(argv):
     names = (_arg(argv, "--tables", "").split(",") if "--tables" in argv
              else ["%s.events" % database, "%s.clicks" % database])
     _log("%s started" % command)
+    if os.environ.get("SLOW_ENGINE_ARGV"):
+        with open(os.environ["SLOW_ENGINE_ARGV"], "a", encoding="utf-8") as out:
+            out.write(json.dumps(argv) + "\n")
     if command == "analyze":
         tables = [{"table": t, "status": "analyzed", "needs_compaction": True, "changed": False,
                    "would_change": False, "files": 10, "bytes": 10240, "files_after_estimate": 1,
