@@ -93,10 +93,11 @@ class Run:
 NO_DEFAULT_RETENTION = '{"lakekeeper_keep_last": "", "lakekeeper_grace_period": ""}'
 
 
-def run_playbook(playbook, inventory, collections_dir, workdir, extra=(), timeout=1500, env=None):
+def run_playbook(playbook, inventory, collections_dir, workdir, extra=(), timeout=1500, env=None, options=()):
     """ansible-playbook PLAYBOOK (a path or a collection playbook FQCN) with
-    ``-e k=v`` extra variables; returns a Run with the set_stats of the run."""
-    return start_playbook(playbook, inventory, collections_dir, workdir, extra, env).finish(timeout)
+    ``-e k=v`` extra variables (and ``options``, e.g. ``--check``); returns a
+    Run with the set_stats of the run."""
+    return start_playbook(playbook, inventory, collections_dir, workdir, extra, env, options).finish(timeout)
 
 
 class Started:
@@ -123,8 +124,8 @@ class Started:
         return run
 
 
-def start_playbook(playbook, inventory, collections_dir, workdir, extra=(), env=None):
-    argv = [os.path.join(BIN, "ansible-playbook"), "-i", str(inventory), playbook]
+def start_playbook(playbook, inventory, collections_dir, workdir, extra=(), env=None, options=()):
+    argv = [os.path.join(BIN, "ansible-playbook"), "-i", str(inventory), playbook, *options]
     for item in extra:  # "k=v", or JSON for values with spaces (AWX passes extra variables as JSON/YAML)
         argv += ["-e", item]
     full_env = dict(os.environ)
@@ -578,6 +579,9 @@ PROBE = textwrap.dedent(
       vars_files:
         - MAPPING_FILE
       tasks:
+        - name: Map the lakekeeper_* variables that are set (those without a role default)
+          ansible.builtin.import_tasks: MAPPING_TASKS
+
         - name: Start a compaction run (selection and ingestion hosts are checked)
           ansible.builtin.include_role:
             name: lakekeeper.hive.maintenance
@@ -605,7 +609,8 @@ def test_example_inventory(collections_dir, tmp_path):
     playbooks pass --syntax-check with it. Nothing connects to the hosts."""
     inventory = os.path.join(PLAYBOOKS, "inventory", "example")
     probe = tmp_path / "probe.yml"
-    probe.write_text(PROBE.replace("MAPPING_FILE", os.path.join(PLAYBOOKS, "vars", "maintenance.yml")))
+    probe.write_text(PROBE.replace("MAPPING_FILE", os.path.join(PLAYBOOKS, "vars", "maintenance.yml"))
+                     .replace("MAPPING_TASKS", os.path.join(PLAYBOOKS, "tasks", "maintenance.yml")))
     run = run_playbook(str(probe), inventory, collections_dir, tmp_path,
                        ['{"lakekeeper_tables": "sales.orders, items\\nsales.orders", "lakekeeper_database": "sales"}'])
     assert run.rc == 0, run
