@@ -171,6 +171,15 @@ def yarn_site(nm_memory_mb: int, nm_vcores: int, node_attribute_dir: Path) -> di
         "yarn.scheduler.capacity.root.default.user-limit-factor": 1,
         # application masters may take the whole (small) cluster: a cluster-mode driver is one
         "yarn.scheduler.capacity.maximum-am-resource-percent": 1.0,
+        # Hadoop 3.5 schedules asynchronously by default, a thread looping every 5 ms even with nothing
+        # to place: 40 % of the idle JVM's CPU. Every 100 ms: a request waits at most 0.1 s longer
+        "yarn.scheduler.capacity.schedule-asynchronously.scheduling-interval-ms": 100,
+        # RPC handler threads (each wakes every second to poll its queue: 216 idle wake-ups a second
+        # with the defaults): a handful for this bed's one NodeManager and few applications at a time
+        "yarn.resourcemanager.client.thread-count": 4,
+        "yarn.resourcemanager.scheduler.client.thread-count": 4,
+        "yarn.resourcemanager.resource-tracker.client.thread-count": 2,
+        "yarn.nodemanager.container-manager.thread-count": 4,
         # the ResourceManager's node attributes store: on the local disk, not on HDFS
         "yarn.node-attribute.fs-store.root-dir": f"file://{node_attribute_dir}",
         # container logs stay in the NodeManager's log dir (no aggregation), 1 h after the app ends
