@@ -38,7 +38,7 @@ from typing import Any, Callable
 from urllib.parse import unquote
 
 from . import content as content_check
-from .rewrite import WriteResult, _unit_session
+from .rewrite import WriteResult, unit_session
 from ..compat.jvm import string_list
 from ..policy.names import quote_column
 from ..report.errors import LakekeeperError
@@ -68,7 +68,7 @@ def write_batch(spark: Any, fs: Any, table: TableInfo, units: list[Unit], codec:
     table_root = (table.location or "").rstrip("/")
     parts = list(units[0].partition or {})
     by_spec = {u.spec: u for u in units}
-    s = _unit_session(spark)
+    s = unit_session(spark)
     s.conf.set("spark.sql.sources.partitionColumnTypeInference.enabled", "false")  # values as the paths spell them
     s.conf.set("spark.sql.files.ignoreCorruptFiles", "false")
     s.conf.set("spark.sql.files.ignoreMissingFiles", "false")
