@@ -6,6 +6,7 @@ back to the per-unit path."""
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
@@ -14,16 +15,20 @@ from engine_helpers import frozen, same_rows
 pytestmark = pytest.mark.integration
 
 
-def _table(spark, warehouse: str, name: str, parts: int = 5, nfiles: int = 6, fmt: str = "PARQUET") -> str:
+def _table(spark, warehouse: str, name: str, parts: int = 5, nfiles: int = 6, fmt: str = "PARQUET",
+           levels: int = 2) -> str:
     t = f"lk.{name}"
     loc = f"{warehouse}/{name}"
     spark.sql(f"DROP TABLE IF EXISTS {t}")
-    spark.sql(f"CREATE EXTERNAL TABLE {t} (id BIGINT, v STRING, d DOUBLE) PARTITIONED BY (dt STRING, h STRING) "
+    by = "dt STRING, h STRING" if levels == 2 else "dt STRING"
+    spark.sql(f"CREATE EXTERNAL TABLE {t} (id BIGINT, v STRING, d DOUBLE, ts TIMESTAMP) PARTITIONED BY ({by}) "
               f"STORED AS {fmt} LOCATION '{loc}'")
     for i in range(parts):
-        spark.range(i * 1000, i * 1000 + 300).selectExpr("id", "cast(id as string) v", "id * 0.5 d") \
+        spark.range(i * 1000, i * 1000 + 300).selectExpr("id", "cast(id as string) v", "id * 0.5 d",
+                                                        "timestamp_seconds(1700000000 + id) ts") \
             .repartition(nfiles).createOrReplaceTempView("lk_src")
-        spark.sql(f"INSERT INTO {t} PARTITION (dt='2024-01-0{i}', h='0{i % 2}') SELECT * FROM lk_src")
+        spec = f"dt='2024-01-0{i}', h='0{i % 2}'" if levels == 2 else f"dt='2024-01-0{i}'"
+        spark.sql(f"INSERT INTO {t} PARTITION ({spec}) SELECT * FROM lk_src")
     return loc
 
 
@@ -36,12 +41,17 @@ def _journal_table_docs(files, loc: str) -> list[dict]:
     return out
 
 
-@pytest.mark.parametrize("fmt", ["PARQUET", "ORC"])
-def test_batch_gives_what_units_one_by_one_give(spark, engine, files, warehouse, fmt):
-    a = _table(spark, warehouse, f"batch_a_{fmt.lower()}", fmt=fmt)
-    _table(spark, warehouse, f"batch_b_{fmt.lower()}", fmt=fmt)
+@pytest.mark.parametrize("fmt,levels", [("PARQUET", 2), ("PARQUET", 1), ("ORC", 1)])
+def test_batch_gives_what_units_one_by_one_give(spark, engine, files, warehouse, fmt, levels, caplog):
+    fmt_name = fmt
+    fmt = f"{fmt}{levels}"
+    a = _table(spark, warehouse, f"batch_a_{fmt.lower()}", fmt=fmt_name, levels=levels)
+    _table(spark, warehouse, f"batch_b_{fmt.lower()}", fmt=fmt_name, levels=levels)
     rows = frozen(spark, f"lk.batch_a_{fmt.lower()}")
-    batched = engine.one("compact", f"lk.batch_a_{fmt.lower()}")
+    with caplog.at_level(logging.INFO, logger="lakekeeper_spark"):
+        batched = engine.one("compact", f"lk.batch_a_{fmt.lower()}")
+    assert "batch 0: 5 units written and read back" in caplog.text, caplog.text[-3000:]
+    assert "written one by one" not in caplog.text
     spark.conf.set("spark.lakekeeper.batch.units", "0")
     try:
         alone = engine.one("compact", f"lk.batch_b_{fmt.lower()}")
@@ -55,6 +65,7 @@ def test_batch_gives_what_units_one_by_one_give(spark, engine, files, warehouse,
     (doc,) = _journal_table_docs(files, a)
     roots = doc.get("batch_roots")
     assert roots and ".lk_batch-0.lk_staging_" in roots[0], doc
+    assert all(p["files_after"] == 1 for p in batched["partitions"]), batched
     assert not files.fs.exists(roots[0])
     hidden = [h for h in files.hidden(a) if ".lk_old_" not in h.split("/")[-1]]
     assert not [h for h in hidden if "lk_staging" in h or "lk_batch" in h], hidden
@@ -64,12 +75,15 @@ def test_batch_gives_what_units_one_by_one_give(spark, engine, files, warehouse,
     assert rb["status"] == "rolled_back", rb
 
 
-def test_a_bad_batch_falls_back_to_units_one_by_one(spark, engine, files, warehouse, monkeypatch):
+def test_a_bad_batch_falls_back_to_units_one_by_one(spark, engine, files, warehouse, monkeypatch, caplog):
     loc = _table(spark, warehouse, "batch_bad", parts=3)
     rows = frozen(spark, "lk.batch_bad")
     monkeypatch.setenv("LAKEKEEPER_FAULT_AT", "alter_batch_value")  # a value changed in the batch's copy
-    res = engine.one("compact", "lk.batch_bad")
+    with caplog.at_level(logging.INFO, logger="lakekeeper_spark"):
+        res = engine.one("compact", "lk.batch_bad")
     monkeypatch.delenv("LAKEKEEPER_FAULT_AT")
+    assert "content_mismatch" in caplog.text or "read back" in caplog.text
+    assert "batch 0 (3 units) failed, its units are written one by one" in caplog.text, caplog.text[-3000:]
     assert res["status"] == "compacted", res
     assert all(p["verified"] == "content" and p["files_after"] == 1 for p in res["partitions"]), res
     (doc,) = _journal_table_docs(files, loc)

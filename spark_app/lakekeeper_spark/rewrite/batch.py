@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
+from functools import reduce
 from typing import Any, Callable
 from urllib.parse import unquote
 
@@ -91,7 +92,7 @@ def write_batch(spark: Any, fs: Any, table: TableInfo, units: list[Unit], codec:
     pcols = [F.col(quote_column(p)) for p in parts]
     df = df.withColumn(_H, h).withColumn(_F, F.xxhash64(F.col(_H), *pcols))
     obs = Observation("lk_batch_" + uuid.uuid4().hex[:12])
-    stray = F.sum(F.when(F.greatest(*[c.isNull() for c in pcols]), 1).otherwise(0)).alias("stray")
+    stray = F.sum(F.when(reduce(lambda a, b: a | b, [c.isNull() for c in pcols]), 1).otherwise(0)).alias("stray")
     df = df.observe(obs, F.count(F.lit(1)).alias("rows"), stray, *content_check.slice_sums(F.col(_F), "f_"))
     out = df.drop(_H, _F).repartition(len(units), *pcols)
     writer = out.write.mode("errorifexists").format(fmt).partitionBy(*parts)

@@ -10,6 +10,8 @@ a unit (the table's directory, or one partition's) at ``<parent>/<dir>``:
     <parent>/.<dir>.lk_staging_<run>     compacted copy being written
     <parent>/.<dir>.lk_old_<run>         original files (the backup)
     <parent>/.<dir>.lk_trash_<run>       compacted data during a rollback
+    <table>/.lk_batch-<n>.lk_staging_<run>  a batch of partitions written by one job,
+                                          each then renamed to its staging (``batch_root``)
 
 and the journal (``journal_dir``) in ``<table>/.lakekeeper`` (partitioned)
 or ``<parent>/.<table dir>.lakekeeper`` (not partitioned), with the table's
