@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import uuid
 from functools import reduce
 from typing import Any, Callable
@@ -65,6 +66,7 @@ def write_batch(spark: Any, fs: Any, table: TableInfo, units: list[Unit], codec:
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
 
+    times = [("start", time.monotonic())]
     fmt = table.format or ""
     table_root = (table.location or "").rstrip("/")
     parts = list(units[0].partition or {})
@@ -88,6 +90,7 @@ def write_batch(spark: Any, fs: Any, table: TableInfo, units: list[Unit], codec:
     if [c.lower() for c in df.columns] != [c.lower() for c in data_cols + parts]:
         raise LakekeeperError("write_failed", f"batch read gave columns {df.columns}, expected {data_cols + parts}")
     _check_read_files(df, by_spec, len(parts))
+    times.append(("read planned", time.monotonic()))
     h = content_check.row_hash(df.select(*[F.col(quote_column(c)) for c in data_cols]))
     pcols = [F.col(quote_column(p)) for p in parts]
     df = df.withColumn(_H, h).withColumn(_F, F.xxhash64(F.col(_H), *pcols))
@@ -103,12 +106,14 @@ def write_batch(spark: Any, fs: Any, table: TableInfo, units: list[Unit], codec:
              sum(u.stats.files for u in units), sum(u.stats.bytes for u in units), root, fmt, name)
     writer.save(root)
     got = obs.get
+    times.append(("written", time.monotonic()))
     if int(got["stray"] or 0):
         raise LakekeeperError("content_mismatch", f"batch: {got['stray']} row(s) read without their unit's values")
     for u in units:
         alter(f"{root}/{u.spec}")  # test hook
     step("batch_reading", "before")
     figures = _read_back(s, fmt, schema, root, parts)
+    times.append(("read back", time.monotonic()))
     written_rows, written_sum = int(got["rows"] or 0), content_check.slice_total(got, "f_")
     found_rows = sum(f["rows"] for f in figures.values())
     found_sum = sum(f["folded"] for f in figures.values())
@@ -125,6 +130,9 @@ def write_batch(spark: Any, fs: Any, table: TableInfo, units: list[Unit], codec:
         if n == 0:
             step("batch_renaming", "after")
     fs.delete(root)
+    times.append(("renamed", time.monotonic()))
+    log.info("%s: batch of %d units: %s", table.full_name, len(units),
+             ", ".join(f"{name} {t - prev:.2f} s" for (_p, prev), (name, t) in zip(times, times[1:])))
     return {spec: WriteResult(rows_source=f["rows"], content={"rows": f["rows"], "content": str(f["plain"])})
             for spec, f in figures.items()}
 
