@@ -15,8 +15,11 @@ line, what can differ between ansible-core lines:
   filters, the action plugins' pure parts, under that line's module_utils);
 - the real ``ansible-playbook``, ``ansible-galaxy`` and ``ansible-doc`` of
   that line: ``LANE_TESTS`` (the collection built and installed, documented;
-  the maintenance role's judgement of module results; one module running the
-  engine in the background, waited for by ``lakekeeper_wait``). The engine's
+  the maintenance role's judgement of module results, its checks of a merge
+  and of the retention through the playbooks' mapping; one module running the
+  engine in the background, waited for by ``lakekeeper_wait``; the four
+  playbooks with the lakekeeper_* variables unset, set and wrongly typed,
+  through the role to a stand-in engine). The engine's
   own Python stays the project's virtualenv (``LAKEKEEPER_ENGINE_PYTHON``):
   the engine does not depend on ansible-core.
 
@@ -50,7 +53,10 @@ SANITY_TESTS = ["validate-modules", "ansible-doc", "import", "compile", "action-
 LANE_TESTS = [
     "tests/e2e/test_e2e.py",
     "tests/roles/test_maintenance_judgement.py",
+    "tests/roles/test_maintenance_merge_check.py",
+    "tests/roles/test_maintenance_retention.py",
     "tests/roles/test_modules_engine_run.py",
+    "tests/playbooks/test_playbooks_unset.py",
 ]
 
 

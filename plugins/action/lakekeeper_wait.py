@@ -14,6 +14,13 @@ about four hours it failed with "maximum recursion depth exceeded", and the
 ``always:`` of the enclosing block (resuming the ingestion) never ran. Here
 the loop is a ``while`` in one task: any number of polls, constant memory.
 
+When ansible-playbook goes away (killed; cancelled on ansible-core 2.16,
+which does not pass SIGTERM on to its workers), the loop notices at its next
+check that its worker process has a new parent and ends, instead of polling
+on, orphaned, until the job's async limit. Nothing of the play runs after a
+cancel (2.19 passes SIGINT/SIGTERM to the workers and ends): resuming the
+ingestion is the pause guard's job (module lakekeeper_pause_guard).
+
 Each check is one command through the task's connection (with its become):
 ``cat`` of the job's results file and ``tail -c +N`` of the progress file,
 about 5 ms on a local connection, one round trip on SSH. Paths are quoted
@@ -23,6 +30,7 @@ with ``shlex.quote``; nothing of the user's reaches the shell otherwise.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import time
 
@@ -158,6 +166,10 @@ class ActionModule(ActionBase):
             return result
 
         progress = Progress()
+        # the process this loop runs in is a worker of ansible-playbook: when ansible-playbook is gone (killed, or
+        # cancelled on ansible-core 2.16, which does not pass SIGTERM on to its workers), the worker is adopted by
+        # another process and stops waiting instead of polling on, orphaned, until the job's async limit
+        play = os.getppid()
         started = time.monotonic()
         next_print = started + poll
         pending = []
@@ -177,6 +189,12 @@ class ActionModule(ActionBase):
                 next_print = now + poll
             if finished:
                 break
+            if os.getppid() != play:
+                result.update(failed=True, finished=0, ansible_job_id=jid, checks=checks, progress_lines=shown,
+                              progress_tables=progress.left(), waited_seconds=round(now - started, 1),
+                              msg="ansible-playbook is gone (cancelled or killed): stopped waiting; the background "
+                                  "job %s goes on until its async limit" % jid)
+                return result
             if timeout and now - started > timeout:
                 result.update(failed=True, finished=0, ansible_job_id=jid, checks=checks,
                               progress_lines=shown, progress_tables=progress.left(),

@@ -73,6 +73,101 @@ def _left_behind(module_result, error):
     return out
 
 
+def _what(record):
+    """'systemd a b, cron N, hooks c' of a pause record or a pipeline_paused/resumed fact."""
+    systemd = [u.get("name", "") if isinstance(u, Mapping) else _str(u) for u in record.get("systemd") or []]
+    cron = record.get("cron") or []
+    lines = sum(len(c.get("lines") or []) if isinstance(c, Mapping) else 1 for c in cron)
+    hooks = [h.get("name", "") if isinstance(h, Mapping) else _str(h) for h in record.get("hooks") or []]
+    return "systemd %s, cron %s, hooks %s" % (" ".join(systemd) or "-", lines, " ".join(hooks) or "-")
+
+
+def _earlier(found):
+    """Per ingestion host, what an earlier run left (the pipeline role's
+    inspect: its pause record still there, the report of its guard) and the
+    summary's lines about it."""
+    out, lines = {}, []
+    for host in sorted(found):
+        f = found[host] or {}
+        record = f.get("record") or {}
+        report = f.get("guard_report") or {}
+        entry = {}
+        if report:
+            guard = report.get("guard") or {}
+            left = report.get("left") or {}
+            entry["guard_fired"] = {"paused_at": report.get("paused_at", ""), "expires": guard.get("expires", ""),
+                                    "fired": guard.get("fired", ""), "resumed": report.get("resumed") or {},
+                                    "left": left}
+            line = ("ingestion on %s: the pause an earlier run left (paused at %s, never resumed by its run) expired "
+                    "at %s; its guard resumed %s at %s"
+                    % (host, report.get("paused_at", "?"), guard.get("expires", "?"),
+                       _what(report.get("resumed") or {}), guard.get("fired", "?")))
+            if left.get("errors"):
+                line += "; not resumed by the guard: " + "; ".join(left["errors"])
+            lines.append(line)
+        if record:
+            guard = record.get("guard") or {}
+            expired = boolean(f.get("expired", False), strict=False)
+            entry["left_paused"] = {"paused_at": record.get("paused_at", ""), "expires": guard.get("expires", ""),
+                                    "expired": expired, "systemd": record.get("systemd") or [],
+                                    "cron": record.get("cron") or [], "hooks": record.get("hooks") or []}
+            if guard.get("fired"):
+                state = "its guard fired at %s and left this" % guard["fired"]
+            elif not guard:
+                state = "no guard"
+            elif expired:
+                state = "expired at %s, its guard did not resume it" % guard.get("expires", "?")
+            else:
+                state = "its guard would resume it at %s" % guard.get("expires", "?")
+            lines.append("ingestion on %s: an earlier run left it paused (paused at %s: %s; %s); this run resumes it"
+                         % (host, record.get("paused_at", "?"), _what(record), state))
+        out[host] = entry
+    return out, lines
+
+
+def _earlier_run(earlier):
+    """What an earlier compaction whose play never ended left (its record on
+    the edge host and one look at its job): per table its state, and lines."""
+    record = earlier.get("record") or {}
+    if not record:
+        return {}, []
+    result = earlier.get("result") or {}
+    finished = _int(result.get("finished", 0)) == 1
+    why = _str(result.get("msg", "")) if finished else "still running"
+    tables = []
+    for t in result.get("tables") or _left_behind(result, why) or []:
+        tables.append({"table": t.get("table"), "status": t.get("status") or "failed",
+                       "reason": _str(t.get("reason") or "")})
+    out = {"started_at": record.get("started_at", ""), "jid": record.get("jid", ""), "finished": finished,
+           "tables": tables}
+    if not finished:
+        out["still_running"] = True
+    head = "the compaction started at %s by an earlier run whose play never ended (cancelled or killed)%s" % (
+        record.get("started_at", "?"), "" if finished else " is still running (job %s)" % record.get("jid", "?"))
+    lines = [head + (": " if tables else ": no table finished or begun")
+             + ("; ".join("%s %s%s" % (t["table"], t["status"], (" (" + t["reason"] + ")") if t["reason"] else "")
+                          for t in tables))]
+    return out, lines
+
+
+def _reconcile_and_sources(a):
+    """analyze's reconcile and sources, in short (docs/reconcile.md): the
+    number of findings and of those cleanup's orphans may remove, and the
+    cadence of the (at most 3) writers with the most small files; nothing
+    when the engine gave neither."""
+    out = {}
+    summary = (a.get("reconcile") or {}).get("summary") if isinstance(a.get("reconcile"), Mapping) else None
+    if isinstance(summary, Mapping):
+        out["reconcile_findings"] = _int(summary.get("findings", 0))
+        out["reconcile_removable"] = _int(summary.get("removable", 0))
+    sources = a.get("sources")
+    if isinstance(sources, Mapping):
+        out["small_file_writers"] = [_str((w.get("cadence") or {}).get("text") or w.get("writer") or "")
+                                     for w in (sources.get("writers") or [])[:3]
+                                     if isinstance(w, Mapping) and _int(w.get("small_files", 0)) > 0]
+    return out
+
+
 def _records(action, analysis, results, todo, error, tables):
     records = []
     result_names = [r.get("table") for r in results]
@@ -91,6 +186,8 @@ def _records(action, analysis, results, todo, error, tables):
             rec.update({"freed_bytes": _int(r.get("freed_bytes", 0)),
                         "backups_removed": [b.get("backup_table") for b in r.get("backups_removed") or []],
                         "backups_kept": len(r.get("kept") or [])})
+            if "orphans_removed" in r:  # cleanup with orphans (docs/reconcile.md)
+                rec["orphans_removed"] = [o.get("path") for o in r.get("orphans_removed") or []]
         records.append(rec)
     for a in analysis:
         if a.get("table") in result_names:
@@ -114,6 +211,7 @@ def _records(action, analysis, results, todo, error, tables):
                         "backups": a.get("backups", []),
                         "pending_recovery": a.get("pending_recovery", []),
                         "leftovers": a.get("leftovers", [])})
+            rec.update(_reconcile_and_sources(a))
         elif a.get("table") in todo:
             # needed compaction, but the run stopped before (pre-flight, pause, ...)
             rec.update({"status": "failed", "reason": "not compacted: " + (error or "the run stopped")})
@@ -135,7 +233,10 @@ def maintenance_summary(run):
     error, resume_errors, analysis (lakekeeper_analyze's result), result (the
     compact/rollback/cleanup module's result), todo, tables, host, cluster,
     dry_run, preflight, ingestion_hosts, pipeline_run_id, paused, resumed,
-    would_pause, paused_at, resumed_at."""
+    would_pause, paused_at, resumed_at, found (per ingestion host, what an
+    earlier run left: the pipeline role's pipeline_found), earlier_run (the
+    record of an earlier compaction whose play never ended, and one look at
+    its job: lakekeeper_wait's result)."""
     action = run.get("action") or "compact"
     error = _str(run.get("error", "")).strip()
     resume_errors = list(run.get("resume_errors") or [])
@@ -159,6 +260,8 @@ def maintenance_summary(run):
     resumed_at = _str(run.get("resumed_at", ""))
     paused_seconds = round(_float(resumed_at) - _float(paused_at), 1) if paused_at and resumed_at and paused else 0
     dry_run = boolean(run.get("dry_run", False), strict=False)
+    earlier, earlier_lines = _earlier(run.get("found") or {})
+    earlier_run, earlier_run_lines = _earlier_run(run.get("earlier_run") or {})
     summary = {
         "action": action, "host": host, "cluster": run.get("cluster") or "",
         "dry_run": dry_run, "ok": not error and not resume_errors,
@@ -173,6 +276,7 @@ def maintenance_summary(run):
         "backup_tables": backups,
         "freed_bytes": sum(r.get("freed_bytes", 0) for r in records) if action == "cleanup" else 0,
         "preflight": run.get("preflight") or {},
+        "earlier_run": earlier_run,
         "background": {k: module_result[k] for k in ("checks", "progress_lines", "waited_seconds")
                        if k in module_result},
         "ingestion": {"hosts": list(run.get("ingestion_hosts") or []),
@@ -181,7 +285,7 @@ def maintenance_summary(run):
                       "would_pause": list(run.get("would_pause") or []),
                       "paused_at": _float(paused_at) if paused_at else None,
                       "resumed_at": _float(resumed_at) if resumed_at else None,
-                      "paused_seconds": paused_seconds},
+                      "paused_seconds": paused_seconds, "earlier": earlier},
     }
 
     lines = []
@@ -204,13 +308,21 @@ def maintenance_summary(run):
             line += ", backup " + r["backup_table"]
         if r.get("backups_removed"):
             line += ", removed " + ", ".join(r["backups_removed"])
+        if r.get("reconcile_findings"):
+            line += ", %d Metastore/filesystem finding(s)" % r["reconcile_findings"]
+        if r.get("small_file_writers"):
+            line += ", small files: " + r["small_file_writers"][0]
         if r["reason"]:
             line += " (" + r["reason"] + ")"
         lines.append(line)
+    lines.extend(earlier_run_lines)
+    lines.extend(earlier_lines)
     for h, p in paused.items():
-        lines.append("ingestion %s on %s: systemd %s, cron %s, hooks %s" % (
+        guard = p.get("guard") or {}
+        lines.append("ingestion %s on %s: systemd %s, cron %s, hooks %s%s" % (
             "would be paused" if dry_run else "paused", h, " ".join(p.get("systemd") or []) or "-",
-            len(p.get("cron") or []), " ".join(p.get("hooks") or []) or "-"))
+            len(p.get("cron") or []), " ".join(p.get("hooks") or []) or "-",
+            ("; guard armed, expires %s" % guard["expires"]) if guard.get("expires") else ""))
     if summary["ingestion"]["would_pause"]:
         lines.append("dry run: the ingestion would be paused on " + ", ".join(summary["ingestion"]["would_pause"]))
     if paused and paused_seconds and not dry_run:

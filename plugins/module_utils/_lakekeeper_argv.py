@@ -145,6 +145,8 @@ ENGINE_FLAGS = (
     # chose (result_uri) and reads back; set by build_command, never a module option of its own
     ("result_uri", "--result-uri", "result_uri", "str", ALL, "value"),
     ("break_lease", "--break-lease", "break_lease", "switch", ("recover",), "switch"),
+    # cleanup: also remove orphaned staging copies of killed runs (analyze's reconcile: removable)
+    ("orphans", "--orphans", "orphans", "switch", ("cleanup",), "switch"),
     # compaction modes and the partition filter
     ("mode", "--mode", "mode", "lower", ALL, "value"),
     ("min_input_files", "--min-input-files", "min_input_files", "int", ALL, "value"),
@@ -336,9 +338,12 @@ def selector_args(table=None, tables=None, database=None):
 
 def missing_retention_policy(params):
     """Why a cleanup with these module parameters must not run (no
-    retention policy: neither older_than nor keep_last, no pin/unpin and no
-    config_file that could hold one - the engine checks that file), or None."""
+    retention policy: neither older_than nor keep_last, no pin/unpin, no
+    orphans and no config_file that could hold one - the engine checks that
+    file), or None."""
     if any(params.get(k) not in (None, "") for k in ("older_than", "keep_last", "pin", "unpin", "config_file")):
+        return None
+    if params.get("orphans"):  # only the orphaned staging copies: the backups are left alone
         return None
     return _NO_RETENTION_POLICY
 

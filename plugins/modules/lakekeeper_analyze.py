@@ -20,6 +20,10 @@ description:
   - Also a file-size histogram of each table and partition, now and as the plan projects it, the space pre-flight,
     and every existing backup with its size and the verdict a C(lakekeeper_cleanup) with the same O(older_than),
     O(keep_last) and O(grace_period) would give.
+  - Also the Metastore reconciled with the filesystem (RV(tables[].reconcile) - partition directories no partition
+    points at, partitions whose directory is gone, data files in a partitioned table's root, Lakekeeper's own stale
+    directories) and where the small files come from (RV(tables[].sources) - the writers by file name and owner,
+    with the cadence of their writes), from the listings it makes anyway.
   - Also each table's run history (RV(tables[].history)) - the records its compactions, rollbacks and cleanups
     left on the table's filesystem, which outlive their backups.
   - Writes nothing; always reports RV(changed=false).
@@ -462,6 +466,71 @@ tables:
           C(description); V(null) when no run holds it. Analyze takes no lease.
       type: dict
       returned: when analyzed
+    reconcile:
+      description:
+        - The Metastore reconciled with the filesystem, from the listings analyze makes anyway (docs/reconcile.md).
+          Nothing of it is touched; only the findings with C(removable=true) may be removed, by
+          M(lakekeeper.hive.lakekeeper_cleanup) with O(lakekeeper.hive.lakekeeper_cleanup#module:orphans=true).
+        - C(unregistered_dirs) - visible directories under a partitioned table's root that no Metastore partition
+          points at (written or copied in without C(ADD PARTITION) or C(MSCK REPAIR TABLE); readers do not see their
+          files) - C(path), C(looks_like_partition) (named C(<column>=<value>) for its level), C(files), C(bytes),
+          C(reason). Not judged when O(where) chose the partitions (then C(partial) says so).
+        - C(missing_dirs) - partitions whose directory is gone - C(spec), C(location), C(reason).
+        - C(root_files) - data files directly in a partitioned table's root, outside every partition directory (no
+          reader reads them) - C(files), C(bytes), C(names) (the first 10).
+        - C(stale) - Lakekeeper's own hidden directories, journals and lease that no live run holds - C(path),
+          C(kind) (V(staging), V(original), V(trash), V(journal) or V(lease)), C(run_id), C(live) (the directory it
+          sits beside), C(state) (V(orphaned) - in no journal of the table -, V(interrupted) - its run's journal is
+          unfinished, recovery settles it -, V(finished_run) - a finished run's, no backup table points at it - or
+          V(stale_lease)), C(removable), C(files), C(bytes), C(reason) and C(remedy). Only a staging copy whose
+          live directory is there and whose run is in no unfinished journal is V(removable) - never an original or
+          a rollback's trash, which may hold the only copy of someone's rows.
+        - C(summary) - C(findings), C(consistent) (no finding), the count of each kind, C(legacy_leftovers)
+          (lakekeeper 0.0.x's directories, listed in the table's own C(legacy_leftovers)), C(bytes), C(removable) and
+          C(removable_bytes).
+      type: dict
+      returned: when analyzed
+      sample:
+        unregistered_dirs:
+          - {path: "hdfs://nn/warehouse/db.db/events/dt=2026-11-03", looks_like_partition: true, files: 12,
+             bytes: 73400, reason: "no Metastore partition of the table points at it ..."}
+        missing_dirs: [{spec: dt=2026-10-01, location: "hdfs://nn/warehouse/db.db/events/dt=2026-10-01"}]
+        root_files: {files: 1, bytes: 5120, names: [000000_0]}
+        stale:
+          - {path: "hdfs://nn/warehouse/db.db/events/.dt=2026-11-01.lk_staging_20261101T013000-3f9a1c",
+             kind: staging, run_id: 20261101T013000-3f9a1c, state: orphaned, removable: true, files: 2,
+             bytes: 1048576, remedy: cleanup with orphans removes it}
+        summary: {findings: 4, consistent: false, unregistered_dirs: 1, missing_dirs: 1, root_files: 1, stale: 1,
+                  legacy_leftovers: 0, bytes: 1127096, removable: 1, removable_bytes: 1048576}
+    sources:
+      description:
+        - Where the table's small files (smaller than the ratio rule's bar, block size / ratio threshold, in
+          C(small_file_bytes)) come from, from the names, owners, sizes and modification times analyze listed
+          (no file is read; docs/reconcile.md).
+        - C(writers) - one entry per writer and owner, most small files first - C(writer) (V(spark) -
+          C(part-<n>-<job uuid>[.c000]) -, V(hive) - C(000000_0), C(000000_0_copy_1) -, V(mapreduce) - C(part-m-00000)
+          (Sqoop), C(part-r-00000) -, V(flume) - C(FlumeData.<n>) -, V(impala) - C(<hex>_<hex>_data.0.parq) - or
+          V(other) - e.g. C(hdfs dfs -put) copies), C(who) (in words), C(owner) (the files' owner; HDFS and local
+          filesystems), C(files), C(bytes), C(small_files), C(small_bytes), C(jobs) (distinct Spark jobs or Impala
+          queries), C(examples) (newest names), C(where) (its partitions, the first 5) and C(where_count), and
+          C(cadence) of its small files - C(batches) (writes - a job, or files less than a minute apart),
+          C(files_per_batch), C(interval_seconds) (median between writes, from 3 writes on), C(regular), C(first),
+          C(last) and C(text), for example C(12 files every 5 minutes since 2026-11-01 by etl).
+        - C(small_files) and C(mtime_histogram) (C(bin_seconds) and C(bins) - C(start), C(count) - of the small
+          files' modification times, at most 24 bins).
+      type: dict
+      returned: when analyzed
+      sample:
+        small_file_bytes: 13421772
+        small_files: 144
+        writers:
+          - {writer: spark, who: "Spark (part-<n>-<job uuid>)", owner: etl, files: 144, bytes: 7340032, small_files: 144,
+             small_bytes: 7340032, jobs: 12, examples: [part-00011-8d1a6f3e-2b4c-4e5f-9a0b-1c2d3e4f5a6b-c000.snappy.parquet],
+             where: [dt=2026-11-01], where_count: 1,
+             cadence: {batches: 12, files_per_batch: 12, interval_seconds: 300.0, regular: true,
+                       first: "2026-11-01T00:00:02Z", last: "2026-11-01T00:55:04Z",
+                       text: 12 files every 5 minutes since 2026-11-01 by etl}}
+        mtime_histogram: {bin_seconds: 300, bins: [{start: "2026-11-01T00:00:00Z", count: 12}]}
 runtime:
   description:
     - The versions the engine ran with, as in its JSON result - C(spark), C(scala), C(hadoop), C(hive_client)

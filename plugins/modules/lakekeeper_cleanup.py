@@ -23,8 +23,8 @@ description:
   - The backups of a table dropped since its compactions are cleaned too (found by a O(database) run through their
     C(lakekeeper.backup_of) property, or by naming the table) under the same policies except O(keep_last) - there is
     no table to roll back into; RV(tables[].table_dropped) says so.
-  - A retention policy is required - O(older_than) or O(keep_last) (or either in O(config_file)); without one the
-    module fails before anything runs, deleting nothing. O(older_than=all) deletes every backup that is neither
+  - A retention policy is required - O(older_than) or O(keep_last) (or either in O(config_file)), unless only
+    O(orphans) is asked for; without one the module fails before anything runs, deleting nothing. O(older_than=all) deletes every backup that is neither
     pinned nor within the grace period.
   - With O(pin) or O(unpin), only pins or unpins the backup of that run and deletes nothing.
   - Irreversible - a cleaned table can no longer be rolled back.
@@ -76,6 +76,22 @@ options:
     description:
       - Unpin the backup of this run (C(--unpin)); mutually exclusive with O(pin).
     type: str
+  orphans:
+    description:
+      - Also remove the staging copies (C(.<dir>.lk_staging_<run>)) that killed runs left next to the table's
+        directories (C(--orphans)) - the only findings of
+        M(lakekeeper.hive.lakekeeper_analyze)'s C(tables[].reconcile) that are provably Lakekeeper's and orphaned,
+        listed there with C(removable=true) - a hidden name of Lakekeeper's whose run no journal of the table
+        leaves unfinished and no live lease holds, and whose live directory is there (a staging copy is never the
+        only copy of a row - the swap renames it, so one still under that name was never swapped in). Everything else
+        analyze finds - partition directories the Metastore does not know, data files in a partitioned table's root,
+        originals (C(lk_old)) and rollback trash (C(lk_trash)) no journal accounts for, journals whose backup table
+        is gone - is someone's data or needs a person, and is only reported (RV(tables[].orphans_kept)).
+      - Runs under the table's lease after its recovery, like the rest of the cleanup; in check mode lists what it
+        would remove.
+      - With O(orphans) and no retention policy the backups are left alone (only the orphans are removed).
+    type: bool
+    default: false
 seealso:
   - module: lakekeeper.hive.lakekeeper_analyze
   - module: lakekeeper.hive.lakekeeper_compact
@@ -115,6 +131,11 @@ EXAMPLES = r"""
     database: mydb
     keep_last: 2
     grace_period: 1h
+
+- name: Remove the staging copies killed runs left (analyze lists them in reconcile, removable), backups kept
+  lakekeeper.hive.lakekeeper_cleanup:
+    database: mydb
+    orphans: true
 
 - name: Pin a backup (like a savepoint) so that no cleanup deletes it
   lakekeeper.hive.lakekeeper_cleanup:
@@ -258,6 +279,27 @@ tables:
       description: Bytes of the originals deleted (would be, in check mode).
       type: int
       returned: when the table was cleaned, planned or skipped
+    orphans_removed:
+      description:
+        - With O(orphans) - each orphaned staging copy removed (would be, in check mode) - C(path), C(kind)
+          (C(staging)), C(run_id) (of the killed run), C(state) (C(orphaned) - in no journal - or C(finished_run)),
+          C(files), C(bytes) and C(reason). Their bytes count in RV(tables[].freed_bytes).
+      type: list
+      elements: dict
+      returned: with O(orphans)
+    orphans_kept:
+      description:
+        - With O(orphans) - the hidden directories of Lakekeeper's and the lease that no live run accounts for but
+          that are not removed (an original or a rollback's trash without a journal, a journal whose backup table is
+          gone, an interrupted run's directories the recovery did not settle, a stale lease) - C(path), C(kind),
+          C(run_id), C(state), C(reason) and C(remedy).
+      type: list
+      elements: dict
+      returned: with O(orphans)
+    orphan_bytes:
+      description: With O(orphans) - the bytes of RV(tables[].orphans_removed).
+      type: int
+      returned: with O(orphans)
     pinned:
       description: With O(pin) - the backup pinned (C(backup_table), C(run_id), C(pinned)); status C(pinned), or
         C(skipped) when it already was.
@@ -451,6 +493,7 @@ def main():
     argspec.update_argspec(
         pin=dict(type="str"),
         unpin=dict(type="str"),
+        orphans=dict(type="bool", default=False),
     )
     argspec.update(mutually_exclusive=[("pin", "unpin")])
     module = argspec.create_ansible_module()

@@ -22,6 +22,10 @@ description:
     constant memory, and the C(always:) of an enclosing block runs when it ends.
   - The job is never stopped by this module - when O(timeout) passes first, the task fails and says so; the job's own
     C(async) limit is what stops it.
+  - When C(ansible-playbook) goes away while it waits (killed, or cancelled on ansible-core 2.16, which does not pass
+    SIGTERM on to its workers), it stops waiting at its next check instead of polling on, orphaned, until the job's
+    C(async) limit. Nothing of the play runs after a cancel; the role C(lakekeeper.hive.pipeline)'s pause guard
+    (M(lakekeeper.hive.lakekeeper_pause_guard)) resumes the ingestion.
   - Runs as an action plugin on the controller; the module itself is documentation only.
 author:
   - Lakekeeper for Ansible contributors (!UNKNOWN)

@@ -70,6 +70,9 @@ HELP: dict[str, tuple[str | None, str | None]] = {
                           "driver runs elsewhere (spark-submit --deploy-mode cluster)"),
     "break_lease": (None, "recover: take over the table's lease even if it looks live (its holder is known "
                           "to be dead, e.g. its host is lost)"),
+    "orphans": (None, "cleanup: also remove the staging copies (.<dir>.lk_staging_<run>) of killed runs that no "
+                      "journal and no live run accounts for, whose live directory is there (analyze's reconcile "
+                      "lists them as removable); nothing else"),
     "mode": (None, "analyze/compact: " + ", ".join(MODES) + " (default ratio, the reference rule)"),
     "min_input_files": (None, "minor: fragment files needed (default 12)"),
     "fragment_ratio": (None, "fragment: smaller than target size x this (default 0.125)"),
@@ -228,7 +231,7 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
     misapplied = _misapplied(args)
     if misapplied:
         raise UsageError(misapplied)
-    if args.command == "cleanup" and not (settings.pin or settings.unpin):
+    if args.command == "cleanup" and not (settings.pin or settings.unpin or settings.orphans):
         missing = missing_policy(policy_of(settings))
         if missing:  # refused before Spark starts: deleting every backup must be asked for
             raise UsageError(missing)

@@ -32,6 +32,7 @@ ENGINE_FLAGS = (
     ("progress_file", "--progress-file", "progress_file", "str", COMMANDS, "value"),
     ("result_uri", "--result-uri", "result_uri", "str", COMMANDS, "value"),
     ("break_lease", "--break-lease", "break_lease", "switch", ("recover",), "switch"),
+    ("orphans", "--orphans", "orphans", "switch", ("cleanup",), "switch"),
     ("mode", "--mode", "mode", "lower", COMMANDS, "value"),
     ("min_input_files", "--min-input-files", "min_input_files", "int", COMMANDS, "value"),
     ("fragment_ratio", "--fragment-ratio", "fragment_ratio", "float", COMMANDS, "value"),

@@ -62,6 +62,17 @@ from world_common import COMPACTED, MERGE_DEDUPE, units_of  # noqa: E402
 
 # Cheaper client JVMs (the suite is CPU-bound): the test bed's quick options.
 QUICK_JAVA = " ".join(QUICK_JVM_OPTS)
+# Spark's interpreted evaluation instead of generated code, as tests/engine's session: a
+# world's processes run the protocol (journal, renames, recovery) over tables of a few
+# hundred rows, where compiling generated Java is most of Spark's work, and both modes
+# give the same rows. LAKEKEEPER_CRASH_CODEGEN=1 keeps Spark's default (generated code).
+INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+
+
+def world_confs() -> dict[str, str]:
+    return {} if os.environ.get("LAKEKEEPER_CRASH_CODEGEN") == "1" else dict(INTERPRETED)
+
+
 STAGE_TIMEOUT = float(os.environ.get("LAKEKEEPER_CRASH_STAGE_TIMEOUT", "1500"))
 
 COMPACT_STEPS = [
@@ -201,8 +212,9 @@ class World:
         self.base = base_uri
         self.kind = kind  # "file" or "hdfs"
         self.env = env
-        self.engine_args = engine_args
-        self.spec = dict(setup_spec, templates=f"{base_uri}/templates", tables=[])
+        confs = world_confs()
+        self.engine_args = [*engine_args, *(a for k, v in confs.items() for a in ("--conf", f"{k}={v}"))]
+        self.spec = dict(setup_spec, templates=f"{base_uri}/templates", tables=[], confs=confs)
         self.stages: dict[str, dict[str, Any]] = {}
         self.extras: dict[str, list[dict[str, Any]]] = {}
         self.cases: dict[str, dict[str, Any]] = {}  # table -> case description

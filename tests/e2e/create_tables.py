@@ -22,7 +22,8 @@ and the same two tables in each further DATABASE, under DATA_DIR/DATABASE
 the tables of the fleet scenario instead (``create_fleet``: a replica, a
 compacted dedupe table with superseded versions, a table and a batch to
 merge into it), ``mixed:DATABASE`` those of a mixed fleet (``create_mixed``:
-tables Lakekeeper must leave alone beside one that needs nothing). ``--read`` prints the rows of tables (id, v, ver, op and
+tables Lakekeeper must leave alone beside one that needs nothing), ``pipeline:DATABASE`` a table as its
+pipelines leave it beside a tidy one (``create_pipeline``: analyze's reconcile and sources). ``--read`` prints the rows of tables (id, v, ver, op and
 the partition column, sorted), as a reader sees them.
 
 Embedded Derby allows one JVM at a time: nothing else may use STATE_DIR while
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 
 
@@ -134,6 +136,66 @@ def create_mixed(spark, database, data):
     return out
 
 
+KILLED_RUN = "20261101T000000-abcdef"
+T0 = 1793491200  # 2026-11-01T00:00:00Z
+
+
+def create_pipeline(spark, database, data):
+    """A table as its pipelines leave it (analyze's reconcile and sources, docs/reconcile.md), and a tidy one:
+
+    * ``messy``, partitioned by dt: in dt=2026-11-01 three Spark appends (INSERT INTO, 4 files each, one job
+      uuid each; their modification times set 5 minutes apart from 2026-11-01T00:00Z, the rhythm of an hourly
+      job's sub-batches) and ``events_export.parquet``, a file copied in as ``hdfs dfs -put`` does; in
+      dt=2026-11-02 three Hive ``INSERT INTO``s (files named as Hive names them: ``000000_0``,
+      ``000000_0_copy_1``, ``000000_0_copy_2``); ``dt=2026-11-03``, a partition directory written by hand
+      without ADD PARTITION; ``dt=2026-10-31``, a partition whose directory was deleted; ``000000_0`` in the
+      table root; and ``.dt=2026-11-01.lk_staging_<run>``, the staging copy of a killed run whose journal
+      is gone;
+    * ``tidy``, partitioned by dt, one file per partition, every directory a partition's.
+    """
+    spark.sql("CREATE DATABASE IF NOT EXISTS %s" % database)
+    out = {}
+    for name in ("messy", "tidy"):
+        loc = os.path.join(data, name)
+        spark.sql("CREATE EXTERNAL TABLE %s.%s (%s) PARTITIONED BY (dt STRING) STORED AS PARQUET "
+                  "LOCATION 'file://%s'" % (database, name, VERSIONED, loc))
+        out[name] = {"location": loc}
+    for dt in ("2026-11-01", "2026-11-02"):
+        spark.createDataFrame(versioned_rows(dt, range(0, 100)), VERSIONED).repartition(1).createOrReplaceTempView("lk_src")
+        spark.sql("INSERT INTO %s.tidy PARTITION (dt='%s') SELECT * FROM lk_src" % (database, dt))
+    loc = out["messy"]["location"]
+    day1, day2 = os.path.join(loc, "dt=2026-11-01"), os.path.join(loc, "dt=2026-11-02")
+    seen = set()
+    for k in range(3):  # Spark appends: one job (uuid) each
+        spark.createDataFrame(versioned_rows("a", range(k * 100, k * 100 + 100)), VERSIONED).repartition(4) \
+            .createOrReplaceTempView("lk_src")
+        spark.sql("INSERT INTO %s.messy PARTITION (dt='2026-11-01') SELECT * FROM lk_src" % database)
+        new = sorted(n for n in os.listdir(day1) if n.startswith("part-") and n not in seen)
+        for n in new:
+            os.utime(os.path.join(day1, n), (T0 + k * 300, T0 + k * 300))
+        seen.update(new)
+    for k in range(3):  # Hive INSERT INTOs: 000000_0, then 000000_0_copy_1, ...
+        spark.createDataFrame(versioned_rows("b", range(k * 100, k * 100 + 100)), VERSIONED).repartition(1) \
+            .createOrReplaceTempView("lk_src")
+        spark.sql("INSERT INTO %s.messy PARTITION (dt='2026-11-02') SELECT * FROM lk_src" % database)
+        (spark_name,) = [n for n in os.listdir(day2) if n.startswith("part-")]
+        os.rename(os.path.join(day2, spark_name), os.path.join(day2, "000000_0" + ("_copy_%d" % k if k else "")))
+    sample = os.path.join(day1, sorted(seen)[0])
+    shutil.copyfile(sample, os.path.join(day1, "events_export.parquet"))  # hdfs dfs -put
+    os.makedirs(os.path.join(loc, "dt=2026-11-03"))  # written by hand, no ADD PARTITION
+    shutil.copyfile(sample, os.path.join(loc, "dt=2026-11-03", "000000_0"))
+    shutil.copyfile(sample, os.path.join(loc, "000000_0"))  # in the root, outside every partition
+    spark.sql("ALTER TABLE %s.messy ADD PARTITION (dt='2026-10-31')" % database)
+    shutil.rmtree(os.path.join(loc, "dt=2026-10-31"), ignore_errors=True)  # its directory deleted since
+    staging = os.path.join(loc, ".dt=2026-11-01.lk_staging_%s" % KILLED_RUN)  # a killed run's copy
+    os.makedirs(staging)
+    shutil.copyfile(sample, os.path.join(staging, "part-00000-x.snappy.parquet"))
+    out["messy"].update(staging=staging, sample_bytes=os.path.getsize(sample), killed_run=KILLED_RUN,
+                        rows=spark.table("%s.messy" % database).count())
+    out["tidy"]["rows"] = spark.table("%s.tidy" % database).count()
+    return out
+
+
 def read(spark, tables):
     """{table: sorted rows} of tables as a reader sees them (the partition column last)."""
     out = {}
@@ -170,7 +232,7 @@ def main(state_dir, data_dir, more=()):
             summary = read(spark, more[1:])
         else:
             summary = create(spark, "e2e", data)
-            makers = {"fleet": create_fleet, "mixed": create_mixed}
+            makers = {"fleet": create_fleet, "mixed": create_mixed, "pipeline": create_pipeline}
             summary["more"] = {db.split(":")[-1]: makers.get(db.split(":")[0] if ":" in db else "", create)(
                 spark, db.split(":")[-1], os.path.join(data, db.split(":")[-1])) for db in more}
     finally:

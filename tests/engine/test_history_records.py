@@ -104,6 +104,13 @@ def test_a_cleanup_record_says_which_backups_went_and_why():
     assert [(b["backup_table"], b["rule"], b["pinned"]) for b in rec["backups_kept"]] == [
         ("db.b2", "pinned", True), ("db.b3", "grace", False)]
     assert rec["totals"]["units"] == 0 and rec["totals"]["files_before"] is None
+    assert "orphans_removed" not in rec
+    # with orphans (docs/reconcile.md): the killed runs' staging copies it removed
+    orphan = {"path": "hdfs://nn/t/.dt=a.lk_staging_r9", "kind": "staging", "run_id": "r9", "state": "orphaned",
+              "files": 2, "bytes": 300, "reason": "x"}
+    rec = H.build_record("cleanup", dict(res, orphans_removed=[orphan]), T0, T0 + 1)
+    assert rec["orphans_removed"] == [{"path": orphan["path"], "run_id": "r9", "state": "orphaned", "files": 2,
+                                       "bytes": 300}]
 
 
 @pytest.mark.parametrize("command,res,dry_run,expected", [

@@ -18,8 +18,16 @@ Hive ACID, excluded by ``lakekeeper.exclude``, a replica with
 * with ``lakekeeper_fail_on_refused=true`` (and lakekeeper's own backup table
   named too) the same list fails the job, still saying what each table is.
 
-Two playbook runs, three JVMs in all (the tables, two analyses, one
-compaction); each run checks many things.
+Then, on database ``pl`` (``create_tables.py pipeline:``, made by the same
+JVM), issue 50 items 6 and 8 (docs/reconcile.md): a table as its pipelines
+leave it beside a tidy one, analyzed by ``lakekeeper_analyze`` (its
+``reconcile`` and ``sources``, and the report role's HTML), the killed run's
+staging copy listed by ``lakekeeper_cleanup`` with ``orphans`` in check mode
+(one playbook run, two engine runs), then removed by cleanup.yml with
+``lakekeeper_orphans=true`` - and nothing else touched.
+
+Four playbook runs, six JVMs in all (the tables, two analyses, one
+compaction, an analysis, two cleanups); each run checks many things.
 """
 
 from __future__ import annotations
@@ -41,10 +49,11 @@ MIXED = ["e2e.events", "mx.single", "mx.excluded", "mx.replica", "mx.managed", "
 def test_a_mixed_list_is_green_with_refusals_reported_and_red_on_request(collections_dir, tmp_path):
     state_dir, data_dir = tmp_path / "state", tmp_path / "data"
     started = time.time()
-    res = subprocess.run([sys.executable, CREATE_TABLES, str(state_dir), str(data_dir), "mixed:mx"],
+    res = subprocess.run([sys.executable, CREATE_TABLES, str(state_dir), str(data_dir), "mixed:mx", "pipeline:pl"],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900, check=False,
                          env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1"))
     assert res.returncode == 0, res.stdout[-5000:]
+    made = json.loads(res.stdout.strip().splitlines()[-1])["more"]["pl"]
     TIMINGS.append("create_tables.py mixed: %.0fs" % (time.time() - started))
     inventory = tmp_path / "inventory.json"
     inventory.write_text(json.dumps({"all": {
@@ -52,6 +61,7 @@ def test_a_mixed_list_is_green_with_refusals_reported_and_red_on_request(collect
         "children": {"lakekeeper_edge": {"hosts": {"edge": {
             "lakekeeper_state_dir": str(state_dir),
             "lakekeeper_app_cache_dir": str(tmp_path / "app-cache"),
+            "lakekeeper_run_record_dir": str(tmp_path / "runs"),  # not the shared ~/.lakekeeper/runs
             "lakekeeper_spark_submit": {"master": "local[2]", "extra_conf": {
                 "spark.sql.shuffle.partitions": "4", "spark.ui.showConsoleProgress": "false"}},
             "lakekeeper_environment": {"SPARK_LOCAL_IP": "127.0.0.1"},
@@ -102,3 +112,123 @@ def test_a_mixed_list_is_green_with_refusals_reported_and_red_on_request(collect
     assert run.stats["lakekeeper_tables_refused"] == 5 and run.stats["lakekeeper_tables_failed"] == 0, run.stats
     assert "mx.managed: refused: " in s["error"] and "lakekeeper analyze failed (rc=1)" in s["error"], s["error"]
     assert {t: data_files(str(data_dir / "mx" / t)) for t in untouched} == untouched
+
+    pipelines(inventory, collections_dir, tmp_path, state_dir, made)
+
+
+RECONCILE_PLAY = """
+- name: Analyze a table as its pipelines leave it, report it, and list its orphans
+  hosts: lakekeeper_edge
+  gather_facts: false
+  module_defaults:
+    group/lakekeeper.hive.lakekeeper:
+      state_dir: {state_dir}
+      app_cache_dir: {app_cache}
+      spark_submit: {{master: "local[2]", extra_conf: {{spark.sql.shuffle.partitions: "4",
+                     spark.ui.showConsoleProgress: "false"}}}}
+      environment: {{SPARK_LOCAL_IP: 127.0.0.1}}
+  tasks:
+    - name: Analyze
+      lakekeeper.hive.lakekeeper_analyze:
+        database: pl
+      register: analysis
+
+    - name: Report
+      ansible.builtin.include_role:
+        name: lakekeeper.hive.report
+      vars:
+        report_tables: "{{{{ analysis.tables }}}}"
+        report_dir: {reports}
+        report_cluster: pl
+
+    - name: The orphans a cleanup would remove (check mode)
+      lakekeeper.hive.lakekeeper_cleanup:
+        database: pl
+        orphans: true
+      check_mode: true
+      register: dry
+
+    - name: Keep both results
+      ansible.builtin.copy:
+        content: "{{{{ {{'analysis': analysis, 'dry': dry}} | to_json }}}}"
+        dest: {results}
+        mode: "0600"
+      delegate_to: localhost
+"""
+
+
+def pipelines(inventory, collections_dir, tmp_path, state_dir, made):
+    """Issue 50 items 6 and 8 on database pl (create_tables.py ``pipeline:``): each reconcile finding and
+    each writer of the messy table where it is there, none on the tidy one; the killed run's staging copy
+    removed by cleanup.yml with lakekeeper_orphans, the rest (someone's data) untouched."""
+    messy, tidy = made["messy"], made["tidy"]
+    loc = messy["location"]
+    play = tmp_path / "reconcile.yml"
+    results = tmp_path / "reconcile.json"
+    play.write_text(RECONCILE_PLAY.format(state_dir=state_dir, app_cache=tmp_path / "app-cache",
+                                          reports=tmp_path / "pl-reports", results=results))
+    before = listing_of(loc)
+    run = run_playbook(str(play), inventory, collections_dir, tmp_path)
+    assert run.rc == 0, run
+    got = json.loads(results.read_text())
+    by = {t["table"]: t for t in got["analysis"]["tables"]}
+    rec, clean = by["pl.messy"]["reconcile"], by["pl.tidy"]["reconcile"]
+    q = by["pl.messy"]["location"].rstrip("/")
+    # each check fires on the messy table ...
+    assert [(d["path"], d["looks_like_partition"], d["files"], d["bytes"]) for d in rec["unregistered_dirs"]] == [
+        (q + "/dt=2026-11-03", True, 1, messy["sample_bytes"])], rec
+    assert [m["spec"] for m in rec["missing_dirs"]] == ["dt=2026-10-31"], rec
+    assert rec["root_files"]["names"] == ["000000_0"] and rec["root_files"]["bytes"] == messy["sample_bytes"], rec
+    (stale,) = rec["stale"]
+    assert (stale["path"], stale["kind"], stale["state"], stale["removable"], stale["run_id"]) == (
+        q + "/.dt=2026-11-01.lk_staging_" + messy["killed_run"], "staging", "orphaned", True, messy["killed_run"])
+    assert rec["summary"]["findings"] == 4 and rec["summary"]["removable"] == 1, rec["summary"]
+    # ... and none on the tidy one
+    assert clean["summary"]["consistent"] and clean["summary"]["findings"] == 0, clean
+    # where the small files come from: three Spark jobs 5 minutes apart, three Hive INSERTs, a put file
+    writers = {w["writer"]: w for w in by["pl.messy"]["sources"]["writers"]}
+    assert sorted(writers) == ["hive", "other", "spark"], writers
+    spark = writers["spark"]
+    assert (spark["files"], spark["jobs"], spark["where"]) == (12, 3, ["dt=2026-11-01"]), spark
+    owner = spark["owner"]
+    assert owner and spark["cadence"]["text"] == "4 files every 5 minutes since 2026-11-01 by %s" % owner, spark
+    assert spark["cadence"]["regular"] and spark["cadence"]["interval_seconds"] == 300.0
+    assert (writers["hive"]["files"], writers["hive"]["where"]) == (3, ["dt=2026-11-02"]), writers["hive"]
+    assert writers["other"]["examples"] == ["events_export.parquet"], writers["other"]
+    assert [w["writer"] for w in by["pl.tidy"]["sources"]["writers"]] == ["spark"]
+    # the report: the findings, the removable one marked, each writer's cadence
+    html = (tmp_path / "pl-reports" / "lakekeeper-pl.html").read_text()
+    section = html[html.index('<h2 id="reconcile">'):html.index('<h2 id="sources">')]
+    assert '<b id="reconcile-findings">4</b>' in section and section.count("<tr><td>pl.messy</td>") == 4, section
+    assert "pl.tidy" not in section and '<td class="delete">lakekeeper staging (orphaned)</td>' in section
+    sources = html[html.index('<h2 id="sources">'):html.index('<h2 id="history">')]
+    assert "4 files every 5 minutes since 2026-11-01 by %s" % owner in sources, sources
+    # check mode lists the staging copy and removes nothing
+    dry = {t["table"]: t for t in got["dry"]["tables"]}
+    assert [o["path"] for o in dry["pl.messy"]["orphans_removed"]] == [stale["path"]], dry
+    assert dry["pl.tidy"]["orphans_removed"] == [] and dry["pl.messy"]["status"] == "planned", got["dry"]
+    assert listing_of(loc) == before
+
+    # -- cleanup.yml with lakekeeper_orphans: the staging copy goes, nothing else -------------------------------
+    run = run_playbook(os.path.join(PLAYBOOKS, "cleanup.yml"), inventory, collections_dir, tmp_path,
+                       ["lakekeeper_database=pl", "lakekeeper_orphans=true"])
+    assert run.rc == 0, run
+    assert run.stats["lakekeeper_tables_cleaned"] == 1 and run.stats["lakekeeper_freed_bytes"] > 0, run.stats
+    records = {t["table"]: t for t in run.summary("edge")["tables"]}
+    assert records["pl.messy"]["orphans_removed"] == [stale["path"]], records
+    assert records["pl.tidy"]["status"] == "skipped" and records["pl.tidy"]["orphans_removed"] == [], records
+    after = listing_of(loc)
+    gone = {k for k in before if k.startswith(".dt=2026-11-01.lk_staging_")}
+    assert gone and set(before) - set(after) == gone and all(after[k] == before[k] for k in after), (before, after)
+    assert listing_of(tidy["location"]) and not os.path.exists(messy["staging"])
+
+
+def listing_of(top):
+    """{relative path: size} of every file under top, hidden ones included (the journal's history aside)."""
+    out = {}
+    for d, _dirs, names in os.walk(top):
+        for n in names:
+            rel = os.path.relpath(os.path.join(d, n), top)
+            if not rel.startswith(".lakekeeper") and not n.endswith(".crc"):
+                out[rel] = os.path.getsize(os.path.join(d, n))
+    return out

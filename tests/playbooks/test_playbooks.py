@@ -93,10 +93,11 @@ class Run:
 NO_DEFAULT_RETENTION = '{"lakekeeper_keep_last": "", "lakekeeper_grace_period": ""}'
 
 
-def run_playbook(playbook, inventory, collections_dir, workdir, extra=(), timeout=1500, env=None):
+def run_playbook(playbook, inventory, collections_dir, workdir, extra=(), timeout=1500, env=None, options=()):
     """ansible-playbook PLAYBOOK (a path or a collection playbook FQCN) with
-    ``-e k=v`` extra variables; returns a Run with the set_stats of the run."""
-    return start_playbook(playbook, inventory, collections_dir, workdir, extra, env).finish(timeout)
+    ``-e k=v`` extra variables (and ``options``, e.g. ``--check``); returns a
+    Run with the set_stats of the run."""
+    return start_playbook(playbook, inventory, collections_dir, workdir, extra, env, options).finish(timeout)
 
 
 class Started:
@@ -123,8 +124,8 @@ class Started:
         return run
 
 
-def start_playbook(playbook, inventory, collections_dir, workdir, extra=(), env=None):
-    argv = [os.path.join(BIN, "ansible-playbook"), "-i", str(inventory), playbook]
+def start_playbook(playbook, inventory, collections_dir, workdir, extra=(), env=None, options=()):
+    argv = [os.path.join(BIN, "ansible-playbook"), "-i", str(inventory), playbook, *options]
     for item in extra:  # "k=v", or JSON for values with spaces (AWX passes extra variables as JSON/YAML)
         argv += ["-e", item]
     full_env = dict(os.environ)
@@ -257,6 +258,7 @@ def test_playbooks_embedded(collections_dir, collection_path, kdc, tmp_path):
         edge_vars = {
             "lakekeeper_state_dir": str(state_dir),
             "lakekeeper_app_cache_dir": str(tmp_path / "app-cache"),
+            "lakekeeper_run_record_dir": str(tmp_path / "runs"),  # not the shared ~/.lakekeeper/runs
             "lakekeeper_spark_submit": {"master": "local[2]", "extra_conf": {
                 "spark.sql.shuffle.partitions": "4", "spark.ui.showConsoleProgress": "false"}},
             "lakekeeper_environment": {"SPARK_LOCAL_IP": "127.0.0.1"},
@@ -577,6 +579,9 @@ PROBE = textwrap.dedent(
       vars_files:
         - MAPPING_FILE
       tasks:
+        - name: Map the lakekeeper_* variables that are set (those without a role default)
+          ansible.builtin.import_tasks: MAPPING_TASKS
+
         - name: Start a compaction run (selection and ingestion hosts are checked)
           ansible.builtin.include_role:
             name: lakekeeper.hive.maintenance
@@ -604,7 +609,8 @@ def test_example_inventory(collections_dir, tmp_path):
     playbooks pass --syntax-check with it. Nothing connects to the hosts."""
     inventory = os.path.join(PLAYBOOKS, "inventory", "example")
     probe = tmp_path / "probe.yml"
-    probe.write_text(PROBE.replace("MAPPING_FILE", os.path.join(PLAYBOOKS, "vars", "maintenance.yml")))
+    probe.write_text(PROBE.replace("MAPPING_FILE", os.path.join(PLAYBOOKS, "vars", "maintenance.yml"))
+                     .replace("MAPPING_TASKS", os.path.join(PLAYBOOKS, "tasks", "maintenance.yml")))
     run = run_playbook(str(probe), inventory, collections_dir, tmp_path,
                        ['{"lakekeeper_tables": "sales.orders, items\\nsales.orders", "lakekeeper_database": "sales"}'])
     assert run.rc == 0, run
@@ -739,6 +745,7 @@ def test_playbooks_on_the_testbed(collections_dir, testbed, tmp_path):
         "lakekeeper_environment": {"SPARK_CONF_DIR": conf, "SPARK_LOCAL_IP": "127.0.0.1"},
         "lakekeeper_python": testbed.python,        # the driver's Python
         "lakekeeper_app_cache_dir": str(tmp_path / "app-cache"),
+        "lakekeeper_run_record_dir": str(tmp_path / "runs"),  # not the shared ~/.lakekeeper/runs
         "lakekeeper_preflight_margin_ratio": 0.5,
         # ship the executors' Python: built once by the python_env role (PyYAML from PyPI, venv-pack),
         # published in a local directory, used as --archives ...#lakekeeper_env and ./lakekeeper_env/bin/python
@@ -786,7 +793,7 @@ def test_playbooks_on_the_testbed(collections_dir, testbed, tmp_path):
         assert "TASK [lakekeeper.hive.maintenance : Wait for the compaction to finish, printing its progress" \
             in run.output, run
         assert all("edge | [" in line for line in run.output.splitlines() if ": compacted in " in line), run
-        assert "TASK [lakekeeper.hive.maintenance : Remove the progress file]" in run.output, run
+        assert "TASK [lakekeeper.hive.maintenance : Remove the progress file and the run's record" in run.output, run
         assert run.stats["lakekeeper_tables_compacted"] == 2 and run.stats["lakekeeper_tables_failed"] == 0, run
         assert run.stats["lakekeeper_files_before"] == 160 and run.stats["lakekeeper_files_after"] == 4, run
         assert sorted(run.stats["lakekeeper_compacted_tables"]) == ["edge:pb.items", "edge:pb.orders"], run

@@ -19,6 +19,9 @@ PLAY = """
   vars_files:
     - {mapping}
   tasks:
+    - name: Map the lakekeeper_* variables without a role default (set only when set)
+      ansible.builtin.import_tasks: {facts}
+
     - name: Start a compaction run (the selection is checked)
       ansible.builtin.include_role:
         name: lakekeeper.hive.maintenance
@@ -48,7 +51,8 @@ CASES = {
 
 
 def test_a_merge_takes_one_table_and_a_dedupe(playbook):
-    run = playbook(PLAY.format(mapping=REPO / "playbooks" / "vars" / "maintenance.yml"), hosts=CASES)
+    run = playbook(PLAY.format(mapping=REPO / "playbooks" / "vars" / "maintenance.yml",
+                               facts=REPO / "playbooks" / "tasks" / "maintenance.yml"), hosts=CASES)
     shown = dict(re.findall(r"CASE (\w+) (merge=\w+ tables=[\w.,]*)", run.output))
     assert shown == {"dict": "merge=True tables=crm.customers", "survey_text": "merge=True tables=crm.customers",
                      "no_merge": "merge=False tables="}, run

@@ -19,6 +19,9 @@ PLAY = """
   vars_files:
     - {mapping}
   tasks:
+    - name: Map the lakekeeper_* variables without a role default (set only when set)
+      ansible.builtin.import_tasks: {facts}
+
     - name: Resolve the role's variables
       ansible.builtin.include_role:
         name: lakekeeper.hive.maintenance
@@ -41,6 +44,9 @@ PLAY = """
   vars_files:
     - {mapping}
   tasks:
+    - name: Map the lakekeeper_* variables without a role default (set only when set)
+      ansible.builtin.import_tasks: {facts}
+
     - name: Clean up
       ansible.builtin.import_role:
         name: lakekeeper.hive.maintenance
@@ -57,7 +63,8 @@ CASES = {
 
 
 def test_default_retention_and_its_guards(playbook):
-    run = playbook(PLAY.format(mapping=REPO / "playbooks" / "vars" / "maintenance.yml"), hosts=CASES)
+    run = playbook(PLAY.format(mapping=REPO / "playbooks" / "vars" / "maintenance.yml",
+                               facts=REPO / "playbooks" / "tasks" / "maintenance.yml"), hosts=CASES)
     shown = dict(re.findall(r"CASE (\w+) (older_than=\S+ keep_last=\S* grace=\S* seconds=[\d/]+)", run.output))
     assert shown["default"] == "older_than=7d keep_last=1 grace=1h seconds=604800/3600", run
     assert shown["survey_empty"] == "older_than=7d keep_last= grace= seconds=604800/0", run

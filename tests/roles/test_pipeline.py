@@ -437,6 +437,8 @@ class Run:
     def __str__(self) -> str:
         return f"ansible-playbook rc={self.rc} in {self.seconds:.1f}s\n{self.output[-8000:]}"
 
+    __repr__ = __str__  # what pytest shows of a failed "assert run.rc == 0, run"
+
 
 class Bed:
     """The provisioned hosts, their inventory and playbooks."""
@@ -650,10 +652,14 @@ def test_maintenance_pauses_before_compaction_and_resumes(bed):
     _wait(lambda: all(bed.h(n).size("/srv/ingest/cronjob.log") > 0 for n in INGESTION), 5, "cron jobs")
     calls = len(_calls(bed))
 
-    run = bed.run("maintenance.yml")
+    # with a guard on each host, which the play's resume ends before its expiry
+    run = bed.run("maintenance.yml", "-e", "pipeline_guard_seconds=600", "-e", "pipeline_guard_poll=0.3")
     assert run.rc == 0, run
     assert all(run.recap[n]["failed"] == 0 for n in INGESTION), run
     assert AIRFLOW_PASSWORD not in run.output
+    _no_guard_left(bed)
+    for name in INGESTION:
+        assert bed.h(name).read_text(GUARD_REPORT, default="<none>") == "<none>", name
 
     for name in INGESTION:
         marks = _markers(bed.h(name).read_text("/srv/ingest/cronjob.log"))
@@ -718,3 +724,91 @@ def test_drain_timeout_fails_clearly_and_resumes(bed):
         _assert_all_running(bed)
     finally:
         bed.h("h1").exec(["pkill", "-f", "ingest-cron-job"], check=False)
+
+
+INSPECT = """\
+- name: What an earlier run left
+  hosts: ingestion
+  gather_facts: false
+  tasks:
+    - name: Inspect the record and the guard's report
+      ansible.builtin.include_role:
+        name: lakekeeper.hive.pipeline
+        tasks_from: inspect
+
+    - name: Show them
+      ansible.builtin.debug:
+        msg: "FOUND {{ inventory_hostname }} {{ pipeline_found | to_json }}"
+"""
+GUARD_REPORT = "/var/lib/lakekeeper/pipeline-default.guard.json"
+
+
+def _no_guard_left(b: Bed) -> None:
+    """No guard process on the ingestion hosts within 15 s (its async_wrapper
+    looks at the module every 5 s)."""
+    _wait(lambda: all(b.h(n).exec(["pgrep", "-f", "lakekeeper_pause_guard"], check=False).returncode == 1
+                      for n in INGESTION), 15, "the guards to end", poll=0.5)
+
+
+def test_guard_resumes_a_pause_no_run_resumed(bed):
+    """A pause whose play never resumes (the host's view of a cancelled or
+    killed job): the guard each host's pause armed (over SSH, in the
+    background) resumes units, timers, crontab lines, the cron file and the
+    command hook at the expiry; the HTTP hooks stay in the record with the
+    guard's report beside it; inspect shows both, once; the resume entry
+    point finishes the job. (A guard whose pause is resumed in time:
+    test_maintenance_pauses_before_compaction_and_resumes.)"""
+    # -- a pause and no resume: paused until the expiry, then resumed by the guard on each host (the expiry
+    # runs from each host's pause: on a busy machine it may pass before ansible-playbook has ended)
+    calls = len(_calls(bed))
+    run = bed.run("pause.yml", "-e", "pipeline_guard_seconds=15", "-e", "pipeline_guard_poll=0.3")
+    assert run.rc == 0, run
+    if not any(bed.h(n).read_text(GUARD_REPORT, default="") for n in INGESTION):
+        records = {n: json.loads(bed.h(n).read_text(STATE_FILE)) for n in INGESTION}
+        for name, record in records.items():
+            assert record["guard"]["seconds"] == 15 and record["guard"]["expires"].endswith("Z"), record
+        if time.time() < min(r["guard"]["expires_at"] for r in records.values()) - 2:
+            assert _quiet(bed, _watched(bed)) == []
+    _wait(lambda: all(bed.h(n).read_text(GUARD_REPORT, default="") for n in INGESTION), 60, "the guards")
+    reports = {n: json.loads(bed.h(n).read_text(GUARD_REPORT)) for n in INGESTION}
+    for name, report in reports.items():
+        assert report["guard"]["fired_at"] >= report["guard"]["expires_at"], report
+        assert report["guard"]["fired_at"] - report["guard"]["expires_at"] < 10, report
+        assert sorted(report["resumed"]["systemd"]) == ["ingest-batch.timer", "ingest-stream.service"], report
+        assert len(report["resumed"]["cron"]) == (3 if name == "h1" else 2), report
+    assert reports["h2"]["resumed"]["hooks"] == ["generic-flag"], reports["h2"]
+    # the HTTP hooks (credentials never on disk; one run from the scheduler host) wait for a run
+    assert [h["name"] for h in reports["h1"]["left"]["hooks"]] == ["oozie-ingest-h1"], reports["h1"]
+    assert [h["name"] for h in reports["h2"]["left"]["hooks"]] == ["airflow-events_h2"], reports["h2"]
+    for name in INGESTION:
+        left = json.loads(bed.h(name).read_text(STATE_FILE))
+        assert left["systemd"] == [] and left["cron"] == [] and left["guard"]["fired"], left
+        assert _unit_states(bed, name) == {
+            "ingest-stream.service": ("active", "enabled"), "ingest-batch.timer": ("active", "enabled"),
+            "ingest-legacy.service": ("inactive", "enabled")}, name
+        assert bed.h(name).exec(["crontab", "-l"]).stdout == bed.crontab[name], name  # byte for byte
+    assert bed.h("h1").read_text("/etc/cron.d/ingest-extra") == bed.cron_file
+    assert bed.h("h1").exec(["stat", "-c", "%a", "/etc/cron.d/ingest-extra"]).stdout.strip() == "644"
+    assert bed.h("h2").read_text("/var/lib/ingest-generic/paused", default="<none>") == "<none>"
+    assert _growing(bed, [f for f in _watched(bed) if f[0] != SCHEDULER]) == []
+    assert not [c for c in _calls(bed)[calls:] if "resume" in c or '"is_paused": false' in c]
+    _no_guard_left(bed)
+
+    # -- inspect: the record left and the guard's report, shown once
+    (bed.work / "inspect.yml").write_text(INSPECT)
+    run = bed.run("inspect.yml")
+    assert run.rc == 0, run
+    # the debug line holds the JSON as a JSON string
+    found = {m[0]: json.loads(json.loads('"%s"' % m[1])) for m in re.findall(r'"FOUND (h\d) (\{.*\})"', run.output)}
+    assert sorted(found) == list(INGESTION), run
+    for name in INGESTION:
+        assert found[name]["guard_report"]["resumed"] == reports[name]["resumed"], found[name]
+        assert found[name]["record"]["hooks"] == reports[name]["left"]["hooks"], found[name]
+        assert found[name]["expired"] is True or found[name]["expired"] == "True", found[name]
+        assert bed.h(name).read_text(GUARD_REPORT, default="<none>") == "<none>", name
+    assert AIRFLOW_PASSWORD not in json.dumps(found)
+
+    # -- the resume entry point resumes what the guard could not
+    run = bed.run("resume.yml")
+    assert run.rc == 0, run
+    _assert_all_running(bed)

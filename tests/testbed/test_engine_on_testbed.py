@@ -14,8 +14,8 @@ Spark standalone with executors in a separate worker JVM.
    runs) exercise the same calls and run on the embedded default only.
 2. The engine CLI runs under spark-submit on the standalone cluster against
    an HDFS table, and a second Spark process sees the compacted table and the
-   same rows through the Metastore service: compact, compact again, rollback,
-   compact, cleanup. On each older Spark lane (scripts/spark-lanes), with that
+   same rows through the Metastore service: compact, rollback, compact,
+   cleanup. On each older Spark lane (scripts/spark-lanes), with that
    Spark's spark-submit; on the main line one CLI compaction runs inside the
    playbook scenario on the test bed, which sets up the same world.
 """
@@ -123,10 +123,10 @@ def test_cli_under_spark_submit_on_the_standalone_cluster(testbed, tmp_path):
     assert t["status"] == "compacted" and t["location"].startswith("hdfs://"), t
     assert [p["files_after"] for p in t["partitions"]] == [1, 1]
     assert second_process() == expected
-    assert engine("compact")["changed"] is False
+    # (a second compaction finding nothing to do, and a read between the rollback and the next compaction, are
+    # the main line's: neither differs between Spark lines; the read at the end sees what the three left)
     assert engine("rollback")["tables"][0]["status"] == "rolled_back"
-    assert second_process() == expected
-    engine("compact")
+    assert engine("compact")["tables"][0]["status"] == "compacted"
     doc = engine("cleanup", "--older-than", "all")
     assert doc["tables"][0]["status"] == "cleaned"
     assert second_process() == expected

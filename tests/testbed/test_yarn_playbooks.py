@@ -292,6 +292,15 @@ class Runs:
         return self.finish(self.start(name, *args, **kwargs))
 
 
+def failure(output):
+    """A failed playbook's message: the exceptions and their causes the JVMs
+    printed (the module's stderr is long: its root cause comes before the
+    stack trace's end), then the output's end."""
+    causes = [line.strip() for line in re.split(r'\\n|\\t|", "|\n', output)
+              if re.search(r"(Exception|Error)\b.*:|^Caused by", line.strip())]
+    return "\n".join(dict.fromkeys(causes[:40])) + "\n...\n" + output[-6000:]
+
+
 def flag(cmd, name):
     """The value of ``name`` in a result's shell-quoted ``cmd``."""
     argv = shlex.split(cmd)
@@ -338,7 +347,7 @@ def test_yarn_client_and_cluster_mode_with_cancels(bed, tmp_path):
 
         # -- 2. client mode: the driver here, the executors with the packed environment ------------------
         rc, output, results = runs.run("client", ["client_t"], "client")
-        assert rc == 0, output[-8000:]
+        assert rc == 0, failure(output)
         client_ids = check_lifecycle(results, "client")
         assert (tmp_path / "env" / "lakekeeper_env.tar.gz").is_file()
         assert flag(results["compact"]["cmd"], "--archives") == "%s#lakekeeper_env" % (tmp_path / "env" / "lakekeeper_env.tar.gz")
@@ -347,7 +356,7 @@ def test_yarn_client_and_cluster_mode_with_cancels(bed, tmp_path):
         config = tmp_path / "lakekeeper.yaml"
         config.write_text("backup_prefix: __ybk\n")
         rc, output, results = runs.run("cluster", ["cluster_t"], "cluster", config_file=config)
-        assert rc == 0, output[-8000:]
+        assert rc == 0, failure(output)
         cluster_ids = check_lifecycle(results, "cluster")
         assert results["compact"]["tables"][0]["backup_table"].startswith("yn.__ybk_cluster_t_")  # from the config
         assert flag(results["compact"]["cmd"], "--files") == "%s#lakekeeper-config.yaml" % config
@@ -398,7 +407,7 @@ def test_yarn_client_and_cluster_mode_with_cancels(bed, tmp_path):
 
         # -- 6. the next run recovers both tables from their journals, then compacts them ----------------
         rc, output, results = runs.run("recover", ["term_t", "kill_t"], "client", lifecycle=False)
-        assert rc == 0, output[-8000:]
+        assert rc == 0, failure(output)
         res = results["compact"]
         assert APP_ID.match(res["application_id"])
         for table in res["tables"]:

@@ -1,11 +1,15 @@
 """analyze: per table and per partition, file count, sizes, a file-size
 histogram now and as the plan projects it, and the decision; plus the
 table's existing backups with their size and the retention verdict a
-cleanup with the same options would give, and the table's run history
-(its newest ``history`` records, newest first). Writes nothing."""
+cleanup with the same options would give, the table's run history (its
+newest ``history`` records, newest first), the Metastore reconciled with
+the filesystem (``reconcile``: protocol/orphans.py) and where its small
+files come from (``sources``: policy/provenance.py, from the same
+listings). Writes nothing."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -18,6 +22,9 @@ from ..report.errors import java_message
 from ..report.history import read_history, summarize, trim_units
 from ..protocol.journal import Journal
 from ..protocol.legacy import legacy_backup_facts, legacy_leftovers
+from ..protocol.orphans import reconcile_facts
+from ..policy.provenance import SourceFile, attribute
+from ..storage.listing import NameCache
 from ..storage.layout import history_dir
 from ..protocol.lease import lease_path, read_holder, describe
 from ..report.model import TableInfo, Unit
@@ -30,9 +37,8 @@ from ..policy.table_policy import EXCLUDE, excluded
 from ..catalog.tables import check_rewritable, leftovers, load_table, plan, with_policy
 
 
-def lease_facts(ctx: Context, journal_dir: str) -> dict[str, Any] | None:
+def lease_facts(holder: dict[str, Any] | None) -> dict[str, Any] | None:
     """Who holds the table's lease right now (a run working on it), or None."""
-    holder = read_holder(ctx.fs, lease_path(journal_dir))
     if holder is None:
         return None
     return dict({k: v for k, v in holder.items() if k != "pid_start"}, description=describe(holder))
@@ -82,6 +88,13 @@ def legacy_facts(ctx: Context, info: TableInfo, p: Any) -> dict[str, Any]:
     return out
 
 
+def source_facts(ctx: Context, p: Any) -> dict[str, Any]:
+    """Where the table's small files come from (policy/provenance.py), from
+    the units' listings the plan made: names, sizes, owners, times."""
+    files = [SourceFile(f.name, f.size, f.mtime, f.owner, u.spec or "(table)") for u in p.units for f in u.listing.files]
+    return attribute(files, ctx.settings.small_file_threshold_bytes)
+
+
 def history_facts(ctx: Context, info: TableInfo) -> dict[str, Any]:
     """The table's newest history records (newest first, at most
     ``settings.history``) and their summary; what could not be read is
@@ -113,8 +126,13 @@ def analyze_table(ctx: Context, full_name: str) -> dict[str, Any]:
         after_all.append(after)
         parts.append(partition_result(u, "analyzed", u.decision.reason, decision=u.decision.action,
                                       histogram_before=before, histogram_after=after))
+    ctx = dataclasses.replace(ctx, fs=NameCache(ctx.fs))  # the parents' listings, once for every pass below
     backups = backup_facts(ctx, info)
     legacy = legacy_facts(ctx, info, p)
+    holder = read_holder(ctx.fs, lease_path(p.journal_dir))
+    pending = pending_runs(ctx, info)
+    reconciled = reconcile_facts(ctx, info, p, {b["run_id"] for b in backups}, holder, pending,
+                                 len(legacy.get("legacy_leftovers", [])))
     files = sum(u.stats.files for u in p.units)
     files_after = sum(u.decision.target_files if id(u) in chosen else u.stats.files for u in p.units)
     reason = f"{len(todo)} of {len(p.units)} unit(s) need compaction" if p.units else (
@@ -142,9 +160,11 @@ def analyze_table(ctx: Context, full_name: str) -> dict[str, Any]:
         backups_pending_cleanup=sum(1 for b in backups if b["verdict"] == "delete"),
         backup_bytes_pending_cleanup=sum(b["bytes"] or 0 for b in backups if b["verdict"] == "delete"),
         space=space_check(ctx.fs, todo),
-        pending_recovery=pending_runs(ctx, info),
+        pending_recovery=pending,
         leftovers=leftovers(ctx, p, set(Journal.run_ids(ctx.fs, p.journal_dir))),
-        lease=lease_facts(ctx, p.journal_dir),
+        lease=lease_facts(holder),
+        reconcile=reconciled,
+        sources=source_facts(ctx, p),
         mode=ctx.settings.mode,
         **history_facts(ctx, info),
         **legacy,

@@ -9,6 +9,13 @@ originals next to a live directory are deleted (see recovery.backup_units),
 and only the files the compaction planned: anything else found there is
 moved into the live directory first (``moved_to_live``).
 
+With ``--orphans`` it also removes the staging copies of killed runs that
+no journal and no live run accounts for, whose live directory is there
+(protocol/orphans.py, policy/reconcile.py: the only findings of analyze's
+``reconcile`` that are provably ours and orphaned): ``orphans_removed``, and
+the other findings it leaves in ``orphans_kept``. With ``--orphans`` and no
+retention policy, the backups are left alone.
+
 ``--keep-last`` counts per partition (retention.py): a backup that is still
 one of the N newest rollback points of any of its partitions is kept, whole.
 A table dropped since its compactions (``DB.TABLE`` given, or found by a
@@ -33,7 +40,8 @@ from ..protocol.recovery import backup_record, backup_units, recover_table
 from ..report.results import table_result
 from ..policy.retention import backup_verdicts, missing_policy, policy_of
 from ..protocol.swap import adopt_files
-from ..catalog.tables import load_table, with_policy
+from ..catalog.tables import load_table, plan, with_policy
+from ..protocol.orphans import remove_orphans
 
 
 def pin_table(ctx: Context, full_name: str, backups: list[BackupRef], run: str, pinned: bool) -> dict[str, Any]:
@@ -119,7 +127,7 @@ def dropped_journal_dir(ctx: Context, full_name: str) -> str | None:
 def cleanup_table(ctx: Context, full_name: str) -> dict[str, Any]:
     if not (ctx.settings.pin or ctx.settings.unpin):
         missing = missing_policy(policy_of(ctx.settings))
-        if missing:  # the command line refuses this first; here for every other caller
+        if missing and not ctx.settings.orphans:  # the command line refuses this first; here for every other caller
             raise Refused("no_retention_policy", missing)
     db, name = full_name.split(".")
     if not ctx.catalog.table_exists(db, name):
@@ -149,10 +157,35 @@ def cleanup_table(ctx: Context, full_name: str) -> dict[str, Any]:
         res["recovered"] = recovered
         res["changed"] = res["changed"] or bool(recovered)
         return res
-    verdicts = backup_verdicts(backups, ctx.settings, time.time(), lambda b: backup_partitions(ctx.catalog, b))
-    return _clean(ctx, full_name, backups, verdicts, lambda b: backup_units(ctx, info, b),
-                  lambda b: backup_record(ctx, info, b).planned, lambda b: b.journal_dir or journal_dir(info), recovered,
-                  info)
+    if missing_policy(policy_of(ctx.settings)):  # orphans only: the backups are left alone
+        res = table_result(full_name, "skipped", "no retention policy given: backups left alone", changed=bool(recovered),
+                           run_id=ctx.run_id, kept=[], freed_bytes=0, backups_removed=[], recovered=recovered)
+    else:
+        verdicts = backup_verdicts(backups, ctx.settings, time.time(), lambda b: backup_partitions(ctx.catalog, b))
+        res = _clean(ctx, full_name, backups, verdicts, lambda b: backup_units(ctx, info, b),
+                     lambda b: backup_record(ctx, info, b).planned, lambda b: b.journal_dir or journal_dir(info),
+                     recovered, info)
+    return with_orphans(ctx, info, res) if ctx.settings.orphans else res
+
+
+def with_orphans(ctx: Context, info: Any, res: dict[str, Any]) -> dict[str, Any]:
+    """``res`` with the orphaned staging copies removed (``--orphans``): in
+    ``orphans_removed`` (a dry run: would be), the findings left in
+    ``orphans_kept``, their bytes added to ``freed_bytes``."""
+    left = find_backups(ctx.catalog, info.db, info.name, ctx.settings.backup_prefix)
+    found = remove_orphans(ctx, info, plan(ctx, info), {b.run_id for b in left})
+    res.update(found)
+    n = len(found["orphans_removed"])
+    if not n:
+        return res
+    res["freed_bytes"] = (res.get("freed_bytes") or 0) + found["orphan_bytes"]
+    what = f"{n} orphaned staging cop{'y' if n == 1 else 'ies'} ({found['orphan_bytes']} bytes)"
+    if ctx.settings.dry_run:
+        res.update(status="planned", would_change=True, reason=f"{res['reason']}; would remove {what}")
+    else:
+        status = res["status"] if res["status"] == "cleaned" else "cleaned"
+        res.update(status=status, changed=True, would_change=True, reason=f"{res['reason']}; removed {what}")
+    return res
 
 
 def _clean(ctx: Context, full_name: str, backups: list[BackupRef], verdicts: list[tuple[BackupRef, Any]],

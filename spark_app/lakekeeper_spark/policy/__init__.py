@@ -10,6 +10,9 @@ reading the config file): above storage (hidden names), below the catalog.
   (catalog) plans it
 - ``budget``           the maintenance window (deadline, most useful work first)
 - ``retention``        which backups a cleanup deletes
+- ``reconcile``        the Metastore against the filesystem: analyze's findings, and the only
+  ones cleanup's ``orphans`` may remove
+- ``provenance``       which writers left the small files (names, owners) and their cadence
 - ``merge_rules``      merge mode's rules (routing, moved keys, the applied record)
 - ``replication``      Hive replication: the refusal and distcp's filters
 - ``upgrade``          lakekeeper 0.0.x's config keys and flags: deprecated or refused by name

@@ -177,6 +177,9 @@ class Settings:
     lease_timeout_seconds: int = 30 * 60
     break_lease: bool = False  # recover: take over the lease even if it looks live (holder known dead)
     history: int = 20  # analyze: the table's newest history records returned (history.py); 0: none
+    # cleanup: also remove the staging copies of killed runs that no journal or live run accounts for
+    # (policy/reconcile.py: only those are provably ours and orphaned)
+    orphans: bool = False
 
     @property
     def dedupe(self) -> bool:
@@ -390,6 +393,7 @@ _FILE_KEYS = {
     "allow_by_name_projection": bool,
     "allow_owner_change": bool,
     "allow_replicated": bool,
+    "orphans": bool,
     "fail_on_refused": bool,
     "lease_timeout": str,
 }

@@ -16,4 +16,6 @@ rewrite's fault points, merge's record).
 - ``recovery``     the journal-driven state machines (recover, settle a unit, finish a
   rollback), a backup's units and journal record, Metastore statistics
 - ``legacy``       what lakekeeper 0.0.x left: reported, rolled back and cleaned as 0.0.6 did
+- ``orphans``      analyze's reconcile gathered and measured, and cleanup's ``orphans`` removal
+                   (the lease and journals judge what is live)
 """

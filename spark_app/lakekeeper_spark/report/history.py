@@ -181,6 +181,9 @@ def build_record(command: str, result: dict[str, Any], started: float, ended: fl
         for key in ("pinned", "unpinned"):
             if result.get(key):
                 rec[key] = [b.get("backup_table") for b in result[key]]
+        if result.get("orphans_removed"):  # cleanup with orphans: the killed runs' staging copies it removed
+            rec["orphans_removed"] = [_backup_entry(o, ("path", "run_id", "state", "files", "bytes"))
+                                      for o in result["orphans_removed"]]
     recovered = list(result.get("recovered") or []) + list(result.get("recovered_after_error") or [])
     if recovered:
         rec["recovered"] = [{k: a.get(k) for k in ("run_id", "action", "spec") if a.get(k) is not None}

@@ -5,6 +5,7 @@ with ``os.scandir``."""
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Iterable
 
@@ -14,6 +15,46 @@ from ..compat.jvm import java_class
 from .readers import hive_skips
 from .status import is_checksum_name, parse_status_dump, plain_uri
 from .threads import threaded
+
+
+@functools.lru_cache(maxsize=256)
+def _user_name(uid: int) -> str:
+    try:
+        import pwd
+
+        return pwd.getpwuid(uid).pw_name
+    except (ImportError, KeyError):
+        return str(uid)
+
+
+@functools.lru_cache(maxsize=256)
+def _group_name(gid: int) -> str:
+    try:
+        import grp
+
+        return grp.getgrgid(gid).gr_name
+    except (ImportError, KeyError):
+        return str(gid)
+
+
+class NameCache:
+    """A read-only view of a ``HadoopFS`` whose ``list_names`` answers each
+    directory once: analyze's several passes over the same parents (its
+    leftovers, lakekeeper 0.0.x's, the reconciliation) share one listing.
+    Everything else goes to the adapter."""
+
+    def __init__(self, fs: object):
+        self._fs = fs
+        self._names: dict[str, list[tuple[str, bool]]] = {}
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._fs, name)
+
+    def list_names(self, uri: str) -> list[tuple[str, bool]]:
+        key = uri.rstrip("/")
+        if key not in self._names:
+            self._names[key] = self._fs.list_names(uri)  # type: ignore[attr-defined]
+        return self._names[key]
 
 
 class Listings:
@@ -124,8 +165,10 @@ class Listings:
                     if entry.is_dir(follow_symlinks=True):
                         listing.subdirs.append(entry.name)
                     else:
+                        # the owner, as Hadoop's local filesystem reports it (analyze's sources name writers by it)
                         listing.files.append(FileEntry(name=entry.name, size=st.st_size,
-                                                       mtime=int(st.st_mtime_ns // 1_000_000)))
+                                                       mtime=int(st.st_mtime_ns // 1_000_000),
+                                                       owner=_user_name(st.st_uid), group=_group_name(st.st_gid)))
             out[q] = listing
         return out
 

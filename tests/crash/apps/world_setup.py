@@ -404,7 +404,8 @@ def main():
     from lakekeeper_spark.session import build_session
 
     spark = build_session(spec.get("master", "local[2]"), spec.get("state_dir"),
-                          {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"})
+                          {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2",
+                           **spec.get("confs", {})})
     timings["session"] = round(time.time() - t0, 1)
     from lakekeeper_spark.catalog.catalog import Catalog
     from lakekeeper_spark.cli import _run_tables

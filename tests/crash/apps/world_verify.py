@@ -367,7 +367,8 @@ def main(adjust=None):
     from lakekeeper_spark.session import build_session
 
     spark = build_session(spec.get("master", "local[2]"), spec.get("state_dir"),
-                          {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"})
+                          {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2",
+                           **spec.get("confs", {})})
     ctx = Context(spark, HadoopFS(spark), Catalog(spark), build_settings({}, {}), new_run_id())
     fs = FS(spark)
     late = expect["late_templates"]

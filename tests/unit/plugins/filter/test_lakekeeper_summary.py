@@ -49,7 +49,8 @@ def test_a_compaction():
     assert s["files_before"] == 60 + 1 + 0 and s["files_after"] == 2 + 1 + 0
     assert s["backup_tables"] == ["e2e.__bkp_events_20261124T230100_def456"]
     assert s["ingestion"] == {"hosts": ["ingest"], "run_id": "lakekeeper-paris", "paused": paused, "resumed": {},
-                              "would_pause": [], "paused_at": 1000.0, "resumed_at": 1012.34, "paused_seconds": 12.3}
+                              "would_pause": [], "paused_at": 1000.0, "resumed_at": 1012.34, "paused_seconds": 12.3,
+                              "earlier": {}}
     assert s["lines"] == [
         "compact on edge (cluster paris): 1 compacted, 1 not needed, 0 skipped, 1 refused, 1 failed; "
         "files 61 -> 3, 5.96 KB -> 4.00 KB",
@@ -97,6 +98,42 @@ def test_an_analysis():
                             "(estimate), " \
                             "8.89 KB -> 8.89 KB"
     assert s["lines"][-1] == "e2e.events: short by 1"
+
+
+def test_an_analysis_with_reconcile_findings_and_small_file_writers():
+    messy = {"table": "pl.messy", "status": "analyzed", "needs_compaction": True, "files": 16, "bytes": 900,
+             "files_after_estimate": 3, "reason": "1 of 2 unit(s) need compaction",
+             "reconcile": {"summary": {"findings": 4, "removable": 1, "consistent": False}},
+             "sources": {"writers": [
+                 {"writer": "spark", "small_files": 12, "cadence": {"text": "4 files every 5 minutes since 2026-11-01 by etl"}},
+                 {"writer": "hive", "small_files": 3, "cadence": {"text": "3 file(s) in 1 write(s) on 2026-11-02"}},
+                 {"writer": "other", "small_files": 0, "cadence": None}]}}
+    tidy = {"table": "pl.tidy", "status": "analyzed", "needs_compaction": False, "files": 2, "bytes": 100,
+            "reconcile": {"summary": {"findings": 0, "removable": 0, "consistent": True}},
+            "sources": {"writers": []}}
+    s = run(action="analyze", analysis={"tables": [messy, tidy]})
+    m, t = s["tables"]
+    assert (m["reconcile_findings"], m["reconcile_removable"]) == (4, 1)
+    assert m["small_file_writers"] == ["4 files every 5 minutes since 2026-11-01 by etl",
+                                       "3 file(s) in 1 write(s) on 2026-11-02"]
+    assert (t["reconcile_findings"], t["small_file_writers"]) == (0, [])
+    assert s["lines"][1] == ("pl.messy: to_compact, files 16 -> 3, 4 Metastore/filesystem finding(s), small files: "
+                             "4 files every 5 minutes since 2026-11-01 by etl (1 of 2 unit(s) need compaction)")
+    assert "finding" not in s["lines"][2] and "small files" not in s["lines"][2], s["lines"]
+    # an engine without them: no such keys
+    assert "reconcile_findings" not in run(action="analyze", analysis=ANALYSIS)["tables"][0]
+
+
+def test_a_cleanup_with_orphans_names_them():
+    result = {"run_id": "r", "tables": [
+        {"table": "pl.messy", "status": "cleaned", "freed_bytes": 4096, "backups_removed": [], "kept": [],
+         "reason": "no retention policy given: backups left alone; removed 1 orphaned staging copy (4096 bytes)",
+         "orphans_removed": [{"path": "file:/d/messy/.dt=a.lk_staging_r"}], "orphans_kept": []}]}
+    s = run(action="cleanup", result=result)
+    assert s["tables"][0]["orphans_removed"] == ["file:/d/messy/.dt=a.lk_staging_r"]
+    assert s["freed_bytes"] == 4096 and s["totals"]["lakekeeper_tables_cleaned"] == 1
+    assert "orphans_removed" not in run(action="cleanup", result={"tables": [{"table": "x.y", "status": "skipped"}]})[
+        "tables"][0]
 
 
 def test_a_run_that_stopped_before_compacting():
@@ -201,3 +238,60 @@ def test_a_mixed_fleet_is_not_a_failure():
     assert s["counts"] == {"compacted": 1, "not_needed": 1, "skipped": 1, "refused": 3, "failed": 0}
     assert s["totals"]["lakekeeper_refused_tables"] == ["edge:db.mine", "edge:db.managed", "edge:db.replica"]
     assert "db.managed: refused (MANAGED table)" in s["lines"]
+
+
+def test_what_an_earlier_run_left_on_the_ingestion_hosts():
+    """A pause record still there (no guard, or a guard not yet expired) and a
+    guard's report: in ingestion.earlier and in the lines."""
+    found = {
+        "ing1": {"record": {"paused_at": "2026-11-29T01:00:00Z", "systemd": [{"name": "a.timer"}],
+                            "cron": [{"user": "etl", "lines": ["1 * * * * x", "2 * * * * y"]}], "hooks": []},
+                 "expired": False, "guard_report": {}},
+        "ing2": {"record": {"paused_at": "2026-11-29T01:00:00Z", "hooks": [{"name": "airflow"}],
+                            "guard": {"expires": "2026-11-30T02:00:00Z", "fired": "2026-11-30T02:00:01Z"}},
+                 "expired": True,
+                 "guard_report": {"paused_at": "2026-11-29T01:00:00Z",
+                                  "guard": {"expires": "2026-11-30T02:00:00Z", "fired": "2026-11-30T02:00:01Z"},
+                                  "resumed": {"systemd": ["s.service"], "cron": [], "hooks": ["loader"]},
+                                  "left": {"hooks": [{"name": "airflow"}], "errors": ["hook airflow: no resume"]}}},
+        "ing3": {"record": {"paused_at": "2026-11-29T01:00:00Z", "hooks": [{"name": "h"}],
+                            "guard": {"expires": "2026-11-30T02:00:00Z"}}, "expired": "True"},
+    }
+    s = run(found=found)
+    earlier = s["ingestion"]["earlier"]
+    assert earlier["ing1"]["left_paused"]["expired"] is False and "guard_fired" not in earlier["ing1"]
+    assert earlier["ing2"]["guard_fired"]["resumed"]["hooks"] == ["loader"]
+    assert earlier["ing3"]["left_paused"]["expired"] is True
+    lines = "\n".join(s["lines"])
+    assert ("ingestion on ing1: an earlier run left it paused (paused at 2026-11-29T01:00:00Z: systemd a.timer, "
+            "cron 2, hooks -; no guard); this run resumes it") in lines
+    assert ("ingestion on ing2: the pause an earlier run left (paused at 2026-11-29T01:00:00Z, never resumed by its "
+            "run) expired at 2026-11-30T02:00:00Z; its guard resumed systemd s.service, cron 0, hooks loader at "
+            "2026-11-30T02:00:01Z; not resumed by the guard: hook airflow: no resume") in lines
+    assert "its guard fired at 2026-11-30T02:00:01Z and left this" in lines
+    assert "ing3: an earlier run left it paused" in lines and "expired at 2026-11-30T02:00:00Z, its guard did not" \
+        in lines
+    assert s["ok"]  # what an earlier run left does not fail this one
+
+
+def test_what_an_earlier_compaction_left():
+    """The record of a compaction whose play never ended, and one look at its job."""
+    record = {"started_at": "2026-11-29T01:00:00Z", "jid": "j1.2", "tables": ["db.a", "db.b"]}
+    ended = {"finished": 1, "failed": 1, "msg": "Timeout exceeded",
+             "progress_tables": [{"table": "db.a", "status": "compacted", "reason": "2 of 2"},
+                                 {"table": "db.b", "status": "in_progress", "reason": ""}]}
+    s = run(earlier_run={"record": record, "result": ended})
+    er = s["earlier_run"]
+    assert er["finished"] and "still_running" not in er
+    assert [(t["table"], t["status"]) for t in er["tables"]] == [("db.a", "compacted"), ("db.b", "failed")]
+    assert "interrupted while being worked on (Timeout exceeded)" in er["tables"][1]["reason"]
+    assert any(line.startswith("the compaction started at 2026-11-29T01:00:00Z by an earlier run whose play never "
+                               "ended (cancelled or killed): db.a compacted (2 of 2); db.b failed") for line in s["lines"])
+    # its own result when it finished by itself; still running otherwise
+    done = {"finished": 1, "rc": 0, "tables": [{"table": "db.a", "status": "compacted"}]}
+    assert run(earlier_run={"record": record, "result": done})["earlier_run"]["tables"][0]["status"] == "compacted"
+    running = run(earlier_run={"record": record, "result": {"finished": 0, "progress_tables": []}})
+    assert running["earlier_run"]["still_running"]
+    assert "is still running (job j1.2): no table finished or begun" in running["lines"][-1] or any(
+        "is still running (job j1.2): no table finished or begun" in line for line in running["lines"])
+    assert run()["earlier_run"] == {}

@@ -279,8 +279,12 @@ def test_cleanup_without_a_retention_policy_refused(engine, tmp_path, monkeypatc
     # keep_last 0 is refused too (it keeps the newest backups of each partition: at least 1)
     res = run(lakekeeper_cleanup, dict(table="db.t", keep_last=0, spark_submit=dict(script_path=engine)), tmp_path)
     assert res["failed"] is True and "keep_last must be at least 1" in res["msg"] and not echo.exists()
-    # keep_last 1, a pin or a config file (the engine reads its policy) run the engine
-    for args in (dict(keep_last=1), dict(pin="r1"), dict(config_file=str(tmp_path / "lk.yaml"))):
+    # orphans: false is no policy either
+    res = run(lakekeeper_cleanup, dict(table="db.t", orphans=False, spark_submit=dict(script_path=engine)), tmp_path)
+    assert res["failed"] is True and "needs a retention policy" in res["msg"] and not echo.exists()
+    # keep_last 1, a pin, a config file (the engine reads its policy) or orphans alone (the backups are left
+    # alone) run the engine
+    for args in (dict(keep_last=1), dict(pin="r1"), dict(config_file=str(tmp_path / "lk.yaml")), dict(orphans=True)):
         (tmp_path / "lk.yaml").write_text("older_than: 7d\n")
         res = run(lakekeeper_cleanup, dict(args, table="db.t", spark_submit=dict(script_path=engine)), tmp_path)
         assert res["failed"] is False and echo.exists(), res
