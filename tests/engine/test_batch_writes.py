@@ -24,9 +24,8 @@ def _table(spark, warehouse: str, name: str, parts: int = 5, nfiles: int = 6, fm
     spark.sql(f"CREATE EXTERNAL TABLE {t} (id BIGINT, v STRING, d DOUBLE, ts TIMESTAMP) PARTITIONED BY ({by}) "
               f"STORED AS {fmt} LOCATION '{loc}'")
     for i in range(parts):
-        spark.range(i * 1000, i * 1000 + 300).selectExpr("id", "cast(id as string) v", "id * 0.5 d",
-                                                        "timestamp_seconds(1700000000 + id) ts") \
-            .repartition(nfiles).createOrReplaceTempView("lk_src")
+        cols = ("id", "cast(id as string) v", "id * 0.5 d", "timestamp_seconds(1700000000 + id) ts")
+        spark.range(i * 1000, i * 1000 + 300).selectExpr(*cols).repartition(nfiles).createOrReplaceTempView("lk_src")
         spec = f"dt='2024-01-0{i}', h='0{i % 2}'" if levels == 2 else f"dt='2024-01-0{i}'"
         spark.sql(f"INSERT INTO {t} PARTITION ({spec}) SELECT * FROM lk_src")
     return loc
