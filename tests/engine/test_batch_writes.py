@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 import pytest
 
@@ -89,3 +90,41 @@ def test_a_bad_batch_falls_back_to_units_one_by_one(spark, engine, files, wareho
     assert doc.get("batch_roots") and not files.fs.exists(doc["batch_roots"][0])
     spark.sql("REFRESH TABLE lk.batch_bad")
     assert same_rows(spark.table("lk.batch_bad"), rows)
+
+
+def test_rows_traded_between_partitions_fail_the_batch(spark, engine, files, warehouse, monkeypatch, caplog):
+    """Two partitions' files trade places in the batch root before its read-back:
+    every unit is there with as many rows as written, and the plain checksums
+    add up to the same total; only the hashes folded with each row's partition
+    values see it (rewrite/batch.py, step 2)."""
+    from lakekeeper_spark.commands import compact as compact_cmd
+
+    _table(spark, warehouse, "batch_traded", parts=3, levels=1)
+    rows = frozen(spark, "lk.batch_traded")
+    traded = []
+
+    def trade(_spark, fs, _info, unit_dir, _codec):
+        if traded:
+            return
+        root, name = unit_dir.rstrip("/").rsplit("/", 1)
+        other = next(n for n, is_dir in fs.list_names(root) if is_dir and n != name and not n.startswith((".", "_")))
+        a = next(f.name for f in fs.list_dir(unit_dir).files if not f.name.startswith((".", "_")))
+        b = next(f.name for f in fs.list_dir(f"{root}/{other}").files if not f.name.startswith((".", "_")))
+        fs.rename(f"{unit_dir}/{a}", f"{root}/traded-{a}")
+        fs.rename(f"{root}/{other}/{b}", f"{unit_dir}/{b}")
+        fs.rename(f"{root}/traded-{a}", f"{root}/{other}/{a}")
+        traded.append((name, other))
+
+    monkeypatch.setattr(compact_cmd, "alter_batch_value", trade)
+    with caplog.at_level(logging.INFO, logger="lakekeeper_spark"):
+        res = engine.one("compact", "lk.batch_traded")
+    assert traded, "the batch did not run"
+    assert "batch 0 (3 units) failed, its units are written one by one" in caplog.text, caplog.text[-3000:]
+    m = re.search(r"batch of 3 units: (\d+) rows with checksum (-?\d+) written, (\d+) with (-?\d+) read back",
+                  caplog.text)
+    assert m and m.group(1) == m.group(3) == "900" and m.group(2) != m.group(4), caplog.text[-3000:]
+    assert "units missing" not in caplog.text and "units not planned" not in caplog.text
+    assert res["status"] == "compacted", res
+    assert all(p["verified"] == "content" and p["files_after"] == 1 for p in res["partitions"]), res
+    spark.sql("REFRESH TABLE lk.batch_traded")
+    assert same_rows(spark.table("lk.batch_traded"), rows)
