@@ -22,7 +22,9 @@ JAVA17_OPENS = [
 # suite's client JVMs: C1 only, one compiler thread and the serial GC start
 # faster and use less CPU on a shared, CPU-bound 2-core machine.
 QUICK_JVM_OPTS = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:CICompilerCount=1"]
-DAEMON_JVM_OPTS = [*QUICK_JVM_OPTS, "-Djava.net.preferIPv4Stack=true"]
+# -XX:-UsePerfData: no hsperfdata file and no sampling thread waking 20 times a second (about
+# half an idle JVM's CPU; jps and jstat do not see the daemons, jcmd <pid> and jstack still work).
+DAEMON_JVM_OPTS = [*QUICK_JVM_OPTS, "-XX:-UsePerfData", "-Djava.net.preferIPv4Stack=true"]
 
 
 def write_site(path: Path, props: dict[str, object]) -> Path:

@@ -134,7 +134,15 @@ def hdfs_site(block_size: int, superuser_group: str, key_provider: str) -> dict[
         "dfs.permissions.enabled": True,
         "dfs.permissions.superusergroup": superuser_group,
         "dfs.namenode.resource.du.reserved": 16 * 1024 * 1024,
-        "dfs.heartbeat.interval": 1,
+        # idle CPU (the bed idles through most of a suite run): each DataNode's heartbeat every 3 s,
+        # Hadoop's default (1 s cost 3 heartbeats a second; block reports and the incremental reports
+        # of written blocks do not wait for a heartbeat); the NameNode's scrubber of deleted blocks
+        # polls its queue every 100 ms, not every 10 ms (the default: 15 % of the idle JVM's CPU)
+        "dfs.heartbeat.interval": 3,
+        "dfs.namenode.block.deletion.unlock.interval.ms": 100,
+        # each RPC handler thread wakes every second to poll its queue: 3 per DataNode, not 10
+        # (clients talk to a DataNode's RPC server for block recovery only; the NameNode keeps 10)
+        "dfs.datanode.handler.count": 3,
         "dfs.datanode.data.dir.perm": "700",
         "dfs.client.block.write.replace-datanode-on-failure.enable": False,
         "hadoop.security.key.provider.path": key_provider,
@@ -163,6 +171,15 @@ def yarn_site(nm_memory_mb: int, nm_vcores: int, node_attribute_dir: Path) -> di
         "yarn.scheduler.capacity.root.default.user-limit-factor": 1,
         # application masters may take the whole (small) cluster: a cluster-mode driver is one
         "yarn.scheduler.capacity.maximum-am-resource-percent": 1.0,
+        # Hadoop 3.5 schedules asynchronously by default, a thread looping every 5 ms even with nothing
+        # to place: 40 % of the idle JVM's CPU. Every 100 ms: a request waits at most 0.1 s longer
+        "yarn.scheduler.capacity.schedule-asynchronously.scheduling-interval-ms": 100,
+        # RPC handler threads (each wakes every second to poll its queue: 216 idle wake-ups a second
+        # with the defaults): a handful for this bed's one NodeManager and few applications at a time
+        "yarn.resourcemanager.client.thread-count": 4,
+        "yarn.resourcemanager.scheduler.client.thread-count": 4,
+        "yarn.resourcemanager.resource-tracker.client.thread-count": 2,
+        "yarn.nodemanager.container-manager.thread-count": 4,
         # the ResourceManager's node attributes store: on the local disk, not on HDFS
         "yarn.node-attribute.fs-store.root-dir": f"file://{node_attribute_dir}",
         # container logs stay in the NodeManager's log dir (no aggregation), 1 h after the app ends
