@@ -37,7 +37,8 @@ def test_compaction_crash_at_every_step(file_world, request):
     rows = W.crash_rows(file_world, ("crash",))
     W.report(request.config, file_world, rows, "compaction killed at every journal step, then `recover`",
              "crash-matrix-file.json")
-    assert len(rows) == 3 * len(W.COMPACT_STEPS)
+    assert len(rows) == 3 * len(W.COMPACT_STEPS) + len(W.BATCH_STEPS)
+    assert {r["step"] for r in rows if r["kind"] == "part"} >= set(W.BATCH_STEPS)
     assert file_world.stages["recover"]["rc"] == 0, W.stderr_tail(file_world.stages["recover"])
     for r in rows:
         if r["step"] == "table:finished":

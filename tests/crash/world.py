@@ -79,6 +79,9 @@ COMPACT_STEPS = [
     "table:creating_backup", "table:compacting", "writing_staging", "verifying", "moving_aside",
     "moving_aside:after", "moving_in", "moving_in:after", "repointing_backup", "done", "table:finished",
 ]
+# The kill points of a batch of units written by one job (rewrite/batch.py): a partitioned table's two
+# compacted partitions form a batch; killed before its write, its read-back, its renames and after the first
+BATCH_STEPS = ["batch_writing", "batch_reading", "batch_renaming", "batch_renaming:after"]
 FORWARD_STEPS = {"moving_aside:after", "moving_in", "moving_in:after", "repointing_backup", "done",
                  "table:finished"}
 ROLLBACK_STEPS = ["table:rolling_back", "rolling_back", "rollback_moved_compacted:after",
@@ -407,6 +410,11 @@ def build_file_world(work: Path) -> World:
                       expect=expected_units(kind, step))
             crash.append(t)
             kill_specs.append(hook(step, t, CRASH_UNIT[kind]))
+    for step in BATCH_STEPS:  # the batch's own steps: its first unit's index names the batch
+        t = w.add("cm", f"part_{code(step)}", "part", step=step, group="crash", recover_by="recover",
+                  expect=expected_units("part", step))
+        crash.append(t)
+        kill_specs.append(hook(step, t, CRASH_UNIT["part"]))
     # the same crash, then a plain new compact run recovers automatically
     auto = []
     for kind, step in (("flat", "moving_in"), ("part", "verifying"), ("outside", "moving_aside:after")):

@@ -13,10 +13,14 @@ they call lives in the layers below (catalog, protocol, rewrite).
 from __future__ import annotations
 
 import logging
+import os
+import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 from ..catalog.backup import BackupInProgress, PendingRepoints, create_backup, repoint
+from ..policy.batching import DEFAULT_BATCH_UNITS, BatchPlan, UnitBatch, codec_key, plan_batches
+from ..policy.batching import why_not as not_batchable
 from ..policy.budget import DEADLINE, benefit
 from ..rewrite.columns import RewriteColumns, resolve_columns
 from ..catalog.context import Context, JobSlot, run_unit_jobs
@@ -24,7 +28,7 @@ from ..rewrite.delete_ratio import apply_delete_ratio
 from ..report.errors import LakekeeperError, Refused, UsageError, java_message, root_cause
 from ..rewrite.content import compare as compare_content
 from ..rewrite.content import UnitTable, staged_checksum
-from ..protocol.faults import alter_staged_value, tamper_staging, wrong_staging_ec
+from ..protocol.faults import alter_batch_value, alter_staged_value, fault_point, tamper_staging, wrong_staging_ec
 from ..storage.group_commit import RecentCheck
 from ..storage.formats import file_columns, file_facts, payload_fraction, spark_codec_name
 from ..storage.hdfs_checks import carry_attributes, prepare_staging
@@ -37,10 +41,13 @@ from ..report.model import Decision, TableInfo, TablePlan, Unit
 from ..policy.names import sql_path_literal
 from ..protocol.recovery import PendingStatistics, recover_table, settle_unit, update_statistics
 from ..report.results import partition_result, table_result
-from ..rewrite.rewrite import write_staging
+from ..rewrite.batch import discard as discard_batch
+from ..rewrite.batch import write_batch
+from ..rewrite.rewrite import WriteResult, write_staging
 from ..rewrite.schema_drift import CODE as SCHEMA_DRIFT
 from ..rewrite.schema_drift import check_units as check_schema_drift
 from ..policy.replication import check_replication
+from ..storage.layout import batch_root
 from ..storage.space import space_check
 from ..protocol.swap import adopt_late_files, check_unchanged, swap_in
 from ..policy.table_policy import EXCLUDE, excluded
@@ -179,10 +186,14 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
         exists = backup_check(ctx, p)
         # a partitioned table's backup partitions: repointed in groups after their units' swaps
         repoints = PendingRepoints(ctx.catalog, p) if info.is_partitioned else None
+        batches = plan_unit_batches(ctx, info, todo, codecs, payload, columns, merge)
+        runs = {b.number: BatchRun(lambda b=b: _run_batch(ctx, info, journal, todo, b, codecs, backup))
+                for b in batches.batches}
+        batch_of = {i: runs[b.number] for i, b in batches.batch_of().items()}
         jobs = [(lambda job, i=i, u=u: _compact_unit(ctx, info, p, journal, i, u,
                                                      dict(codecs[u.spec], payload_fraction=payload), columns, backup,
                                                      slots, merge, stats=stats, exists=exists, repoints=repoints,
-                                                     job=job))
+                                                     job=job, batch=batch_of.get(i)))
                 for i, u in enumerate(todo)]
         done = run_unit_jobs(ctx, jobs)
         not_repointed = repoints.flush() if repoints is not None else []
@@ -214,6 +225,109 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
             if not swapped:
                 raise
             raise after_swaps(exc, p, done, skipped, swapped) from exc
+
+
+def batch_units_setting(ctx: Context) -> int:
+    """Units a batch holds at most: ``spark.lakekeeper.batch.units`` (``--conf``), 0 or 1 for none."""
+    try:
+        return int(ctx.spark.conf.get("spark.lakekeeper.batch.units", str(DEFAULT_BATCH_UNITS)))
+    except (TypeError, ValueError):
+        return DEFAULT_BATCH_UNITS
+
+
+# Test hooks under which every unit is written on its own (they alter one unit's own staged copy).
+_PER_UNIT_HOOKS = ("alter_staged_value", "tamper_staging", "table_descriptor")
+
+
+def plan_unit_batches(ctx: Context, info: TableInfo, todo: list[Unit], codecs: dict[str, dict[str, Any]],
+                      payload: float, columns: RewriteColumns | None, merge: MergePlan | None) -> BatchPlan:
+    """The table's batches (``policy/batching.py``): none when the run sorts,
+    dedupes, merges, verifies rows only or has a deadline."""
+    settings = ctx.settings
+    table_wide = None
+    if merge is not None or (columns is not None and (columns.dedupe or columns.sort_by)):
+        table_wide = "sort, dedupe or merge"
+    elif settings.verify != "content":
+        table_wide = "verify: rows"
+    elif ctx.budget is not None:
+        table_wide = "a deadline (units in benefit order, each timed)"
+    elif not info.is_partitioned:
+        table_wide = "not partitioned"
+    elif os.environ.get("LAKEKEEPER_FAULT_AT") in _PER_UNIT_HOOKS or os.environ.get("LAKEKEEPER_WRONG_STAGING_EC"):
+        table_wide = "a test hook on one unit's staging"
+
+    def reason(u: Unit) -> str | None:
+        return table_wide or not_batchable(info.format, info.location or "", u, settings.target_file_bytes,
+                                           payload, settings.min_piece_bytes)
+
+    plan = plan_batches(todo, reason, lambda u: codec_key(codecs[u.spec]), batch_units_setting(ctx))
+    for line in plan.lines(todo) if plan.batches else []:
+        log.info("%s: %s", info.full_name, line)
+    return plan
+
+
+class BatchRun:
+    """One batch's write, shared by its units: the first of them to ask runs
+    it (in its job slot), the others wait for it. ``result(spec)``: the
+    unit's ``WriteResult``, or None when the batch failed (the unit is then
+    written on its own: a bad unit fails alone). A lost lease is raised."""
+
+    def __init__(self, run: Callable[[], dict[str, WriteResult]]):
+        self._run = run
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._started = False
+        self.results: dict[str, WriteResult] | None = None
+        self.error: BaseException | None = None
+
+    def result(self, spec: str) -> WriteResult | None:
+        with self._lock:
+            lead, self._started = not self._started, True
+        if lead:
+            try:
+                self.results = self._run()
+            except Exception as exc:  # noqa: BLE001 - its units go on one by one
+                self.error = exc
+            finally:
+                self._done.set()
+        else:
+            self._done.wait()
+        if isinstance(self.error, LakekeeperError) and self.error.code == "lease_lost":
+            raise self.error
+        return None if self.results is None else self.results.get(spec)
+
+
+def _run_batch(ctx: Context, info: TableInfo, journal: Journal, todo: list[Unit], batch: UnitBatch,
+               codecs: dict[str, dict[str, Any]], backup: BackupInProgress | None) -> dict[str, WriteResult]:
+    """Write a batch (``rewrite/batch.py``) into its root, recorded in the
+    journal first; on failure the root and its renamed stagings are removed."""
+    units = [todo[i] for i in batch.units]
+    first = batch.units[0]
+    root = batch_root(info.location or "", ctx.run_id, batch.number)
+    if backup is not None and backup.failed():
+        backup.wait()
+    if ctx.lease is not None:
+        ctx.lease.check(max_age=0)
+    journal.add_batch_root(root)
+    codec = codecs[units[0].spec]
+    name = spark_codec_name(info.format, codec.get("codec"))
+    started = time.time()
+    try:
+        out = write_batch(ctx.spark, ctx.fs, info, units, codec, root,
+                          step=lambda step, when: fault_point(step, when, info.full_name, first),
+                          alter=lambda d: alter_batch_value(ctx.spark, ctx.fs, info, d, name))
+    except BaseException as exc:
+        log.warning("%s: batch %d (%d units) failed, its units are written one by one: %s", info.full_name,
+                    batch.number, len(units), exc if isinstance(exc, LakekeeperError) else root_cause(exc))
+        try:
+            discard_batch(ctx.fs, root, units)
+        except Exception:  # noqa: BLE001 - recovery removes what the journal names
+            log.warning("%s: could not remove batch %s", info.full_name, root, exc_info=True)
+            raise exc
+        raise
+    log.info("%s: batch %d: %d units written and read back in %.1f s", info.full_name, batch.number, len(units),
+             time.time() - started)
+    return out
 
 
 # A swapped unit's backup partition that could not be repointed at its original (``PendingRepoints``).
@@ -261,6 +375,9 @@ def _finish_table(ctx: Context, info: TableInfo, p: TablePlan, journal: Journal,
                   done: list[dict[str, Any]], skipped: list[dict[str, Any]], swapped: list[dict[str, Any]],
                   failed: list[dict[str, Any]], pending: list[dict[str, Any]], recovered: list[dict[str, Any]],
                   base: dict[str, Any], not_repointed: list[tuple[Unit, str]] | None = None) -> dict[str, Any]:
+    for root in journal.table_record().get("batch_roots") or []:  # a failed batch's root its run could not remove
+        if ctx.fs.exists(root):
+            ctx.fs.delete(root)
     if not_repointed:  # swapped, their backup partitions not at their originals: recovery finishes them
         by_spec = {u.spec: message for u, message in not_repointed}
         for r in done:
@@ -337,7 +454,7 @@ def _compact_unit(
     ctx: Context, info: TableInfo, p: TablePlan, journal: Journal, idx: int, u: Unit, codec: dict[str, Any],
     columns: RewriteColumns | None = None, backup: BackupInProgress | None = None, slots: int = 1,
     merge: MergePlan | None = None, *, stats: PendingStatistics, exists: RecentCheck,
-    repoints: PendingRepoints | None = None, job: JobSlot | None = None,
+    repoints: PendingRepoints | None = None, job: JobSlot | None = None, batch: BatchRun | None = None,
 ) -> dict[str, Any]:
     """One unit, start to end. ``job``: its hold on one of the run's job
     slots, given back after its last Spark job (the staged copy's
@@ -357,17 +474,23 @@ def _compact_unit(
         if ctx.lease is not None:  # Spark writes the staging, not the fenced adapters: checked before it starts
             ctx.lease.check(max_age=0)
         columns = columns or RewriteColumns()
-        rows = None if merge is None else merge.unit_rows(info, u.spec, u.partition)
-        prepared = prepare_staging(fs, u)  # HDFS: the unit's own erasure coding policy, where not its parent's
-        prepared = wrong_staging_ec(fs, info.full_name, u.staging) or prepared  # test hook: a wrong policy
-        written = write_staging(ctx.spark, fs, info, u, ctx.settings, codec, columns, slots, scratch, rows,
-                                into_existing=prepared)
-        rows_before = written.rows_source
-        extra = _dedupe_result(written) if columns.dedupe else {}
-        extra.update(_merge_part(merge, u))
-        if written.notes:  # what this Spark could not do for the unit (done the plain way instead)
-            extra["notes"] = list(written.notes)
-        extra.update(_verify_content(ctx, info, p, u, written, codec, scratch))
+        batched = batch.result(u.spec) if batch is not None else None  # written (and read back) with its batch
+        if batched is not None:
+            written = batched
+            rows_before = written.rows_source
+            extra = {"verified": "content", "content_checksum": written.content["content"]}
+        else:
+            rows = None if merge is None else merge.unit_rows(info, u.spec, u.partition)
+            prepared = prepare_staging(fs, u)  # HDFS: the unit's own erasure coding policy, where not its parent's
+            prepared = wrong_staging_ec(fs, info.full_name, u.staging) or prepared  # test hook: a wrong policy
+            written = write_staging(ctx.spark, fs, info, u, ctx.settings, codec, columns, slots, scratch, rows,
+                                    into_existing=prepared)
+            rows_before = written.rows_source
+            extra = _dedupe_result(written) if columns.dedupe else {}
+            extra.update(_merge_part(merge, u))
+            if written.notes:  # what this Spark could not do for the unit (done the plain way instead)
+                extra["notes"] = list(written.notes)
+            extra.update(_verify_content(ctx, info, p, u, written, codec, scratch))
         scratch.close()
         copied = copy_kept_files(fs, u)
         tamper_staging(fs, u.staging)  # test hook: a bad copy

@@ -22,7 +22,9 @@ renames.
 
 Steps: every step of the journal, recorded or marked (``journal``: ``table:compacting``,
 ``verifying``, ...) and, right after the swap's renames,
-``moving_aside:after``, ``moving_in:after``,
+``moving_aside:after``, ``moving_in:after``, a batch's ``batch_writing``,
+``batch_reading``, ``batch_renaming`` and ``batch_renaming:after`` (with the
+index of the batch's first unit: ``rewrite/batch.py``),
 ``rollback_moved_compacted:after``, ``rollback_restored:after``; in merge
 mode ``merge_recording``, right before the batch is recorded as applied
 (after the swaps, and in a recovery, whose call names no table).
@@ -39,6 +41,10 @@ mode ``merge_recording``, right before the batch is recorded as applied
     a compaction changes one value in its staged copy (same rows, schema and
     codec) before the copy is read back: only content verification sees it
     (``alter_staged_value``).
+``LAKEKEEPER_FAULT_AT=alter_batch_value`` (the whole value)
+    the same in each unit of a batch written in one job, before its
+    read-back: the batch fails and its units are written one by one
+    (``alter_batch_value``).
 ``LAKEKEEPER_FAULT_AT=table_descriptor`` (the whole value)
     text/Avro partitions are written with the table's storage descriptor
     instead of their own (``write_with_table_descriptor``): only a read-back
@@ -249,12 +255,22 @@ def write_with_table_descriptor() -> bool:
     return os.environ.get("LAKEKEEPER_FAULT_AT") == "table_descriptor"
 
 
-def alter_staged_value(spark: Any, fs: Any, table: Any, staging: str, codec_name: str | None) -> None:
+def alter_batch_value(spark: Any, fs: Any, table: Any, unit_dir: str, codec_name: str | None) -> None:
+    """``LAKEKEEPER_FAULT_AT=alter_batch_value``: as ``alter_staged_value``, in
+    each unit's directory of a batch written in one job (``rewrite/batch.py``)
+    before its read-back; the units written one by one afterwards are not
+    altered."""
+    if os.environ.get("LAKEKEEPER_FAULT_AT") == "alter_batch_value":
+        alter_staged_value(spark, fs, table, unit_dir, codec_name, hook="alter_batch_value")
+
+
+def alter_staged_value(spark: Any, fs: Any, table: Any, staging: str, codec_name: str | None,
+                       hook: str = "alter_staged_value") -> None:
     """``LAKEKEEPER_FAULT_AT=alter_staged_value``: one value of the first
     staged file changed, nothing else (text: one character of the first
     line; Parquet/ORC: the first string column of one row, the file
     rewritten with the same codec)."""
-    if os.environ.get("LAKEKEEPER_FAULT_AT") != "alter_staged_value":
+    if os.environ.get("LAKEKEEPER_FAULT_AT") != hook:
         return
     first = f"{staging}/{fs.list_dir(staging).files[0].name}"
     if table.format == "text":

@@ -58,6 +58,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 import time
 import uuid
 from typing import Any
@@ -110,6 +111,7 @@ class Journal:
         self._log: AppendLog | None = None  # the open units-<n>.jsonl
         self._unsyncable = False  # the filesystem's streams cannot be synced: every write a file of its own
         self._next_log: int | None = None  # the next file's number; None: after the highest in the run directory
+        self._table_lock = threading.Lock()  # table.json: replaced by the table's thread and the units' (batches)
 
     @property
     def table_name(self) -> str | None:
@@ -164,9 +166,21 @@ class Journal:
                         "files written whole (durable once closed)", self.dir, exc_info=True)
 
     def table_step(self, step: str, **extra: Any) -> None:
-        self._table.update(extra, step=step, updated=time.time())
-        self._replace("table.json", json.dumps(self._table, indent=1, sort_keys=True))
+        with self._table_lock:
+            self._table.update(extra, step=step, updated=time.time())
+            self._replace("table.json", json.dumps(self._table, indent=1, sort_keys=True))
         fault_point(f"table:{step}", "before", self.table_name)
+
+    def add_batch_root(self, root: str) -> None:
+        """Record (in ``table.json``, before anything is written there) a
+        directory a batch of units is written into (``rewrite/batch.py``):
+        recovery removes it; nothing in it is ever the only copy of data."""
+        with self._table_lock:
+            roots = list(self._table.get("batch_roots") or [])
+            if root in roots:
+                return
+            self._table.update(batch_roots=roots + [root], updated=time.time())
+            self._replace("table.json", json.dumps(self._table, indent=1, sort_keys=True))
 
     def unit_step(self, idx: int, step: str, **extra: Any) -> None:
         """Record a unit's step. Records are cumulative: what an earlier step

@@ -218,6 +218,10 @@ def _recover_compact(ctx: Context, info: TableInfo, journal: Journal, doc: dict[
                      units: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
     backup = backup_of(ctx, doc)
     actions = []
+    for root in doc.get("batch_roots") or []:  # a batch's root: never the only copy of anything (rewrite/batch.py)
+        if ctx.fs.exists(root):
+            ctx.fs.delete(root)
+            actions.append({"run_id": journal.run_id, "spec": None, "action": "removed_batch_root", "path": root})
     swapped = 0
     merged = []
     done = []  # swapped units the journal records as done: their backup partitions are checked below

@@ -111,6 +111,24 @@ def metrics(df: Any) -> list[Any]:
     return out
 
 
+def slice_sums(h: Any, prefix: str = "") -> list[Any]:
+    """The sum of a 64-bit hash column ``h`` in the checksum's slices, as
+    aggregates named ``<prefix>content_hi`` ... (``slice_total`` joins them):
+    the batch's checksums (``rewrite/batch.py``) over hashes it made itself."""
+    from pyspark.sql import functions as F
+
+    out = []
+    for name, shift in _SLICES:
+        part = F.shiftright(h, shift) if shift else h
+        out.append(F.sum(part if name == "content_hi" else part.bitwiseAND(F.lit(_SLICE_MASK))).alias(prefix + name))
+    return out
+
+
+def slice_total(row: Any, prefix: str = "") -> int:
+    """The exact sum ``slice_sums`` took, from a row (or dict) of them."""
+    return sum(int(row[prefix + name] or 0) << shift for name, shift in _SLICES)
+
+
 def figures(row: Any) -> dict[str, Any]:
     """``{"rows": int, "content": str}`` from a row (or dict) of ``metrics``:
     the exact sum of the rows' hashes (``"0"`` for no rows)."""

@@ -69,7 +69,7 @@ class WriteResult:
         return self.keys_source - (self.deletes or 0)
 
 
-def _unit_session(spark: Any) -> Any:
+def unit_session(spark: Any) -> Any:
     """A child session: its own SQL conf (split sizes, codecs) over the shared
     SparkContext and catalog, so concurrent units cannot disturb each other."""
     s = spark.newSession()
@@ -204,7 +204,7 @@ def dedupe_counts_by_unit(spark: Any, table: TableInfo, units: list[Unit],
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
 
-    s = _unit_session(spark)
+    s = unit_session(spark)
     s.conf.set("spark.sql.files.ignoreCorruptFiles", "false")
     s.conf.set("spark.sql.files.ignoreMissingFiles", "false")
     most = max((len(u.listing.files) for u in units), default=0)
@@ -269,7 +269,7 @@ def _write_native(spark: Any, fs: Any, table: TableInfo, unit: Unit, settings: S
     import json
 
     fmt = table.format
-    s = _unit_session(spark)
+    s = unit_session(spark)
     # Pack whole files into read splits sized so that each read task writes
     # one file of about the target size. With minPartitionNum=1 Spark does
     # not shrink splits to spread small inputs over all cores, so the number
@@ -454,7 +454,7 @@ def _serde_source(table: TableInfo, unit: Unit, scratch: Any) -> str:
 def _write_hive_serde(spark: Any, table: TableInfo, unit: Unit, codec: dict[str, Any], source: str,
                       sort_by: tuple[str, ...] = (), with_content: bool = True) -> WriteResult:
     """``source``: the table (in the table's database) holding exactly the unit's rows (``_serde_source``)."""
-    s = _unit_session(spark)
+    s = unit_session(spark)
     c = codec.get("codec")
     if table.format == "text":
         s.conf.set("hive.exec.compress.output", "true" if c else "false")

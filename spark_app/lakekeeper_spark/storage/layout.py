@@ -10,6 +10,8 @@ a unit (the table's directory, or one partition's) at ``<parent>/<dir>``:
     <parent>/.<dir>.lk_staging_<run>     compacted copy being written
     <parent>/.<dir>.lk_old_<run>         original files (the backup)
     <parent>/.<dir>.lk_trash_<run>       compacted data during a rollback
+    <table>/.lk_batch-<n>.lk_staging_<run>  a batch of partitions written by one job,
+                                          each then renamed to its staging (``batch_root``)
 
 and the journal (``journal_dir``) in ``<table>/.lakekeeper`` (partitioned)
 or ``<parent>/.<table dir>.lakekeeper`` (not partitioned), with the table's
@@ -124,6 +126,16 @@ def old_path(location: str, run_id: str) -> str:
 
 def trash_path(location: str, run_id: str) -> str:
     return sibling(location, f".{split_path(location)[1]}.{TRASH_TAG}_{run_id}")
+
+
+# A batch of units written by one job (rewrite/batch.py) goes into ``<table>/.lk_batch-<n>.lk_staging_<run>``
+# first, one subdirectory a unit, each then renamed to its unit's staging directory.
+BATCH_TAG = "lk_batch"
+
+
+def batch_root(table_location: str, run_id: str, number: int) -> str:
+    """The hidden directory batch ``number`` of a run is written into, in the table's root."""
+    return f"{table_location.rstrip('/')}/.{BATCH_TAG}-{number}.{STAGING_TAG}_{run_id}"
 
 
 _HIDDEN_OURS = re.compile(rf"^\.(?P<live>.+)\.(?P<tag>{STAGING_TAG}|{OLD_TAG}|{TRASH_TAG})_(?P<run>{_RUN_ID_TEXT})$")
