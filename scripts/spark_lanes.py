@@ -17,7 +17,7 @@ line, with real processes.
 What a lane runs is chosen by words on its ``# lane`` line of
 requirements.txt (the one place versions are pinned):
 
-- every lane: the lifecycle, ``LIFECYCLE`` (the engine CLI under that
+- every lane but a ``seam`` one: the lifecycle, ``LIFECYCLE`` (the engine CLI under that
   Spark's ``spark-submit`` on the test bed: compact, rollback,
   compact, cleanup, a second process reading the table through the
   Metastore service after the first compaction and at the end), with the lane's Python packed by the
@@ -31,7 +31,11 @@ requirements.txt (the one place versions are pinned):
   the oldest Python, so that every module is imported and run on 3.9 too);
 - ``seam``: ``SEAM``, the compat seam's own tests and the one rewrite whose
   path differs on the middle line (Scala 2.12 with parquet-mr 1.13's
-  ParquetRewriter: only 3.5 has both);
+  ParquetRewriter: only 3.5 has both), and ``SUBMIT``; not the lifecycle, whose
+  spark-submit, Python packing and Scala line the oldest lane (3.3, Scala
+  2.12) and the main line (4.x, Scala 2.13: inside test_playbooks_on_the_testbed)
+  already run (about 100 CPU s
+  a run: the lifecycle and the lane's own Spark master and worker);
 - ``crash``: ``CRASH_TESTS`` (the merge killed at its journal steps,
   which the main line's scripts/test leaves to this lane);
 - ``full``: the whole engine suite instead of ``LINE_DEPENDENT``, and a
@@ -235,6 +239,8 @@ def lane_tests(lane: dict) -> list[str]:
         tests += FULL_CRASH_TESTS
     if not lane.get("full"):  # the whole engine suite has it
         tests.append(SUBMIT)
+    if lane.get("seam") and not (lane.get("line") or lane.get("full") or lane.get("crash")):
+        return tests
     return tests + [LIFECYCLE]
 
 
