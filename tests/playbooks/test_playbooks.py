@@ -762,8 +762,10 @@ def test_playbooks_on_the_testbed(collections_dir, testbed, tmp_path):
     inventory = write_inventory(tmp_path / "inventory.json", edge_vars, ingest_vars, "testbed")
 
     def spark_apps():
-        work = testbed.run_dir / "spark" / "work"
-        return sorted(p.name for p in work.glob("app-*")) if work.is_dir() else []
+        """{application id: name} of every application the standalone master registered."""
+        log = testbed.run_dir / "logs" / "spark-master.log"
+        text = log.read_text(errors="replace") if log.exists() else ""
+        return dict((app, name) for name, app in re.findall(r"Registered app (\S+) with ID (app-\S+)", text))
 
     try:
         # -- the engine CLI under spark-submit on the standalone cluster, as a cluster runs it ----
@@ -800,14 +802,19 @@ def test_playbooks_on_the_testbed(collections_dir, testbed, tmp_path):
         runs = {r["table"]: r for r in run.stats["lakekeeper_runs"]}  # what a later job undoes a run by
         assert runs["pb.orders"]["status"] == "compacted" and runs["pb.orders"]["run_id"], runs
         assert runs["pb.orders"]["run_id"] != runs["pb.items"]["run_id"], runs  # a run id per table
-        # both engine runs (analyze, compact) were Spark applications of the standalone master, and
-        # their executors unpacked the shipped Python environment
-        # (other parts of the suite submit their own applications to the shared bed's master meanwhile:
-        # this job's are those whose executors unpacked its environment)
-        new_apps = [app for app in spark_apps() if app not in apps_before]
+        # both engine runs (analyze, compact) were Spark applications of the standalone master (named by
+        # the modules), and the compaction's executors unpacked the shipped Python environment. Other parts
+        # of the suite submit their own applications to the shared bed's master meanwhile: an analysis,
+        # which runs no task, may end before the busy worker gives it an executor; one that got an executor
+        # unpacked the environment too (executors fetch --archives when they start).
+        new_apps = {app: name for app, name in spark_apps().items() if app not in apps_before}
+        ours = {name.split("-")[1]: app for app, name in new_apps.items()
+                if re.match(r"lakekeeper-(analyze|compact)-pb", name)}
+        assert sorted(ours) == ["analyze", "compact"], new_apps
         work = testbed.run_dir / "spark" / "work"
-        shipped = [app for app in new_apps if list(work.glob(app + "/*/lakekeeper_env/bin/python"))]
-        assert len(shipped) == 2, (new_apps, shipped)
+        assert list(work.glob(ours["compact"] + "/*/lakekeeper_env/bin/python")), (ours, new_apps)
+        for executor in work.glob(ours["analyze"] + "/*"):
+            assert (executor / "lakekeeper_env" / "bin" / "python").exists(), executor
         env_built = (tmp_path / "env" / "lakekeeper_env.tar.gz").stat().st_mtime
         # the pre-flight compared real HDFS quota figures of /lk-pb (with the 50 % margin)
         checks = [c for t in s["preflight"]["tables"] for c in t["checks"]]
