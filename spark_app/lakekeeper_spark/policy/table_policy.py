@@ -37,8 +37,9 @@ table property                      what it sets (config key / engine flag)
 ==================================  ==========================================
 
 Apache Amoro's ``self-optimizing.*`` table properties that mean what a
-setting of ours means are read too (``AMORO``; docs/table-policy.md lists
-them and why the others are not), so a table its owner tuned for Amoro is
+setting of ours means are read too (``AMORO``; docs/engine-contract.md,
+"Amoro's and Hive's table properties", lists them and why the others are
+not), so a table its owner tuned for Amoro is
 compacted the same way; the table's own ``lakekeeper.*`` property wins when
 both are set. Each one read is in the policy under the ``lakekeeper.*`` key
 it stands for, and named in ``policy_from``. Hive's ``compactor.*``,
