@@ -115,3 +115,9 @@ def test_an_amoro_value_that_does_not_read_refuses_the_table(props, match):
     with pytest.raises(Refused, match=match) as err:
         table_policy(props)
     assert err.value.code == "invalid_policy"
+
+
+def test_an_amoro_value_ours_refuses_is_named_with_its_source():
+    props = {"self-optimizing.fragment-ratio": "0.5"}  # a fragment below twice the target: no such bound of ours
+    with pytest.raises(Refused, match=r"lakekeeper.fragment_ratio='2' \(read from self-optimizing.fragment-ratio\)"):
+        apply_policy(build_settings({}, {}), table_policy(props), policy_sources(props))

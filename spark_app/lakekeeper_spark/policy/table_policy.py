@@ -188,10 +188,11 @@ def exclusion_reason(full_name: str, properties: dict[str, Any]) -> str:
     return f"{full_name} has the table property {EXCLUDE}=true: compact leaves it alone"
 
 
-def apply_policy(settings: Settings, policy: dict[str, str]) -> Settings:
+def apply_policy(settings: Settings, policy: dict[str, str], sources: dict[str, str] | None = None) -> Settings:
     """The run's settings with the table's policy on top (validated as the
     config file is); raises ``Refused("invalid_policy")`` naming the
-    property whose value does not validate."""
+    property whose value does not validate (and, from ``sources``
+    (``policy_sources``), the Amoro property a value was read from)."""
     excluded(policy)
     values = {POLICY_KEYS[k]: v for k, v in policy.items() if k in POLICY_KEYS}
     if not values:
@@ -199,5 +200,6 @@ def apply_policy(settings: Settings, policy: dict[str, str]) -> Settings:
     try:
         return apply_values(copy.deepcopy(settings), values)
     except UsageError as exc:
-        given = ", ".join(f"{k}={v!r}" for k, v in policy.items() if k in POLICY_KEYS)
+        given = ", ".join(f"{k}={v!r}" + (f" (read from {sources[k]})" if k in (sources or {}) else "")
+                          for k, v in policy.items() if k in POLICY_KEYS)
         raise Refused("invalid_policy", f"table properties {given}: {exc}") from exc
