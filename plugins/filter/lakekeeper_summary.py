@@ -182,6 +182,8 @@ def _records(action, analysis, results, todo, error, tables):
                "backup_table": r.get("backup_table"), "run_id": r.get("run_id") or ""}
         if r.get("code"):  # why it was refused, skipped or failed (docs/engine-contract.md)
             rec["code"] = _str(r["code"])
+        if r.get("order"):  # compact: the order its partitions started in (docs/engine-contract.md)
+            rec["order"] = _str(r["order"])
         if action == "cleanup":
             rec.update({"freed_bytes": _int(r.get("freed_bytes", 0)),
                         "backups_removed": [b.get("backup_table") for b in r.get("backups_removed") or []],

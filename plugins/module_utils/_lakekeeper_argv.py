@@ -130,6 +130,8 @@ ENGINE_FLAGS = (
     ("quiet_period", "--quiet-period", "quiet_period", "str", ("compact",), "value"),
     ("parallelism", "--parallelism", "parallelism", "int", ALL, "value"),
     ("deadline", "--deadline", "deadline", "str", ("compact",), "deadline"),
+    # which tables and partitions start first, with or without a deadline (Iceberg's rewrite-job-order)
+    ("order", "--order", "order", "lower", ("compact",), "value"),
     ("verify", "--verify", "verify", "lower", ("compact",), "value"),
     ("allow_by_name_projection", "--allow-by-name-projection", "allow_by_name_projection", "switch", ("compact",),
      "switch"),

@@ -67,6 +67,23 @@ options:
         the next run.
       - When not set, the config file's value applies, else the run has no deadline.
     type: str
+  order:
+    description:
+      - Which tables, and within a table which partitions, start first (C(--order)), with or without a O(deadline)
+        - as Iceberg's C(rewrite-job-order).
+      - V(default) - the tables as named (O(tables)) or as the Metastore lists them (O(database)), the partitions in
+        the Metastore's order; with a O(deadline), the most small files removed per byte rewritten first.
+      - V(bytes-asc), V(bytes-desc) - the smallest, the largest first; V(files-asc), V(files-desc) - the fewest, the
+        most files first (a table by one content summary of its location, a partition by its listing). An order set
+        here wins over the deadline's; the deadline still starts nothing that would not end before it.
+      - With O(parallelism) above 1 this is the order they start in; they may end in another.
+      - A table's property C(lakekeeper.order) sets the order of its own partitions (the order of the tables is the
+        run's).
+      - The order used is in RV(tables[].order), the partitions to compact in the order they start in
+        RV(tables[].start_order), and in each table's history record.
+      - When not set, the config file's value applies, else V(default).
+    type: str
+    choices: [default, bytes-asc, bytes-desc, files-asc, files-desc]
   verify:
     description:
       - What the staged copy of each partition is checked for before it is swapped in (C(--verify)).
@@ -441,8 +458,10 @@ tables:
           C(x._COPYING_) that a killed C(hdfs dfs -put) left; nothing was written), or when a O(merge_from) batch, or
           the table it merges into, holds one (nothing was merged).
         - V(locked) when another run holds the table's lease (nothing was done; not a failure).
-        - V(excluded) when the table property C(lakekeeper.exclude) is true, V(invalid_policy) when a C(lakekeeper.*)
-          table property is unknown or does not validate (see RV(tables[].policy)); nothing was done.
+        - V(excluded) when the table property C(lakekeeper.exclude) is true (or, without it, Amoro's
+          C(self-optimizing.enabled) is false), V(invalid_policy) when a C(lakekeeper.*) table property is unknown or
+          does not validate, or an Amoro property read as one (see RV(tables[].policy_from)) does not; nothing was
+          done.
         - On HDFS, when no partition was compacted and one was refused before anything was written -
           V(encryption_zone) (its directory is the root of an encryption zone), V(erasure_coding) (its directory's
           erasure coding policy is not its parent's), V(snapshottable) (snapshots are allowed on its directory),
@@ -459,6 +478,15 @@ tables:
       type: dict
       returned: when the table has such properties
       sample: {lakekeeper.target_file_size_mb: "256", lakekeeper.sort_by: customer_id}
+    policy_from:
+      description:
+        - The keys of RV(tables[].policy) read from Apache Amoro's C(self-optimizing.*) table properties (the
+          C(lakekeeper.*) key -> the Amoro property), for example C(self-optimizing.target-size) as
+          C(lakekeeper.target_file_size_mb); a table's own C(lakekeeper.*) property wins over Amoro's. The engine
+          contract lists the properties read.
+      type: dict
+      returned: when the table has such properties
+      sample: {lakekeeper.target_file_size_mb: self-optimizing.target-size}
     reason:
       description: Why the engine did what it did (or failed).
       type: str
@@ -484,6 +512,19 @@ tables:
       type: str
       returned: when the engine inspected the table
       sample: smart
+    order:
+      description:
+        - The order this table's partitions started in (O(order), or the table's C(lakekeeper.order)); the tables of
+          the run started in the run's O(order).
+      type: str
+      returned: when the engine inspected the table
+      sample: files-desc
+    start_order:
+      description: The partitions to compact (their C(spec)), in the order they start (or, in check mode, would).
+      type: list
+      elements: str
+      returned: when more than one partition is to be compacted
+      sample: [dt=2024-09-02, dt=2024-09-01]
     merge:
       description:
         - With O(merge_from), the batch - C(source) (its directory), C(identity), C(record) (the file that records
@@ -774,6 +815,7 @@ def main():
         min_piece_mb=dict(type="float"),
         quiet_period=dict(type="str"),
         deadline=dict(type="str"),
+        order=dict(type="str", choices=["default", "bytes-asc", "bytes-desc", "files-asc", "files-desc"]),
         verify=dict(type="str", choices=["content", "rows"]),
         allow_by_name_projection=dict(type="bool", default=False),
         allow_owner_change=dict(type="bool", default=False),

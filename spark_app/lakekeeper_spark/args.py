@@ -47,6 +47,9 @@ HELP: dict[str, tuple[str | None, str | None]] = {
                        "day (05:30, UTC, the next one) or an ISO time (2026-11-26T05:30:00Z); the most useful "
                        "work first, no unit started that would not end before it, what is left reported "
                        "(code deadline)"),
+    "order": (None, "compact: which tables and partitions start first - default (as named or listed; with a "
+                    "deadline the most useful first), bytes-asc, bytes-desc, files-asc or files-desc (smallest, "
+                    "largest, fewest or most files first)"),
     "verify": (None, "compact: content (default: row checksums of the copy read back as readers decode it) "
                      "or rows (row counts, schema and codec from metadata only)"),
     "allow_by_name_projection": (None, "compact: compact Parquet/ORC units whose files' columns drift from the "

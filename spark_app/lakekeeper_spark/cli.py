@@ -22,6 +22,7 @@ from . import __version__
 from .args import parse_args
 from .report.errors import LakekeeperError, UsageError, innermost_cause, java_message, root_cause
 from .protocol.faults import parking_enabled, run_parking
+from .policy.order import DEFAULT as DEFAULT_ORDER
 from .report.history import RECORDED_COMMANDS
 from .report.results import run_failed
 from .storage.layout import backup_table_pattern, new_run_id
@@ -64,7 +65,9 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None,
         from .policy.budget import Budget, parse_deadline
 
         ctx = dataclasses.replace(ctx, budget=Budget(parse_deadline(ctx.settings.deadline, time.time())))
-    if ctx.budget is not None and len(tables) > 1:
+    if command == "compact" and len(tables) > 1 and ctx.settings.order != DEFAULT_ORDER:
+        tables = _by_order(ctx, tables)  # the order asked for (order.py), deadline or not
+    elif ctx.budget is not None and len(tables) > 1:
         tables = _by_benefit(ctx, tables)  # the worst tables first: what the deadline leaves matters least
     progress = progress or Progress(None, command, ctx.run_id)
     progress.tables(tables)
@@ -150,23 +153,44 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None,
 LEASED_COMMANDS = ("compact", "rollback", "cleanup", "recover")
 
 
+def _summaries(ctx: Any, tables: list[str]) -> list[dict[str, Any] | None]:
+    """One content summary of each table's location (file count, length),
+    None for a table that cannot be looked at (its own run says why)."""
+    from .catalog.context import bounded_map
+
+    def summary(name: str) -> dict[str, Any] | None:
+        try:
+            db, table = name.split(".")
+            location = ctx.catalog.get_table(db, table).location
+            return ctx.fs.content_summary(ctx.fs.qualify(location or ""))
+        except Exception:  # noqa: BLE001 - the table's own run says what is wrong with it
+            return None
+
+    return bounded_map(summary, tables, 8, "lakekeeper-summary")
+
+
+def _by_order(ctx: Any, tables: list[str]) -> list[str]:
+    """Tables in the run's ``order`` (order.py) by one content summary of
+    each; a table that cannot be looked at keeps its place after the others."""
+    from .policy.order import ordered
+
+    summaries = dict(zip(tables, _summaries(ctx, tables)))
+    out = ordered(tables, ctx.settings.order, lambda t: (summaries[t] or {}).get("file_count"),
+                  lambda t: (summaries[t] or {}).get("length"))
+    log.info("order %s: tables %s", ctx.settings.order, ", ".join(
+        f"{t} ({(summaries[t] or {}).get('file_count', '?')} files, {(summaries[t] or {}).get('length', '?')} bytes)"
+        for t in out))
+    return out
+
+
 def _by_benefit(ctx: Any, tables: list[str]) -> list[str]:
     """Tables in order of benefit (budget.table_benefit: small files removed
     per MB rewritten, from one content summary of each table's location);
     a table that cannot be looked at keeps its place after the others."""
     from .policy.budget import table_benefit
-    from .catalog.context import bounded_map
 
-    def score(name: str) -> float:
-        try:
-            db, table = name.split(".")
-            location = ctx.catalog.get_table(db, table).location
-            cs = ctx.fs.content_summary(ctx.fs.qualify(location or ""))
-            return table_benefit(cs["file_count"], cs["length"], ctx.settings.target_file_bytes)
-        except Exception:  # noqa: BLE001 - the table's own run says what is wrong with it
-            return -1.0
-
-    scores = bounded_map(score, tables, 8, "lakekeeper-benefit")
+    scores = [-1.0 if cs is None else table_benefit(cs["file_count"], cs["length"], ctx.settings.target_file_bytes)
+              for cs in _summaries(ctx, tables)]
     order = sorted(range(len(tables)), key=lambda i: (-scores[i], i))
     log.info("deadline: tables by benefit: %s", ", ".join(f"{tables[i]} ({scores[i]:.1f})" for i in order))
     return [tables[i] for i in order]
@@ -357,6 +381,8 @@ def main(argv: list[str] | None = None) -> int:
             failed=failed,
             msg=_summary(args.command, results),
         )
+        if args.command == "compact":
+            doc["order"] = settings.order  # the order the tables started in (order.py)
         code = 1 if failed else 0
     except _Done:
         pass

@@ -23,6 +23,7 @@ ENGINE_FLAGS = (
     ("quiet_period", "--quiet-period", "quiet_period", "str", ("compact",), "value"),
     ("parallelism", "--parallelism", "parallelism", "int", COMMANDS, "value"),
     ("deadline", "--deadline", "deadline", "str", ("compact",), "deadline"),
+    ("order", "--order", "order", "lower", ("compact",), "value"),
     ("verify", "--verify", "verify", "lower", ("compact",), "value"),
     ("allow_by_name_projection", "--allow-by-name-projection", "allow_by_name_projection", "switch", ("compact",), "switch"),
     ("allow_owner_change", "--allow-owner-change", "allow_owner_change", "switch", ("compact",), "switch"),

@@ -8,13 +8,15 @@ with a typo in its policy, one whose retention keeps more than the run's.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from lakekeeper_spark.policy.config import build_settings
 from lakekeeper_spark.report.errors import Refused
 from lakekeeper_spark.policy.table_policy import apply_policy, excluded, table_policy
 
-from engine_helpers import frozen, same_rows
+from engine_helpers import frozen, make_table, same_rows
 
 
 def test_policy_properties_override_the_run_and_nothing_else():
@@ -103,3 +105,48 @@ def test_a_database_run_honours_each_tables_policy(spark, engine, files, warehou
     spark.sql("ALTER TABLE lkpol.tagged UNSET TBLPROPERTIES ('lakekeeper.retention.keep_last')")
     res = engine.one("cleanup", "lkpol.tagged", older_than="all")
     assert res["status"] == "cleaned", res
+
+
+@pytest.mark.integration
+def test_order_and_amoros_properties_on_real_tables(spark, engine, files, warehouse):
+    """A table filled the way a pipeline leaves it (one INSERT a partition,
+    each its own number of files), one tuned for Amoro (ALTER TABLE ... SET
+    TBLPROPERTIES), one Amoro must not optimize: the order asked for is the
+    order tables and partitions start in, and Amoro's properties are ours."""
+    parts_loc = make_table(spark, warehouse, "ord_parts", rows=60, partitions={"a": 3, "b": 9, "c": 5})
+    amoro_loc = make_table(spark, warehouse, "ord_amoro", rows=400, files=12)
+    make_table(spark, warehouse, "ord_off", rows=20, files=2)
+    spark.sql("ALTER TABLE lk.ord_amoro SET TBLPROPERTIES ('self-optimizing.target-size'='1048576', "
+              "'self-optimizing.fragment-ratio'='4', 'self-optimizing.minor.trigger.file-count'='20', "
+              "'lakekeeper.min_input_files'='7', 'self-optimizing.group'='etl')")
+    spark.sql("ALTER TABLE lk.ord_off SET TBLPROPERTIES ('self-optimizing.enabled'='false')")
+    off_files = files.snapshot(f"{warehouse}/ord_off")
+    parts, amoro, off = "lk.ord_parts", "lk.ord_amoro", "lk.ord_off"
+
+    # the most files first: partition b (9), c (5), a (3); a table's own lakekeeper.order wins for its partitions
+    plan = engine.one("compact", parts, order="files-desc", dry_run=True)
+    assert (plan["order"], plan["start_order"]) == ("files-desc", ["dt=b", "dt=c", "dt=a"]), plan
+    spark.sql("ALTER TABLE lk.ord_parts SET TBLPROPERTIES ('lakekeeper.order'='files-asc')")
+    plan = engine.one("compact", parts, order="files-desc", dry_run=True)
+    assert (plan["order"], plan["start_order"]) == ("files-asc", ["dt=a", "dt=c", "dt=b"]), plan
+    assert plan["policy"] == {"lakekeeper.order": "files-asc"} and "policy_from" not in plan, plan
+    spark.sql("ALTER TABLE lk.ord_parts UNSET TBLPROPERTIES ('lakekeeper.order')")
+
+    # the tables, fewest files first: ord_off (2), ord_amoro (12), ord_parts (17); one at a time
+    res = engine.run("compact", [parts, amoro, off], order="files-asc", parallelism=1)
+    assert [r["table"] for r in res] == [off, amoro, parts], res
+    r_off, r_amoro, r_parts = res
+    assert (r_off["status"], r_off["code"]) == ("refused", "excluded"), r_off
+    assert "self-optimizing.enabled=false" in r_off["reason"] and files.snapshot(f"{warehouse}/ord_off") == off_files
+    assert r_parts["status"] == "compacted" and r_parts["start_order"] == ["dt=a", "dt=c", "dt=b"], r_parts
+    assert [p["files_after"] for p in r_parts["partitions"]] == [1, 1, 1], r_parts
+    assert r_amoro["status"] == "compacted", r_amoro
+    assert r_amoro["policy"] == {"lakekeeper.fragment_ratio": "0.25", "lakekeeper.min_input_files": "7",
+                                 "lakekeeper.target_file_size_mb": "1"}, r_amoro  # ours (7) over Amoro's (20)
+    assert r_amoro["policy_from"] == {"lakekeeper.fragment_ratio": "self-optimizing.fragment-ratio",
+                                      "lakekeeper.target_file_size_mb": "self-optimizing.target-size"}, r_amoro
+    assert r_amoro["order"] == "files-asc" and r_parts["history_record"], r_parts
+    assert len(files.data_files(amoro_loc)) < 12
+    assert [len(files.data_files(f"{parts_loc}/dt={dt}")) for dt in "abc"] == [1, 1, 1]
+    record = json.loads(files.read_bytes(r_parts["history_record"]))
+    assert record["order"] == "files-asc", record

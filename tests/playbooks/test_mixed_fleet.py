@@ -15,6 +15,8 @@ Hive ACID, excluded by ``lakekeeper.exclude``, a replica with
   reported with their own status (docs/statuses.md) - ``not_needed``, and
   ``refused`` with their code - in the summary and the set_stats totals, a
   warning per refused table, nothing of them touched;
+  with ``lakekeeper_order=files-desc`` (issue 50 item 3) the order reaches
+  the engine and the summary says it of the table compacted;
 * with ``lakekeeper_fail_on_refused=true`` (and lakekeeper's own backup table
   named too) the same list fails the job, still saying what each table is.
 
@@ -70,9 +72,9 @@ def test_a_mixed_list_is_green_with_refusals_reported_and_red_on_request(collect
     untouched = {t: data_files(str(data_dir / "mx" / t)) for t in ("single", "excluded", "replica")}
     assert [len(untouched[t]) for t in ("single", "excluded", "replica")] == [1, 20, 20], untouched
 
-    # -- the mixed list, named explicitly (an AWX survey's string): green --------------------------------
+    # -- the mixed list, named explicitly (an AWX survey's string), the most files first: green -----------
     run = run_playbook(os.path.join(PLAYBOOKS, "compact.yml"), inventory, collections_dir, tmp_path,
-                       [json.dumps({"lakekeeper_tables": ", ".join(MIXED)})])
+                       [json.dumps({"lakekeeper_tables": ", ".join(MIXED), "lakekeeper_order": "files-desc"})])
     assert run.rc == 0, run
     s = run.summary("edge")
     assert s["ok"] and not s["error"], s
@@ -80,6 +82,8 @@ def test_a_mixed_list_is_green_with_refusals_reported_and_red_on_request(collect
     assert got == {"e2e.events": ("compacted", None), "mx.single": ("not_needed", None),
                    "mx.excluded": ("refused", "excluded"), "mx.replica": ("refused", "replicated"),
                    "mx.managed": ("refused", "managed_table"), "mx.acid": ("refused", "transactional_table")}, got
+    # the order asked for reached the engine (lakekeeper_order -> maintenance_order -> order -> --order)
+    assert {t["table"]: t.get("order") for t in s["tables"]}["e2e.events"] == "files-desc", s["tables"]
     reasons = {t["table"]: t["reason"] for t in s["tables"]}
     assert "lakekeeper.exclude" in reasons["mx.excluded"] and "repl.last.id=4711" in reasons["mx.replica"], reasons
     assert "MANAGED" in reasons["mx.managed"] and "transactional" in reasons["mx.acid"], reasons

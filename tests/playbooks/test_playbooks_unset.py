@@ -43,7 +43,7 @@ SET = {
     "lakekeeper_verify": "rows", "lakekeeper_history": "3", "lakekeeper_allow_replicated": "true",
     "lakekeeper_log_level": "DEBUG", "lakekeeper_quiet_period": "2h", "lakekeeper_max_partitions_listed": "5",
     "lakekeeper_dedupe": {"keys": ["id"], "order_by": "ts"}, "lakekeeper_async": "0",
-    "lakekeeper_pause_guard_seconds": "600",
+    "lakekeeper_pause_guard_seconds": "600", "lakekeeper_order": "bytes-asc",
 }
 # the modules run the stand-in engine with their own interpreter when lakekeeper_python is not set, and check
 # that it imports pyspark: the project's (the ansible-core lanes' virtualenvs have no pyspark)
@@ -101,7 +101,7 @@ def _flags(argv):
 
 # options the role passes only when set: none of them reaches the engine from the unset host
 UNSET_FLAGS = {"--block-size", "--ratio-threshold", "--target-file-size", "--backup-prefix", "--log-level",
-               "--parallelism", "--mode", "--verify", "--quiet-period", "--deadline", "--where", "--history",
+               "--parallelism", "--mode", "--verify", "--quiet-period", "--deadline", "--order", "--where", "--history",
                "--allow-replicated", "--fail-on-refused", "--sort-by", "--dedupe-keys", "--merge-from", "--pin",
                "--unpin"}
 
@@ -129,6 +129,7 @@ def test_compact(collection_path, tmp_path, check):
         assert "--allow-replicated" in argv and _value(argv, "--dedupe-keys") == "id", argv
     assert _value(analyze, "--history") == "3", analyze
     assert _value(compact, "--verify") == "rows" and _value(compact, "--quiet-period") == "2h", compact
+    assert _value(compact, "--order") == "bytes-asc" and "--order" not in analyze, given
     assert "--merge-from" not in compact and "--progress-file" not in compact, compact  # lakekeeper_async 0
 
 

@@ -14,7 +14,7 @@ from ..storage.formats import detect_format, reader_properties, unfaithful_prope
 from ..storage.layout import BACKUP_OF_PROPERTY, SCRATCH_OF_PROPERTY, parse_hidden_name, split_path
 from ..report.model import Decision, Listing, TableInfo, TablePlan
 from ..policy.planner import plan_table
-from ..policy.table_policy import apply_policy, table_policy
+from ..policy.table_policy import apply_policy, policy_sources, table_policy
 
 
 def check_eligible(info: TableInfo) -> None:
@@ -92,7 +92,7 @@ def with_policy(ctx: Context, info: TableInfo) -> tuple[Context, dict[str, str]]
     policy = table_policy(info.properties)
     if not policy:
         return ctx, policy
-    return dataclasses.replace(ctx, settings=apply_policy(ctx.settings, policy)), policy
+    return dataclasses.replace(ctx, settings=apply_policy(ctx.settings, policy, policy_sources(info.properties))), policy
 
 
 def load_table(ctx: Context, full_name: str) -> TableInfo:

@@ -22,6 +22,8 @@ from ..catalog.backup import BackupInProgress, PendingRepoints, create_backup, r
 from ..policy.batching import DEFAULT_BATCH_UNITS, BatchPlan, UnitBatch, codec_key, plan_batches
 from ..policy.batching import why_not as not_batchable
 from ..policy.budget import DEADLINE, benefit
+from ..policy.order import DEFAULT as DEFAULT_ORDER
+from ..policy.order import ordered
 from ..rewrite.columns import RewriteColumns, resolve_columns
 from ..catalog.context import Context, JobSlot, run_unit_jobs
 from ..rewrite.delete_ratio import apply_delete_ratio
@@ -50,7 +52,7 @@ from ..policy.replication import check_replication
 from ..storage.layout import batch_root
 from ..storage.space import space_check
 from ..protocol.swap import adopt_late_files, check_unchanged, swap_in
-from ..policy.table_policy import EXCLUDE, excluded
+from ..policy.table_policy import excluded, exclusion_reason, policy_sources
 from ..catalog.tables import check_rewritable, leftovers, load_table, plan, resolve_storage, with_policy
 from ..rewrite.unit_formats import read_facts
 from ..rewrite.unit_formats import resolve_units as resolve_unit_formats
@@ -67,7 +69,7 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     info = load_table(ctx, full_name)
     ctx, policy = with_policy(ctx, info)  # the table owner's lakekeeper.* properties
     if excluded(policy):
-        raise Refused("excluded", f"{full_name} has the table property {EXCLUDE}=true: compact leaves it alone")
+        raise Refused("excluded", exclusion_reason(full_name, info.properties))
     check_replication(info, ctx.settings.allow_replicated)  # repl.* properties: a replica of Hive replication
     check_rewritable(info)  # text properties a rewrite cannot honour
     columns = resolve_columns(ctx.settings, info)  # sort_by / dedupe columns: refused before anything runs
@@ -99,7 +101,7 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     codecs, codec_notes = resolve_unit_formats(info, p.units, facts)
     # Timestamps Spark cannot carry (nanoseconds, INT64 types it does not write): refused (unsupported_values).
     check_values(ctx.spark, info, p.units, facts)
-    todo = p.to_compact
+    todo = start_order(ctx, p.to_compact)
     drifted = [u for u in p.units if u.decision.code == SCHEMA_DRIFT]
     if drifted and not todo:
         first = drifted[0]
@@ -113,10 +115,15 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     base = dict(run_id=ctx.run_id, location=info.location, format=info.format, recovered=recovered,
                 leftovers=leftovers(ctx, p, known))
     base["mode"] = ctx.settings.mode
+    base["order"] = ctx.settings.order
+    if len(todo) > 1:
+        base["start_order"] = [u.spec for u in todo]
     if merge is not None:
         base["merge"] = merge.result()
     if policy:
         base["policy"] = policy
+    if policy_sources(info.properties):  # read from Amoro's self-optimizing.* properties
+        base["policy_from"] = policy_sources(info.properties)
     if ctx.settings.where:
         base["where"] = ctx.settings.where
     if merge is not None and not merge.routing.todo:  # every partition of this batch was merged before
@@ -168,8 +175,6 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
         payload = payload_fraction(ctx.spark, info.format, sample)
     log.info("%s: %s files, codecs %s, payload %.2f", full_name, info.format,
              sorted({str(codecs[u.spec].get("codec")) for u in todo}), payload)
-    if ctx.budget is not None:  # the most small files removed per byte rewritten first
-        todo = sorted(todo, key=lambda u: -benefit(u.stats.files, u.decision.target_files, u.stats.bytes))
     journal = Journal(ctx.fs, p.journal_dir, ctx.run_id)
     with journal:  # its unit record file closed when the table is done (or failed)
         journal.start(dict(_journal_doc(info, p, todo), **({"merge": merge.journal_doc()} if merge is not None else {})))
@@ -429,6 +434,17 @@ def _finish_table(ctx: Context, info: TableInfo, p: TablePlan, journal: Journal,
         code=code,
         **base,
     )
+
+
+def start_order(ctx: Context, todo: list[Unit]) -> list[Unit]:
+    """The units to compact in the order they start: the ``order`` asked
+    for (order.py, by each unit's files and bytes), else with a deadline the
+    most small files removed per byte rewritten first, else the plan's."""
+    if ctx.settings.order != DEFAULT_ORDER:
+        return ordered(todo, ctx.settings.order, lambda u: u.stats.files, lambda u: u.stats.bytes)
+    if ctx.budget is not None:
+        return sorted(todo, key=lambda u: -benefit(u.stats.files, u.decision.target_files, u.stats.bytes))
+    return list(todo)
 
 
 def _not_compacted(u: Unit) -> dict[str, Any]:

@@ -4,11 +4,13 @@ reading the config file): above storage (hidden names), below the catalog.
 - ``names``            identifier validation and quoting
 - ``partition_filter`` the ``where`` partition filter
 - ``config``           settings, the YAML config file, durations
-- ``table_policy``     a table's ``lakekeeper.*`` properties over the run's settings
+- ``table_policy``     a table's ``lakekeeper.*`` properties (and Amoro's ``self-optimizing.*``
+  read as them) over the run's settings
 - ``planner``          what to compact and how: thresholds, target counts; here, not
   in rewrite, because it decides from the settings alone and loading a table
   (catalog) plans it
 - ``budget``           the maintenance window (deadline, most useful work first)
+- ``order``            which tables and units start first (``order``: bytes/files asc/desc)
 - ``retention``        which backups a cleanup deletes
 - ``reconcile``        the Metastore against the filesystem: analyze's findings, and the only
   ones cleanup's ``orphans`` may remove

@@ -11,6 +11,8 @@ from typing import Any
 
 from ..report.errors import UsageError
 from .names import validate_ident
+from .order import DEFAULT as DEFAULT_ORDER
+from .order import parse_order
 from .retention import policy_error
 from .upgrade import LEGACY_KEYS
 
@@ -136,6 +138,8 @@ class Settings:
     rollback_run: str | None = None  # rollback: restore this run's backup, not the newest (--run-id)
     quiet_period_seconds: int | None = None  # compact: skip units with a file younger than this
     deadline: str | None = None  # compact: the maintenance window's end (budget.py)
+    # compact: which tables and units start first (order.py: default, bytes-asc/desc, files-asc/desc)
+    order: str = DEFAULT_ORDER
     # units (partitions) in their Spark jobs at the same time (context.JobSlot); None: from the application's
     # cores (context.parallelism_for_cores), resolved when the run's Context is made
     parallelism: int | None = None
@@ -232,6 +236,7 @@ class Settings:
             raise UsageError(f"lease_timeout must be at least {MIN_LEASE_TIMEOUT_SECONDS}s: the heartbeat comes "
                              f"every timeout/6, and a shorter lease would be lost to a NameNode failover or a long "
                              f"garbage collection")
+        self.order = parse_order(self.order)
         if self.verify not in VERIFY_MODES:
             raise UsageError(f"invalid verify {self.verify!r}: {', '.join(VERIFY_MODES)}")
         if self.mode not in MODES:
@@ -381,6 +386,7 @@ _FILE_KEYS = {
     "grace_period": str,
     "quiet_period": str,
     "deadline": str,
+    "order": str,
     "parallelism": int,
     "min_piece_mb": float,
     "sort_by": list,
