@@ -11,6 +11,8 @@ reading the config file): above storage (hidden names), below the catalog.
   (catalog) plans it
 - ``budget``           the maintenance window (deadline, most useful work first)
 - ``order``            which tables and units start first (``order``: bytes/files asc/desc)
+- ``batching``         which units of a table are written together in one scan and one job (a batch)
+  and why the others go alone
 - ``retention``        which backups a cleanup deletes
 - ``reconcile``        the Metastore against the filesystem: analyze's findings, and the only
   ones cleanup's ``orphans`` may remove

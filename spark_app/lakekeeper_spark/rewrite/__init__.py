@@ -2,6 +2,8 @@
 and verified, before the protocol swaps it in.
 
 - ``rewrite``       writing the copy (splits, pieces joined, sort, dedupe)
+- ``batch``         a batch of units written by one scan and one job into a hidden batch
+  root, read back by one grouped job, renamed into each unit's staging
 - ``unit_formats``  each unit's own codec, Parquet layout and timestamp type, Avro schema
 - ``values``        values a unit's files hold that Spark cannot carry (nanosecond
   timestamps): refused before anything is written
