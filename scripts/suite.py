@@ -51,13 +51,14 @@ import ansible_lanes  # noqa: E402  pylint: disable=wrong-import-position
 
 PY = sys.executable
 
-# Every JVM a part starts (pyspark's driver, spark-submit, the Hive and Hadoop
-# clients; not the test bed's daemons, which get their own options) compiles
-# with C1 only and collects with the serial collector: the suite's JVMs are
-# short-lived and small, and on two cores C2's compiler threads cost more CPU
-# than they save (measured: two engine tests 81 -> 57 CPU s, 46 -> 39 s wall).
-# What the JVMs compute is the same; LAKEKEEPER_SUITE_JAVA_OPTIONS="" keeps
-# the JVM's defaults (the benchmark never runs under the suite).
+# The JVMs a part starts outside spark-submit (spark-class with another main
+# class: FsShell for a cluster-mode result, the YARN client's kill; the hdfs,
+# yarn and hadoop commands; distcp's local job runner; small Java helpers)
+# compile with C1 only and collect with the serial collector, like the drivers,
+# which scripts/test already gives the same through SPARK_SUBMIT_OPTS (a
+# driver's own command-line flags win over these). The test bed's daemons
+# have options of their own. LAKEKEEPER_SUITE_JAVA_OPTIONS="" keeps the JVMs'
+# defaults; the benchmark never runs under the suite.
 QUICK_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 PYTEST = [PY, "-m", "pytest", "--timeout=1800"]
 # tests/unit runs once, under ``ansible-test units`` (the module and
