@@ -104,7 +104,7 @@ def test_the_report_draws_each_tables_history(playbook, tmp_path):
     assert "10 &rarr; 2" in table and "4.00 KB &rarr; 2.00 KB" in table
 
 
-def _report_of(playbook, tmp_path, tables_doc):
+def report_of(playbook, tmp_path, tables_doc):
     """The HTML report the play writes for these analyzed tables (cluster c1)."""
     tables = tmp_path / "tables.json"
     tables.write_text(json.dumps(tables_doc))
@@ -120,7 +120,7 @@ def test_a_report_without_history_says_so(playbook, tmp_path):
               "target_files": 1, "avg_file_bytes": 100.0, "status": "analyzed"} for i in range(24)]
     cut = dict(TABLES[1], needs_compaction=True, partitions=parts,
                partitions_not_listed={"partitions": 900, "to_compact": 6, "files": 900, "bytes": 90000})
-    html = _report_of(playbook, tmp_path, [cut])
+    html = report_of(playbook, tmp_path, [cut])
     assert "<p>No history: no table analyzed has been compacted" in html and 'class="timeline"' not in html
     assert "6 more partition(s) to compact not shown." in html and "<td>dt=23</td>" in html
 
@@ -130,7 +130,7 @@ def test_partitions_to_compact_all_left_out_are_counted(playbook, tmp_path):
     # counts the 3 left out, however few, and does not say that no partition needs compaction
     cut = dict(TABLES[1], needs_compaction=True, partitions=[],
                partitions_not_listed={"partitions": 3, "to_compact": 3, "files": 30, "bytes": 3000})
-    html = _report_of(playbook, tmp_path, [cut])
+    html = report_of(playbook, tmp_path, [cut])
     parts = html[html.index('id="partitions"'):html.index('id="histogram"')]
     assert "3 more partition(s) to compact not shown." in parts and "No partition needs compaction" not in parts, parts
     assert "<table>" not in parts, parts
@@ -142,7 +142,7 @@ def test_refused_tables_are_listed_apart_from_failed_ones(playbook, tmp_path):
     is analyzed but marked refused; a refused run is not drawn as a failure."""
     refused_run = _record("20261125T013000-aaaaaa", "compact", "refused", "2026-11-25T01:30:01.000Z",
                           code="excluded", reason="shop.events has the table property lakekeeper.exclude=true")
-    html = _report_of(playbook, tmp_path, [
+    html = report_of(playbook, tmp_path, [
         dict(TABLES[0], history=[refused_run], excluded=True),
         dict(TABLES[1]),
         {"table": "shop.raw", "status": "refused", "code": "managed_table", "reason": "shop.raw is a MANAGED table"},

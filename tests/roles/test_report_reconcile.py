@@ -8,9 +8,7 @@ No Spark."""
 
 from __future__ import annotations
 
-import json
-
-from test_report_history import PLAY
+from test_report_history import report_of
 
 ROOT = "hdfs://nn/wh/shop.db/events"
 KILLED = "20261101T010000-aaaaaa"
@@ -47,17 +45,9 @@ def table(name, reconcile, sources):
             "reconcile": reconcile, "sources": sources}
 
 
-def render(playbook, tmp_path, tables):
-    path = tmp_path / "tables.json"
-    path.write_text(json.dumps(tables))
-    run = playbook(PLAY.format(tables=path, reports=tmp_path / "reports"))
-    assert run.rc == 0, run
-    return (tmp_path / "reports" / "lakekeeper-c1.html").read_text()
-
-
 def test_the_report_lists_each_finding_and_each_writer(playbook, tmp_path):
-    html = render(playbook, tmp_path, [table("shop.events", RECONCILE, SOURCES),
-                                       table("shop.orders", CLEAN, {"writers": [], "small_files": 0})])
+    html = report_of(playbook, tmp_path, [table("shop.events", RECONCILE, SOURCES),
+                                          table("shop.orders", CLEAN, {"writers": [], "small_files": 0})])
     rec = html[html.index('<h2 id="reconcile">'):html.index('<h2 id="sources">')]
     assert '<b id="reconcile-findings">5</b>' in rec, rec
     rows = rec[rec.index('<table class="reconcile">'):rec.index("</table>")]
@@ -75,7 +65,7 @@ def test_the_report_lists_each_finding_and_each_writer(playbook, tmp_path):
 
 
 def test_nothing_fires_on_consistent_tables_without_small_files(playbook, tmp_path):
-    html = render(playbook, tmp_path, [table("shop.orders", CLEAN, {"writers": [], "small_files": 0})])
+    html = report_of(playbook, tmp_path, [table("shop.orders", CLEAN, {"writers": [], "small_files": 0})])
     assert '<p id="reconcile-clean">' in html and 'class="reconcile"' not in html
     src = html[html.index('<h2 id="sources">'):html.index('<h2 id="history">')]
     assert "No small files." in src and 'class="sources"' not in src
