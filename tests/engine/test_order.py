@@ -13,7 +13,8 @@ from lakekeeper_spark.commands.compact import start_order
 from lakekeeper_spark.policy.budget import Budget
 from lakekeeper_spark.policy.config import build_settings
 from lakekeeper_spark.policy.order import ORDERS, ordered, parse_order
-from lakekeeper_spark.policy.table_policy import apply_policy, excluded, policy_sources, table_policy
+from lakekeeper_spark.policy.table_policy import (apply_policy, excluded, exclusion_property, policy_sources,
+                                                  table_policy)
 from lakekeeper_spark.report.errors import Refused, UsageError
 
 # name -> (files, bytes)
@@ -104,6 +105,9 @@ def test_self_optimizing_disabled_excludes_the_table_unless_lakekeeper_says_othe
     assert policy_sources({"self-optimizing.enabled": "FALSE"}) == {"lakekeeper.exclude": "self-optimizing.enabled"}
     both = {"self-optimizing.enabled": "false", "lakekeeper.exclude": "false"}
     assert not excluded(table_policy(both)) and policy_sources(both) == {}
+    # the property analyze's and compact's messages name
+    assert exclusion_property({"self-optimizing.enabled": "false"}) == "self-optimizing.enabled=false (Amoro's)"
+    assert exclusion_property({"lakekeeper.exclude": "true"}) == "lakekeeper.exclude=true"
 
 
 @pytest.mark.parametrize("props, match", [

@@ -33,7 +33,7 @@ from ..report.results import partition_result, table_result
 from ..policy.retention import backup_verdicts
 from ..policy.replication import check_replication
 from ..storage.space import space_check
-from ..policy.table_policy import EXCLUDE, excluded, policy_sources
+from ..policy.table_policy import excluded, exclusion_property, policy_sources
 from ..catalog.tables import check_rewritable, leftovers, load_table, plan, with_policy
 
 
@@ -138,9 +138,9 @@ def analyze_table(ctx: Context, full_name: str) -> dict[str, Any]:
     reason = f"{len(todo)} of {len(p.units)} unit(s) need compaction" if p.units else (
         "no partition matches the where filter" if ctx.settings.where else "no partitions")
     if out:
-        said = "self-optimizing.enabled=false (Amoro's)" if policy_sources(info.properties).get(EXCLUDE) \
-            else f"{EXCLUDE}=true"
-        reason = f"excluded by its table property {said} (compact leaves it alone); {reason}"
+        reason = f"excluded by its table property {exclusion_property(info.properties)} (compact leaves it alone); " \
+                 f"{reason}"
+    policy_from = policy_sources(info.properties)  # read from Amoro's self-optimizing.* properties
     return table_result(
         full_name,
         "analyzed",
@@ -172,5 +172,5 @@ def analyze_table(ctx: Context, full_name: str) -> dict[str, Any]:
         **legacy,
         **({"where": ctx.settings.where} if ctx.settings.where else {}),
         **({"policy": policy, "excluded": out} if policy else {}),
-        **({"policy_from": policy_sources(info.properties)} if policy_sources(info.properties) else {}),
+        **({"policy_from": policy_from} if policy_from else {}),
     )

@@ -122,8 +122,9 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
         base["merge"] = merge.result()
     if policy:
         base["policy"] = policy
-    if policy_sources(info.properties):  # read from Amoro's self-optimizing.* properties
-        base["policy_from"] = policy_sources(info.properties)
+    sources = policy_sources(info.properties)  # read from Amoro's self-optimizing.* properties
+    if sources:
+        base["policy_from"] = sources
     if ctx.settings.where:
         base["where"] = ctx.settings.where
     if merge is not None and not merge.routing.todo:  # every partition of this batch was merged before

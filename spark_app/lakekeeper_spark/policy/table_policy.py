@@ -181,11 +181,16 @@ def excluded(policy: dict[str, str]) -> bool:
     return text in _TRUE
 
 
+def exclusion_property(properties: dict[str, Any]) -> str:
+    """The table property that excludes a table, as the messages name it."""
+    if policy_sources(properties).get(EXCLUDE):
+        return "self-optimizing.enabled=false (Amoro's)"
+    return f"{EXCLUDE}=true"
+
+
 def exclusion_reason(full_name: str, properties: dict[str, Any]) -> str:
     """Why an excluded table is left alone, naming the property that says so."""
-    if policy_sources(properties).get(EXCLUDE):
-        return f"{full_name} has the table property self-optimizing.enabled=false (Amoro's): compact leaves it alone"
-    return f"{full_name} has the table property {EXCLUDE}=true: compact leaves it alone"
+    return f"{full_name} has the table property {exclusion_property(properties)}: compact leaves it alone"
 
 
 def apply_policy(settings: Settings, policy: dict[str, str], sources: dict[str, str] | None = None) -> Settings:
