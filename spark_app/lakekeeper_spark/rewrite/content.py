@@ -103,18 +103,14 @@ def metrics(df: Any) -> list[Any]:
     the row count and the hash's sum in slices (``figures`` joins them)."""
     from pyspark.sql import functions as F
 
-    h = row_hash(df)
-    out = [F.count(F.lit(1)).alias("rows")]
-    for name, shift in _SLICES:
-        part = F.shiftright(h, shift) if shift else h
-        out.append(F.sum(part if name == "content_hi" else part.bitwiseAND(F.lit(_SLICE_MASK))).alias(name))
-    return out
+    return [F.count(F.lit(1)).alias("rows"), *slice_sums(row_hash(df))]
 
 
 def slice_sums(h: Any, prefix: str = "") -> list[Any]:
     """The sum of a 64-bit hash column ``h`` in the checksum's slices, as
     aggregates named ``<prefix>content_hi`` ... (``slice_total`` joins them):
-    the batch's checksums (``rewrite/batch.py``) over hashes it made itself."""
+    the checksum's own (``metrics``) and the batch's (``rewrite/batch.py``),
+    over hashes it made itself."""
     from pyspark.sql import functions as F
 
     out = []
@@ -132,8 +128,7 @@ def slice_total(row: Any, prefix: str = "") -> int:
 def figures(row: Any) -> dict[str, Any]:
     """``{"rows": int, "content": str}`` from a row (or dict) of ``metrics``:
     the exact sum of the rows' hashes (``"0"`` for no rows)."""
-    total = sum(int(row[name] or 0) << shift for name, shift in _SLICES)
-    return {"rows": int(row["rows"] or 0), "content": str(total)}
+    return {"rows": int(row["rows"] or 0), "content": str(slice_total(row))}
 
 
 def checksum(df: Any) -> dict[str, Any]:
