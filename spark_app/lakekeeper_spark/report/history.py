@@ -141,7 +141,9 @@ def build_record(command: str, result: dict[str, Any], started: float, ended: fl
     totals: dict[str, Any] = {"units": len(units), "units_changed": len(done)}
     for key in _FIGURES:
         totals[key] = _total(done, key)
-    totals["retries"] = sum(int(p.get("retries") or 0) for p in result.get("partitions") or [])
+    retries = sum(int(p.get("retries") or 0) for p in result.get("partitions") or [])
+    if retries:  # compact: times its units were tried again after a failure that passes (policy/retries.py)
+        totals["retries"] = retries
     rec: dict[str, Any] = {
         "version": VERSION,
         "run_id": result.get("run_id"),
