@@ -32,8 +32,8 @@ TRANSIENT = [
     (METASTORE, py4j("o77.alterPartitions", "org.apache.thrift.transport.TTransportException: "
                      "java.net.SocketTimeoutException: Read timed out")),
     (METASTORE, RuntimeError("MetaException(message:Could not connect to meta store using any of "
-                                                 "the URIs provided. Most recent failure: "
-                                                 "org.apache.thrift.transport.TTransportException)")),
+                             "the URIs provided. Most recent failure: "
+                             "org.apache.thrift.transport.TTransportException)")),
     (NAMENODE, py4j("o102.rename", "org.apache.hadoop.ipc.RemoteException(org.apache.hadoop.ipc.StandbyException): "
                     "Operation category WRITE is not supported in state standby. Visit "
                     "https://s.apache.org/sbnn-error")),
