@@ -501,7 +501,13 @@ def _compact_unit(
         time.sleep(wait)
         if job is not None:
             job.take()
-        _restore_backup_partition(ctx, info, p, u)
+        try:
+            _restore_backup_partition(ctx, info, p, u)
+        except Exception as exc:  # noqa: BLE001 - the unit stays as settled (original live): failed, not retried
+            causes.pop()
+            result["reason"] += f"; not tried again: its backup partition could not be added back ({java_message(exc)})"
+            log.error("%s %s: %s", info.full_name, u.spec, result["reason"])
+            break
         batch = None
     if causes:
         result["retries"] = len(causes)
