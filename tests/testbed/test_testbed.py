@@ -28,7 +28,6 @@ SUFFIX = uuid.uuid4().hex[:8]
 DB, TABLE = f"testbed_smoke_{SUFFIX}", "events"
 
 
-
 def _result(proc, what: str) -> dict:
     for line in reversed(proc.stdout.splitlines()):
         if line.startswith("RESULT "):
