@@ -161,7 +161,7 @@ def build_record(command: str, result: dict[str, Any], started: float, ended: fl
     }
     if len(units) > MAX_UNITS:
         rec["units_not_listed"] = len(units) - MAX_UNITS
-    for key in ("mode", "where", "backup_table", "order"):
+    for key in ("mode", "where", "backup_table", "order", "sort"):
         if result.get(key) is not None:
             rec[key] = result[key]
     if command == "compact":
