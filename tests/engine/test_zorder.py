@@ -108,7 +108,7 @@ def test_zorder_narrows_both_columns_min_max(spark, engine, files, warehouse):
     z_loc = _small_files_table(spark, warehouse, "zo_z")
     plain_loc = _small_files_table(spark, warehouse, "zo_plain")
     before = frozen(spark, "lk.zo_z")
-    size = dict(target_file_size_mb=0.4)
+    size = dict(target_file_size_mb=0.2)
     z = engine.one("compact", "lk.zo_z", sort_by="zorder(a, b)", **size)
     plain = engine.one("compact", "lk.zo_plain", **size)
     assert z["status"] == plain["status"] == "compacted", (z, plain)
