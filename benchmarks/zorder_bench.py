@@ -21,7 +21,9 @@ One run of this script:
    the files a reader that skips by statistics must open;
 4. prints, per strategy, the files written, the compaction's seconds (and
    its ratio to no sort) and the share of files opened per filter (and the
-   skipping gain: files opened with no sort / with this strategy).
+   skipping gain: files opened with no sort / with this strategy), and the
+   load average (the machine is shared; the seconds are only as good as it
+   is quiet).
 
 Not a timed test: a script run by hand; its printed numbers go to
 docs/benchmarks.md ("Z-order").
@@ -138,7 +140,8 @@ def main() -> int:
     base_s = statistics.median(seconds["none"])
     opened = {k: {f: statistics.mean(_opened(layout[k], x) for x in xs) for f, xs in flts.items()} for k in names}
     print(f"{args.rows:,} rows in {args.files} files -> target {args.target_mb} MB; {args.runs} run(s); "
-          f"{FILTERS} filters each: 1 % of a, b or c; a AND b: 10 % of each")
+          f"{FILTERS} filters each: 1 % of a, b or c; a AND b: 10 % of each; load average "
+          f"{os.getloadavg()[0]:.1f} at the end")
     head = f"{'strategy':<12} {'files':>5} {'compact s':>9} {'x none':>6}"
     for f in flts:
         head += f" {('open ' + f):>12} {'gain':>5}"

@@ -66,11 +66,13 @@ def test_zorder_columns_checked_against_the_table():
     assert not Settings().sort_by
 
 
-def _small_files_table(spark, warehouse: str, name: str) -> str:
+def _small_files_table(spark, files, warehouse: str, name: str) -> str:
     """Two partitions of 40 part- files each, as INSERTs of a 40-task Spark job leave them: a and b
     uncorrelated (a hash of the id each), every file holding rows from the whole range of both."""
     t, loc = f"lk.{name}", f"{warehouse}/{name}"
     spark.sql(f"DROP TABLE IF EXISTS {t}")
+    if files.exists(loc):
+        files.rmtree(loc)
     spark.sql(f"CREATE EXTERNAL TABLE {t} (id BIGINT, a BIGINT, b STRING, c DATE, pad STRING) "
               f"PARTITIONED BY (dt STRING) STORED AS PARQUET LOCATION '{loc}'")
     for p in range(2):
@@ -105,8 +107,8 @@ def _ranges(files, loc: str) -> dict[str, list[float]]:
 
 @pytest.mark.integration
 def test_zorder_narrows_both_columns_min_max(spark, engine, files, warehouse):
-    z_loc = _small_files_table(spark, warehouse, "zo_z")
-    plain_loc = _small_files_table(spark, warehouse, "zo_plain")
+    z_loc = _small_files_table(spark, files, warehouse, "zo_z")
+    plain_loc = _small_files_table(spark, files, warehouse, "zo_plain")
     before = frozen(spark, "lk.zo_z")
     size = dict(target_file_size_mb=0.2)
     z = engine.one("compact", "lk.zo_z", sort_by="zorder(a, b)", **size)
