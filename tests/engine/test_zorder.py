@@ -41,7 +41,8 @@ def test_zorder_syntax_is_validated():
             build_settings({}, {"sort_by": bad})
 
 
-def _info(fmt: str, cols=(("a", "bigint"), ("b", "string"), ("m", "map<string,int>"))) -> TableInfo:
+def _info(fmt: str, cols=(("a", "bigint"), ("b", "string"), ("m", "map<string,int>"), ("d", "decimal(12,2)"),
+                          ("i", "interval day to second"), ("bin", "binary"))) -> TableInfo:
     return TableInfo(db="lk", name="t", table_type="EXTERNAL", location="file:/x", provider="hive", serde=None,
                      input_format=None, output_format=None, serde_properties={}, properties={},
                      data_columns=list(cols), partition_columns=[("dt", "string")], format=fmt)
@@ -58,7 +59,9 @@ def test_zorder_columns_checked_against_the_table():
         with pytest.raises(Refused, match=f"parquet and orc tables, not {fmt}") as exc:
             resolve_columns(s, _info(fmt))
         assert exc.value.code == "unsupported_format"
-    for sort_by, msg in (("zorder(a, m)", "m is a map<string,int>"), ("zorder(a, dt)", "dt is a partition column"),
+    assert resolve_columns(build_settings({}, {"sort_by": "zorder(d, a, b)"}), _info("orc")).zorder == ("d", "a", "b")
+    for sort_by, msg in (("zorder(a, m)", "m is a map<string,int>"), ("zorder(i)", "i is a interval day to second"),
+                         ("zorder(bin)", "bin is a binary"), ("zorder(a, dt)", "dt is a partition column"),
                          ("zorder(a, nope)", "nope is not a column")):
         with pytest.raises(Refused, match=msg) as exc:
             resolve_columns(build_settings({}, {"sort_by": sort_by}), _info("parquet"))

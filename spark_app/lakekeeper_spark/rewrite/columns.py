@@ -8,6 +8,7 @@ Pure: no Spark here.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from ..policy.config import Settings, sort_key, zorder_columns
 from ..report.errors import Refused
@@ -16,8 +17,8 @@ from ..report.model import TableInfo
 DEDUPE_FORMATS = ("parquet", "orc")
 ZORDER_FORMATS = ("parquet", "orc")  # the formats whose files carry min/max statistics a Z-order makes selective
 # Column types a Z-order maps to ranks (rewrite/zorder.py): what approximate percentiles are computed for
-ZORDER_TYPES = ("tinyint", "smallint", "int", "integer", "bigint", "float", "double", "decimal", "date",
-                "timestamp", "string", "varchar", "char", "boolean")
+ZORDER_TYPES = frozenset(("tinyint", "smallint", "int", "integer", "bigint", "float", "double", "decimal", "date",
+                          "timestamp", "timestamp_ntz", "string", "varchar", "char", "boolean"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,7 +92,7 @@ def resolve_columns(settings: Settings, table: TableInfo) -> RewriteColumns:
         zorder = tuple(find(c, "sort_by zorder") for c in zcols)
         for name in zorder:
             typ = types[name.lower()][1]
-            if not typ.startswith(ZORDER_TYPES):
+            if re.split(r"[(<\s]", typ, maxsplit=1)[0] not in ZORDER_TYPES:  # decimal(12,2) -> decimal
                 raise Refused("invalid_columns",
                               f"{full}: sort_by zorder column {name} is a {typ}; a Z-order maps numbers, strings, "
                               f"dates, timestamps and booleans to ranks")
