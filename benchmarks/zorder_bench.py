@@ -74,10 +74,10 @@ def _filters(seed: int) -> dict[str, list[dict[str, tuple[float, float]]]]:
         return lo, lo + DOMAIN * width
 
     return {
-        "a": [{"a": window(0.01)} for _ in range(FILTERS)],
-        "b": [{"b": window(0.01)} for _ in range(FILTERS)],
-        "c": [{"c": window(0.01)} for _ in range(FILTERS)],
-        "a AND b": [{"a": window(0.1), "b": window(0.1)} for _ in range(FILTERS)],
+        "a": [{"a": window(0.01)} for _i in range(FILTERS)],
+        "b": [{"b": window(0.01)} for _i in range(FILTERS)],
+        "c": [{"c": window(0.01)} for _i in range(FILTERS)],
+        "a AND b": [{"a": window(0.1), "b": window(0.1)} for _i in range(FILTERS)],
     }
 
 

@@ -147,7 +147,7 @@ options:
         columns instead (Iceberg's C(zorder), Delta's C(ZORDER BY)), so that min/max statistics skip files for a
         filter on any of them, not only the first. Parquet and ORC only (other tables are refused, C(code)
         V(unsupported_format)); it costs a percentile pass over the columns, a sampling read and a shuffle of each
-        compacted partition. The table's result then has C(sort) V({strategy: zorder, columns: [a, b]}).
+        compacted partition. The table's result then has C(sort) with C(strategy=zorder) and the C(columns).
     type: list
     elements: str
   merge_from:

@@ -34,6 +34,7 @@ shuffle itself; a linear sort sorts each read task's rows in place.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..policy.names import quote_column
@@ -98,7 +99,7 @@ def boundaries(df: Any, keys: list[Any], bits: int = BITS) -> list[list[float]]:
 
 def _double_sql(v: float) -> str:
     """A double as a Spark SQL literal (one expression for a column's boundaries, not a call per value)."""
-    if v != v:
+    if math.isnan(v):
         return "CAST('NaN' AS DOUBLE)"
     if v in (float("inf"), float("-inf")):
         return f"CAST('{'-' if v < 0 else ''}Infinity' AS DOUBLE)"
