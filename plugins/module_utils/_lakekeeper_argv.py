@@ -133,6 +133,9 @@ ENGINE_FLAGS = (
     # which tables and partitions start first, with or without a deadline (Iceberg's rewrite-job-order)
     ("order", "--order", "order", "lower", ("compact",), "value"),
     ("verify", "--verify", "verify", "lower", ("compact",), "value"),
+    # bounded retries of a unit that failed for a reason that passes (policy/retries.py; Amoro's num-retries)
+    ("retries", "--retries", "retries", "int", ("compact",), "value"),
+    ("retry_backoff", "--retry-backoff", "retry_backoff", "float", ("compact",), "value"),
     ("allow_by_name_projection", "--allow-by-name-projection", "allow_by_name_projection", "switch", ("compact",),
      "switch"),
     ("allow_owner_change", "--allow-owner-change", "allow_owner_change", "switch", ("compact",), "switch"),

@@ -635,6 +635,8 @@ def parse(module, engine, command, result, rc, stdout, stderr, result_text, star
 
     tables = [t for t in (doc.get("tables") or []) if isinstance(t, dict)]
     result.update(tables=limit_partitions(tables, module.params.get("max_partitions_listed")), run_id=doc.get("run_id"))
+    if isinstance(doc.get("retries"), int):  # compact: partitions tried again after a failure that passes
+        result["retries"] = doc["retries"]
     if isinstance(doc.get("catalog"), dict):  # what the driver really loaded
         result["catalog"] = dict(result.get("catalog") or {}, **dict(
             (k, v) for k, v in doc["catalog"].items() if k in CATALOG_KEYS and k not in ("reason", "state_dir")))

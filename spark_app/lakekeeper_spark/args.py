@@ -52,6 +52,11 @@ HELP: dict[str, tuple[str | None, str | None]] = {
                     "largest, fewest or most files first)"),
     "verify": (None, "compact: content (default: row checksums of the copy read back as readers decode it) "
                      "or rows (row counts, schema and codec from metadata only)"),
+    "retries": ("N", "compact: try a partition that failed for a reason that passes (Metastore or NameNode "
+                     "unreachable, lost executors, IO timeouts) again up to N times, each from the state "
+                     "recovery left (default 2; 0: never); a verification mismatch is never tried again"),
+    "retry_backoff": ("SECONDS", "compact: wait this long before the first retry, twice as long before each "
+                                 "next (default 10, at most 300)"),
     "allow_by_name_projection": (None, "compact: compact Parquet/ORC units whose files' columns drift from the "
                                        "table's (renamed, dropped, reordered columns, other types) by name, as "
                                        "Spark reads them, instead of refusing them (schema_drift)"),

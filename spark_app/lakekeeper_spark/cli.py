@@ -383,6 +383,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         if args.command == "compact":
             doc["order"] = settings.order  # the order the tables started in (order.py)
+            # units tried again after a failure that passes, over all tables (policy/retries.py)
+            doc["retries"] = sum(int(r.get("retries") or 0) for r in results)
         code = 1 if failed else 0
     except _Done:
         pass
