@@ -372,9 +372,31 @@ def _columns(values, what):
     return names
 
 
+ZORDER_MAX_COLUMNS = 4
+
+
+def _zorder(values):
+    """sort_by as a Z-order, V(zorder(a, b)) (a list option splits it on its commas: the items are joined
+    back), passed on as ``zorder(a,b)``; None when it is not one."""
+    if isinstance(values, (list, tuple)):
+        values = ",".join("" if v is None else str(v) for v in values)
+    if not isinstance(values, str) or not values.strip().lower().startswith("zorder("):
+        return None
+    text = values.strip()
+    if not text.endswith(")"):
+        raise LakekeeperError("sort_by: %r is not zorder(col, ...)" % values)
+    names = _columns([c.strip() for c in text[len("zorder("):-1].split(",")], "sort_by zorder")
+    if not 1 <= len(names) <= ZORDER_MAX_COLUMNS:
+        raise LakekeeperError("sort_by: zorder takes 1 to %d columns, got %d" % (ZORDER_MAX_COLUMNS, len(names)))
+    return "zorder(%s)" % ",".join(names)
+
+
 def _sort_columns(values):
     """sort_by items: a column name, optionally followed by ASC or DESC
-    (passed on as ``col`` / ``col DESC``)."""
+    (passed on as ``col`` / ``col DESC``), or one Z-order V(zorder(a, b))."""
+    z = _zorder(values)
+    if z is not None:
+        return [z]
     if isinstance(values, str):
         values = values.split(",")
     if not isinstance(values, (list, tuple)) or not values:

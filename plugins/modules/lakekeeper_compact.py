@@ -163,6 +163,11 @@ options:
         so a second run reports RV(changed=false).
       - Partition columns are refused (every file of a partition holds one value of them), as are columns the table
         does not have.
+      - V(zorder(a, b)) (one item, or the string; one to four columns) orders the rows along a Z-order curve over the
+        columns instead (Iceberg's C(zorder), Delta's C(ZORDER BY)), so that min/max statistics skip files for a
+        filter on any of them, not only the first. Parquet and ORC only (other tables are refused, C(code)
+        V(unsupported_format)); it costs a percentile pass over the columns, a sampling read and a shuffle of each
+        compacted partition. The table's result then has C(sort) with C(strategy=zorder) and the C(columns).
     type: list
     elements: str
   merge_from:
@@ -546,6 +551,13 @@ tables:
       type: str
       returned: when the engine inspected the table
       sample: files-desc
+    sort:
+      description:
+        - With O(sort_by), how the rows of each written file are ordered - C(strategy) (V(linear) for a column list,
+          V(zorder) for V(zorder(a, b))) and C(columns); the table's history record keeps it.
+      type: dict
+      returned: when O(sort_by) or the table property C(lakekeeper.sort_by) is set
+      sample: {strategy: zorder, columns: [customer_id, event_date]}
     start_order:
       description: The partitions to compact (their C(spec)), in the order they start (or, in check mode, would).
       type: list

@@ -89,7 +89,8 @@ HELP: dict[str, tuple[str | None, str | None]] = {
                     "('eu','us')\""),
     "history": ("N", "analyze: return the table's N newest history records (default 20; 0: none)"),
     "sort_by": ("COL[ DESC][,COL]", "compact: sort the rows inside each written file by these data columns "
-                                    "(each ascending, or largest first with DESC)"),
+                                    "(each ascending, or largest first with DESC); zorder(a,b): a Z-order over up "
+                                    "to four columns (Parquet, ORC)"),
     "dedupe_keys": ("COL[,COL]", "compact: keep only the latest version of each key (per partition)"),
     "dedupe_order_by": ("COL", "compact --dedupe-keys: the column whose largest value is the latest version"),
     "dedupe_delete_marker": ("COL", "compact --dedupe-keys: a key whose latest version has this marker set is "

@@ -117,6 +117,8 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
                 leftovers=leftovers(ctx, p, known))
     base["mode"] = ctx.settings.mode
     base["order"] = ctx.settings.order
+    if columns is not None and columns.sorted:
+        base["sort"] = columns.sort_result()  # {strategy: linear|zorder, columns}
     if len(todo) > 1:
         base["start_order"] = [u.spec for u in todo]
     if merge is not None:
@@ -255,7 +257,7 @@ def plan_unit_batches(ctx: Context, info: TableInfo, todo: list[Unit], codecs: d
     dedupes, merges, verifies rows only or has a deadline."""
     settings = ctx.settings
     table_wide = None
-    if merge is not None or (columns is not None and (columns.dedupe or columns.sort_by)):
+    if merge is not None or (columns is not None and (columns.dedupe or columns.sorted)):
         table_wide = "sort, dedupe or merge"
     elif settings.verify != "content":
         table_wide = "verify: rows"

@@ -343,10 +343,49 @@ def sort_key(item: str) -> tuple[str, bool]:
     return name, direction == "desc"
 
 
+# sort_by's Z-order strategy: ``zorder(a, b)`` (Iceberg's sort_order spelling, Delta's ZORDER BY columns)
+ZORDER_MAX_COLUMNS = 4
+_ZORDER = re.compile(r"^\s*zorder\s*\((.*)\)\s*$", re.IGNORECASE | re.DOTALL)
+
+
+def zorder_columns(sort_by: Any) -> list[str] | None:
+    """The columns of a validated sort_by that is a Z-order (``["zorder(a,b)"]``), else None."""
+    if isinstance(sort_by, (list, tuple)) and len(sort_by) == 1:
+        m = _ZORDER.match(str(sort_by[0]))
+        if m:
+            return m.group(1).split(",")
+    return None
+
+
+def _zorder_text(value: Any) -> str | None:
+    """sort_by as one text when it is a Z-order: a string, or a list whose
+    items joined by commas are one (an Ansible list option splits
+    ``zorder(a,b)`` on its comma into ``["zorder(a", "b)"]``)."""
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, (list, tuple)) and value:
+        text = ",".join("" if v is None else str(v) for v in value)
+    else:
+        return None
+    return text if _ZORDER.match(text) or text.strip().lower().startswith("zorder(") else None
+
+
 def _sort_list(value: Any) -> list[str]:
     """sort_by: ``a, b DESC`` or ``[a, "b desc"]`` -> ``["a", "b desc"]``:
     validated column names, each optionally followed by ASC (dropped) or
-    DESC (largest first), without repeats."""
+    DESC (largest first), without repeats. ``zorder(a, b)`` (1 to
+    ``ZORDER_MAX_COLUMNS`` columns, ascending only) -> ``["zorder(a,b)"]``:
+    rows ordered by the columns' interleaved ranks (rewrite/zorder.py)."""
+    text = _zorder_text(value)
+    if text is not None:
+        m = _ZORDER.match(text)
+        if not m:
+            raise UsageError(f"sort_by: {text!r} is not zorder(col, ...) (one to {ZORDER_MAX_COLUMNS} column names)")
+        names = _column_list([c.strip() for c in m.group(1).split(",")], "sort_by zorder")
+        if not 1 <= len(names) <= ZORDER_MAX_COLUMNS:
+            raise UsageError(f"sort_by: zorder takes 1 to {ZORDER_MAX_COLUMNS} columns, got {len(names)} "
+                             f"({', '.join(names)})")
+        return [f"zorder({','.join(names)})"]
     items = value.split(",") if isinstance(value, str) else value
     if isinstance(items, (list, tuple)):
         plain, directions = [], []

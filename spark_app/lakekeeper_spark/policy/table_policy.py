@@ -22,7 +22,8 @@ table property                      what it sets (config key / engine flag)
                                     partitions: default, bytes-asc,
                                     bytes-desc, files-asc, files-desc; the
                                     order of the tables is the run's)
-``lakekeeper.sort_by``              ``sort_by`` (comma-separated columns)
+``lakekeeper.sort_by``              ``sort_by`` (comma-separated columns, or
+                                    ``zorder(a, b)``: up to four columns)
 ``lakekeeper.dedupe.keys``          ``dedupe.keys`` (comma-separated columns)
 ``lakekeeper.dedupe.order_by``      ``dedupe.order_by``
 ``lakekeeper.dedupe.delete_marker`` ``dedupe.delete_marker``
