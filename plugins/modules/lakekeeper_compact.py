@@ -45,8 +45,8 @@ options:
       - Meant to run in the background (C(async), C(poll=0)) - M(lakekeeper.hive.lakekeeper_wait) with
         O(lakekeeper.hive.lakekeeper_wait#module:analysis_file) returns the analysis as
         M(lakekeeper.hive.lakekeeper_analyze) would; whoever decides then writes the go file, atomically (write
-        then rename, as M(ansible.builtin.copy) does) - V({"tables": ["db.t1"]}) (some of the analyzed tables;
-        V([]) is none) or V({"stop": "why"}).
+        then rename, as M(ansible.builtin.copy) does) - a JSON object with C(tables) (a list of some of the analyzed
+        tables; an empty list is none) or C(stop) (the reason).
       - No go file within O(analyze_first.timeout) seconds ends the run with nothing compacted; RV(handoff) says why.
       - The role C(lakekeeper.hive.maintenance) uses it for a compaction in the background in client mode.
       - Not in check mode, nor in cluster deploy mode (the files are on the host that runs the driver).

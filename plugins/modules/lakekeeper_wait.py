@@ -93,7 +93,7 @@ options:
     description:
       - Wait for this file instead, the analysis that M(lakekeeper.hive.lakekeeper_compact) with
         O(lakekeeper.hive.lakekeeper_compact#module:analyze_first) writes before it waits for its go file, and return
-        it as M(lakekeeper.hive.lakekeeper_analyze) returns its analysis (RV(tables), RV(run_id), RV(msg), C(catalog),
+        it as M(lakekeeper.hive.lakekeeper_analyze) returns its analysis (RV(tables), RV(run_id), C(msg), C(catalog),
         C(runtime); the task fails when the analysis failed, as that module's does). The job goes on (RV(finished) is
         V(0)).
       - When the job ends without writing it (the engine could not start, or was stopped), the task fails with the
