@@ -483,7 +483,7 @@ def handoff_args(command, analyze_first, dry_run=False):
             seconds = None if isinstance(timeout, bool) else float(timeout)
         except (TypeError, ValueError):
             seconds = None
-        if seconds is None or not seconds > 0:  # also NaN
+        if seconds is None or not 0 < seconds < float("inf"):  # also NaN
             raise LakekeeperError("analyze_first.timeout must be a number of seconds greater than 0, got %r"
                                   % (timeout,))
         argv += ["--go-timeout", "%r" % seconds]

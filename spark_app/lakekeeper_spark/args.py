@@ -232,7 +232,7 @@ def _handoff_refusal(args: argparse.Namespace, settings: Any) -> str | None:
         return "--analysis-file and --go-file go together (the analysis written, then the go waited for)"
     if settings.dry_run:
         return "--analysis-file is not for a dry run (a dry-run compaction is its own analysis)"
-    if not args.go_timeout > 0:
+    if not 0 < args.go_timeout < float("inf"):  # also NaN
         return f"--go-timeout must be a number of seconds greater than 0, got {args.go_timeout}"
     return None
 
