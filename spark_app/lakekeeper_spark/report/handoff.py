@@ -72,7 +72,7 @@ def parse_go(text: str, analyzed: list[str]) -> Go:
 
 def timed_out(seconds: float) -> Go:
     return Go(stop=f"no go file within {seconds:g} s: the launcher that started this run did not say which "
-                   f"tables to compact (gone?); nothing compacted", outcome="timeout")
+                   f"tables to compact (gone?)", outcome="timeout")
 
 
 def write_atomic(path: str, text: str) -> None:
