@@ -17,7 +17,10 @@ way an AWX survey passes them.
   playbook lakekeeper.hive.analyze), compact.yml failing after the pause (the
   ingestion is resumed anyway), compact.yml for real with a Kerberos ticket
   from a real KDC and a real stand-in ingestion process stopped with SIGSTOP
-  during the window, rollback.yml on one table, cleanup.yml with a 1s
+  during the window (one Spark application: its driver analyzes, then
+  compacts after the pause), compact.yml with nothing to compact (no driver
+  left behind), rollback.yml on one table, compact.yml whose pre-flight
+  fails on it (no driver left behind), cleanup.yml with a 1s
   retention, rollback.yml refusing a database, rollback.yml in recover mode as
   a dry run; then on database fl (``fleet``): compact.yml with a window
   already over (nothing started), with the delete-ratio trigger of
