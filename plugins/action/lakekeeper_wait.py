@@ -44,6 +44,7 @@ from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_result
     is_failed,
     module_fields,
     parse_result,
+    table_warnings,
 )
 from ansible_collections.lakekeeper.hive.plugins.plugin_utils._lakekeeper_progress import progress_line
 
@@ -65,6 +66,9 @@ def analysis_result(text, max_partitions_listed=None, fail_on_refused=False):
         return None
     out = module_fields(doc, writes=False, max_partitions_listed=max_partitions_listed)
     out.update(command="analyze", rc=0, dry_run=False)
+    warnings = table_warnings(doc)
+    if warnings:  # as lakekeeper_analyze warns
+        out["warnings"] = warnings
     if is_failed(doc, 0, fail_on_refused):
         out.update(failed=True, msg=failure_message("analyze", doc, 1))
     else:

@@ -99,6 +99,7 @@ from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_result
     module_fields,
     parse_result,
     refresh_targets,
+    table_warnings,
     tail_lines,
 )
 from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_yarn import (
@@ -684,12 +685,8 @@ def warn_locked(module, doc):
     was refused (``refused``: managed, transactional, excluded, replicated, a
     backup...; docs/statuses.md) is not a failure of this run, but it was not
     maintained: say so once per table."""
-    for table in doc.get("tables") or []:
-        if isinstance(table, dict) and table.get("status") == "locked":
-            module.warn("%s was left alone: %s" % (table.get("table"), table.get("reason") or "locked"))
-        elif isinstance(table, dict) and table.get("status") == "refused":
-            module.warn("%s was refused (%s): %s" % (table.get("table"), table.get("code") or "refused",
-                                                     table.get("reason") or ""))
+    for warning in table_warnings(doc):
+        module.warn(warning)
 
 
 def run_module(module, engine):

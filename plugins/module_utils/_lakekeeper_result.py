@@ -239,6 +239,20 @@ def module_fields(doc, writes=True, dry_run=False, max_partitions_listed=None):
     return out
 
 
+def table_warnings(doc):
+    """One warning per table left alone (``locked``) or refused, as the
+    modules give them (_lakekeeper_module.warn_locked; lakekeeper_wait's
+    analysis_file too)."""
+    out = []
+    for table in doc.get("tables") or []:
+        if isinstance(table, dict) and table.get("status") == "locked":
+            out.append("%s was left alone: %s" % (table.get("table"), table.get("reason") or "locked"))
+        elif isinstance(table, dict) and table.get("status") == "refused":
+            out.append("%s was refused (%s): %s" % (table.get("table"), table.get("code") or "refused",
+                                                    table.get("reason") or ""))
+    return out
+
+
 def failure_message(command, doc, rc):
     """One line: what failed, why, and what was left in place."""
     head = "lakekeeper %s failed (rc=%s)" % (command, rc)

@@ -59,7 +59,7 @@ def test_analysis_file_is_returned_as_lakekeeper_analyze_returns_it():
     out = analysis_result(json.dumps(doc), max_partitions_listed=2)
     assert out["run_id"] == "R1" and out["changed"] is False and out["msg"] == "analyze: 2 analyzed"
     assert [t["table"] for t in out["tables"]] == ["db.a", "db.b"] and len(out["tables"][0]["partitions"]) == 2
-    assert "failed" not in out
+    assert "failed" not in out and out["warnings"] == ["db.b was refused (refused): managed"]
     refused = analysis_result(json.dumps(doc), fail_on_refused=True)
     assert refused["failed"] and "db.b: refused: managed" in refused["msg"]
     failed = analysis_result(json.dumps(dict(doc, failed=True)))
