@@ -250,6 +250,7 @@ def lane_jvm_archive(env: dict[str, str]) -> None:
     would not pay: its JVMs are one in-process session, the test bed's
     drivers, whose SPARK_CONF_DIR leads the class path and so never matches
     an archive, and on one lane the five processes of a crash world.)"""
+    env.pop("LAKEKEEPER_JVM_BED_ARCHIVE", None)
     main_line = env.pop("LAKEKEEPER_JVM_ARCHIVE_OPTS", "")
     opts = env.get("SPARK_SUBMIT_OPTS", "").replace(main_line, "").strip() if main_line else None
     if opts == "":

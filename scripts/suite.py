@@ -10,12 +10,15 @@ end, wall and CPU seconds and its result, and the machine's busy share.
 The two cores are the limit: the suite is CPU-bound from start to end, so
 running more parts at once only time-shares the JVMs (timeouts, pause
 points and memory all stretch). At most ``--slots`` parts run at once, the
-longest first (``parts`` is in that order, from the measured table): four,
-since three in-process Spark sessions (the engine, the lanes) use about 0.6
-of a core each while the test-bed and main sessions wait on their processes
-(0.3 and 0.5 of a core): four of them fill the two cores; with three, the
+longest and the ones that mostly wait first (``parts`` is in that order, from
+the measured table): five, since three in-process Spark sessions (the engine,
+the lanes) use about 0.6 of a core each while the test-bed sessions wait on
+their processes (0.3 of a core) and the YARN and cancelled-job parts mostly
+wait on YARN and on timers (0.2 and 0.3): five of them fill the two cores.
+With four, the cancelled job waited for a slot until the YARN part ended and
+the playbook scenarios ran alone for the last 340 s of a run; with three, the
 two long waiting sessions held two slots and the engine and the oldest lane
-ran one after the other in the third (the last 15 minutes of a run).
+ran one after the other in the third.
 
 One test bed (HDFS, the Metastore service, Spark standalone of the main
 line) is started once for the run and shared: the main line's test-bed
@@ -83,8 +86,15 @@ class Part:
 
 # The playbook scenarios (tests/playbooks, and tests/e2e, whose lifecycle runs
 # inside them) are a part of their own: a chain of ansible-playbook and driver
-# processes that mostly waits, about 550 s of wall time beside the rest.
+# processes that mostly waits, about 450 s of wall time beside the rest.
 PLAYBOOKS = ["tests/playbooks", "tests/e2e"]
+# The cancelled AWX job waits for its async limit and its guard's expiry (timers: about 330 of
+# its 500 s): a part of its own, started with the first ones, so that its waiting overlaps them.
+CANCEL = ["tests/playbooks/test_cancel.py"]
+# The crash worlds outside the test bed (the file world: the crash matrix and the concurrent
+# writers, about 200 CPU s) apart from the rest of the main line's integration tests, so that
+# neither is a long part alone at the end.
+CRASH = ["tests/crash"]
 
 
 # The test bed's newer services each get a test of their own (DistCp, HiveServer2 reading
@@ -95,22 +105,27 @@ TESTBED_3 = ["tests/testbed/test_yarn_playbooks.py"]
 
 
 def parts() -> list[Part]:
-    """Every part, longest first (the order slots are given in; wall seconds
-    of the 2026-11-29 runs in the comments)."""
+    """Every part, in the order slots are given (the longest and the ones that
+    mostly wait first; wall and CPU seconds of the 2026-11-29 runs in the
+    comments, measured among the others)."""
     lanes = [Part(f"lane-{lane['name']}", [PY, str(ROOT / "scripts" / "spark_lanes.py"), lane["name"]],
                   bed="own-spark") for lane in spark_lanes.lanes() if lane["default"]]
+    not_bed = ["-m", "not crash_lane and not testbed"]
     out = [
-        Part("testbed", PYTEST + NOT_ENGINE + [f"--ignore={p}" for p in TESTBED_2 + TESTBED_3]  # 1,350
+        Part("engine", PYTEST + ["tests/engine", "--durations=15"]),  # 1,520 / 754
+        Part("testbed", PYTEST + NOT_ENGINE + [f"--ignore={p}" for p in TESTBED_2 + TESTBED_3]  # 1,540 / 470
              + ["-m", "not crash_lane and testbed", "--durations=30"], bed="use"),
-        Part("testbed-2", PYTEST + TESTBED_2 + ["-m", "not crash_lane and testbed", "--durations=15"], bed="use"),
-        *lanes[:1],  # the oldest line: 860
-        Part("engine", PYTEST + ["tests/engine", "--durations=15"]),  # 770
-        # YARN through ansible-playbook: client and cluster lifecycles, a stopped and a killed run
+        *lanes[:1],  # the oldest line: 1,250 / 541
+        # YARN through ansible-playbook: client and cluster lifecycles, a stopped and a killed run: 790 / 168
         Part("testbed-yarn", PYTEST + ["--timeout=3600"] + TESTBED_3 + ["-m", "not crash_lane and testbed", "--durations=15"], bed="use"),
-        Part("main", PYTEST + NOT_ENGINE + [f"--ignore={p}" for p in PLAYBOOKS]  # about 1,000
-             + ["-m", "not crash_lane and not testbed", "--durations=30"]),
-        Part("playbooks", PYTEST + PLAYBOOKS + ["-m", "not crash_lane and not testbed", "--durations=15"]),  # 550
-        *lanes[1:],  # 195
+        Part("cancel", PYTEST + CANCEL + not_bed + ["--durations=5"]),  # 500 / 167
+        Part("playbooks", PYTEST + PLAYBOOKS + [f"--ignore={p}" for p in CANCEL]  # 475 / 446
+             + not_bed + ["--durations=15"]),
+        Part("crash", PYTEST + CRASH + not_bed + ["--durations=15"]),  # about 300 / 200
+        Part("testbed-2", PYTEST + TESTBED_2 + ["-m", "not crash_lane and testbed", "--durations=15"], bed="use"),  # 536 / 165
+        Part("main", PYTEST + NOT_ENGINE + [f"--ignore={p}" for p in PLAYBOOKS + CRASH]  # about 400 / 335
+             + not_bed + ["--durations=30"]),
+        *lanes[1:],  # 53 / 36
         *[Part(f"lane-{lane['name']}", [PY, str(ROOT / "scripts" / "ansible_lanes.py"), lane["name"]])
           for lane in ansible_lanes.lanes() if lane["default"]],
     ]
@@ -394,8 +409,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="scripts/suite.py", description=__doc__.splitlines()[0])
     ap.add_argument("--list", action="store_true", help="print the parts and their commands")
     ap.add_argument("--only", default="", help="comma-separated part names")
-    ap.add_argument("--slots", type=int, default=int(os.environ.get("LAKEKEEPER_SUITE_SLOTS", "4")),
-                    help="parts running at once (default 4)")
+    ap.add_argument("--slots", type=int, default=int(os.environ.get("LAKEKEEPER_SUITE_SLOTS", "5")),
+                    help="parts running at once (default 5)")
     args = ap.parse_args(argv)
     every = parts()
     if args.list:

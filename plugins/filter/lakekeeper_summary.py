@@ -184,6 +184,12 @@ def _records(action, analysis, results, todo, error, tables):
             rec["code"] = _str(r["code"])
         if r.get("order"):  # compact: the order its partitions started in (docs/engine-contract.md)
             rec["order"] = _str(r["order"])
+        if isinstance(r.get("sort"), Mapping):  # compact with sort_by: {strategy: linear|zorder, columns}
+            rec["sort"] = {"strategy": _str(r["sort"].get("strategy", "")),
+                           "columns": [_str(c) for c in r["sort"].get("columns") or []]}
+        if r.get("retries"):  # compact: partitions tried again after a failure that passes, and why
+            rec["retries"] = _int(r["retries"])
+            rec["retry_causes"] = dict(r.get("retry_causes") or {})
         if action == "cleanup":
             rec.update({"freed_bytes": _int(r.get("freed_bytes", 0)),
                         "backups_removed": [b.get("backup_table") for b in r.get("backups_removed") or []],

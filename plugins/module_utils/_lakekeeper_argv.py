@@ -133,6 +133,9 @@ ENGINE_FLAGS = (
     # which tables and partitions start first, with or without a deadline (Iceberg's rewrite-job-order)
     ("order", "--order", "order", "lower", ("compact",), "value"),
     ("verify", "--verify", "verify", "lower", ("compact",), "value"),
+    # bounded retries of a unit that failed for a reason that passes (policy/retries.py; Amoro's num-retries)
+    ("retries", "--retries", "retries", "int", ("compact",), "value"),
+    ("retry_backoff", "--retry-backoff", "retry_backoff", "float", ("compact",), "value"),
     ("allow_by_name_projection", "--allow-by-name-projection", "allow_by_name_projection", "switch", ("compact",),
      "switch"),
     ("allow_owner_change", "--allow-owner-change", "allow_owner_change", "switch", ("compact",), "switch"),
@@ -369,9 +372,31 @@ def _columns(values, what):
     return names
 
 
+ZORDER_MAX_COLUMNS = 4
+
+
+def _zorder(values):
+    """sort_by as a Z-order, V(zorder(a, b)) (a list option splits it on its commas: the items are joined
+    back), passed on as ``zorder(a,b)``; None when it is not one."""
+    if isinstance(values, (list, tuple)):
+        values = ",".join("" if v is None else str(v) for v in values)
+    if not isinstance(values, str) or not values.strip().lower().startswith("zorder("):
+        return None
+    text = values.strip()
+    if not text.endswith(")"):
+        raise LakekeeperError("sort_by: %r is not zorder(col, ...)" % values)
+    names = _columns([c.strip() for c in text[len("zorder("):-1].split(",")], "sort_by zorder")
+    if not 1 <= len(names) <= ZORDER_MAX_COLUMNS:
+        raise LakekeeperError("sort_by: zorder takes 1 to %d columns, got %d" % (ZORDER_MAX_COLUMNS, len(names)))
+    return "zorder(%s)" % ",".join(names)
+
+
 def _sort_columns(values):
     """sort_by items: a column name, optionally followed by ASC or DESC
-    (passed on as ``col`` / ``col DESC``)."""
+    (passed on as ``col`` / ``col DESC``), or one Z-order V(zorder(a, b))."""
+    z = _zorder(values)
+    if z is not None:
+        return [z]
     if isinstance(values, str):
         values = values.split(",")
     if not isinstance(values, (list, tuple)) or not values:

@@ -229,6 +229,8 @@ def module_fields(doc, writes=True, dry_run=False, max_partitions_listed=None):
     lakekeeper_analyze returns it) both take it from here."""
     tables = [t for t in (doc.get("tables") or []) if isinstance(t, dict)]
     out = dict(tables=limit_partitions(tables, max_partitions_listed), run_id=doc.get("run_id"))
+    if isinstance(doc.get("retries"), int):  # compact: partitions tried again after a failure that passes
+        out["retries"] = doc["retries"]
     if isinstance(doc.get("catalog"), dict):
         out["catalog"] = dict((k, v) for k, v in doc["catalog"].items()
                               if k in CATALOG_KEYS and k not in ("reason", "state_dir"))

@@ -131,6 +131,26 @@ options:
       - When not set, the config file's value or the engine's default (V(content)) applies.
     type: str
     choices: [content, rows]
+  retries:
+    description:
+      - How many times a partition that failed for a reason that passes is tried again (C(--retries)) - the Hive
+        Metastore or a NameNode unreachable or failing over, lost executors or fetch failures, IO timeouts. Each
+        retry starts from the state the journal's recovery left - the failed attempt's staged copy removed, the
+        original in place - and waits O(retry_backoff) seconds, twice as long before each next one.
+      - Never tried again - a verification or content mismatch, a refusal, a lost lease, schema drift, a
+        permission or quota error, or a failure after the swap began (recovery finishes or reports it).
+      - Each partition tried again reports C(retries) and C(retry_causes) (V(metastore), V(namenode),
+        V(executor_lost), V(io_timeout)), its table their sum, and RV(retries) the run's.
+      - A table's property C(lakekeeper.retries), or Amoro's C(self-optimizing.execute.num-retries), sets it for
+        that table.
+      - When not set, the config file's value or the engine's default (V(2)) applies; V(0) turns retries off.
+    type: int
+  retry_backoff:
+    description:
+      - Seconds before the first retry of a partition (O(retries)), doubled before each next one, at most 300
+        (C(--retry-backoff)).
+      - When not set, the config file's value or the engine's default (V(10)) applies.
+    type: float
   allow_by_name_projection:
     description:
       - Compact Parquet and ORC partitions whose files' columns are not the table's (C(--allow-by-name-projection)) -
@@ -178,6 +198,11 @@ options:
         so a second run reports RV(changed=false).
       - Partition columns are refused (every file of a partition holds one value of them), as are columns the table
         does not have.
+      - V(zorder(a, b)) (one item, or the string; one to four columns) orders the rows along a Z-order curve over the
+        columns instead (Iceberg's C(zorder), Delta's C(ZORDER BY)), so that min/max statistics skip files for a
+        filter on any of them, not only the first. Parquet and ORC only (other tables are refused, C(code)
+        V(unsupported_format)); it costs a percentile pass over the columns, a sampling read and a shuffle of each
+        compacted partition. The table's result then has C(sort) with C(strategy=zorder) and the C(columns).
     type: list
     elements: str
   merge_from:
@@ -452,6 +477,13 @@ msg:
   returned: always
   type: str
   sample: "compact: 1 compacted, 1 not_needed"
+retries:
+  description:
+    - How many times partitions were tried again after a failure that passes (O(retries)), over all tables; each
+      table's own in RV(tables[].retries).
+  returned: when the engine ran
+  type: int
+  sample: 1
 tables:
   description:
     - The engine's per-table facts, as in its JSON result (docs/engine-contract.md of the collection).
@@ -579,6 +611,13 @@ tables:
       type: str
       returned: when the engine inspected the table
       sample: files-desc
+    sort:
+      description:
+        - With O(sort_by), how the rows of each written file are ordered - C(strategy) (V(linear) for a column list,
+          V(zorder) for V(zorder(a, b))) and C(columns); the table's history record keeps it.
+      type: dict
+      returned: when O(sort_by) or the table property C(lakekeeper.sort_by) is set
+      sample: {strategy: zorder, columns: [customer_id, event_date]}
     start_order:
       description: The partitions to compact (their C(spec)), in the order they start (or, in check mode, would).
       type: list
@@ -670,6 +709,17 @@ tables:
       type: list
       elements: dict
       returned: when the engine inspected the table
+    retries:
+      description:
+        - How many times this table's partitions were tried again (O(retries)); each such partition has
+          C(retries) and C(retry_causes), the cause of each failure it was tried again after.
+      type: int
+      returned: when a partition was tried again
+    retry_causes:
+      description: The causes of the table's retries and how many of each (V(metastore), V(namenode), V(executor_lost), V(io_timeout)).
+      type: dict
+      returned: when a partition was tried again
+      sample: {"namenode": 1}
     partitions_not_listed:
       description:
         - Present when O(max_partitions_listed) cut RV(tables[].partitions) - how many partitions were left out
@@ -893,6 +943,8 @@ def main():
         deadline=dict(type="str"),
         order=dict(type="str", choices=["default", "bytes-asc", "bytes-desc", "files-asc", "files-desc"]),
         verify=dict(type="str", choices=["content", "rows"]),
+        retries=dict(type="int"),
+        retry_backoff=dict(type="float"),
         allow_by_name_projection=dict(type="bool", default=False),
         allow_owner_change=dict(type="bool", default=False),
         allow_replicated=dict(type="bool", default=False),

@@ -52,6 +52,11 @@ HELP: dict[str, tuple[str | None, str | None]] = {
                     "largest, fewest or most files first)"),
     "verify": (None, "compact: content (default: row checksums of the copy read back as readers decode it) "
                      "or rows (row counts, schema and codec from metadata only)"),
+    "retries": ("N", "compact: try a partition that failed for a reason that passes (Metastore or NameNode "
+                     "unreachable, lost executors, IO timeouts) again up to N times, each from the state "
+                     "recovery left (default 2; 0: never); a verification mismatch is never tried again"),
+    "retry_backoff": ("SECONDS", "compact: wait this long before the first retry, twice as long before each "
+                                 "next (default 10, at most 300)"),
     "allow_by_name_projection": (None, "compact: compact Parquet/ORC units whose files' columns drift from the "
                                        "table's (renamed, dropped, reordered columns, other types) by name, as "
                                        "Spark reads them, instead of refusing them (schema_drift)"),
@@ -84,7 +89,8 @@ HELP: dict[str, tuple[str | None, str | None]] = {
                     "('eu','us')\""),
     "history": ("N", "analyze: return the table's N newest history records (default 20; 0: none)"),
     "sort_by": ("COL[ DESC][,COL]", "compact: sort the rows inside each written file by these data columns "
-                                    "(each ascending, or largest first with DESC)"),
+                                    "(each ascending, or largest first with DESC); zorder(a,b): a Z-order over up "
+                                    "to four columns (Parquet, ORC)"),
     "dedupe_keys": ("COL[,COL]", "compact: keep only the latest version of each key (per partition)"),
     "dedupe_order_by": ("COL", "compact --dedupe-keys: the column whose largest value is the latest version"),
     "dedupe_delete_marker": ("COL", "compact --dedupe-keys: a key whose latest version has this marker set is "

@@ -314,6 +314,8 @@ def _outcome(doc: dict[str, Any], command: str, results: list[dict[str, Any]], s
     )
     if command == "compact":
         doc["order"] = settings.order  # the order the tables started in (order.py)
+        # units tried again after a failure that passes, over all tables (policy/retries.py)
+        doc["retries"] = sum(int(r.get("retries") or 0) for r in results)
     return failed
 
 

@@ -25,6 +25,8 @@ ENGINE_FLAGS = (
     ("deadline", "--deadline", "deadline", "str", ("compact",), "deadline"),
     ("order", "--order", "order", "lower", ("compact",), "value"),
     ("verify", "--verify", "verify", "lower", ("compact",), "value"),
+    ("retries", "--retries", "retries", "int", ("compact",), "value"),
+    ("retry_backoff", "--retry-backoff", "retry_backoff", "float", ("compact",), "value"),
     ("allow_by_name_projection", "--allow-by-name-projection", "allow_by_name_projection", "switch", ("compact",), "switch"),
     ("allow_owner_change", "--allow-owner-change", "allow_owner_change", "switch", ("compact",), "switch"),
     ("allow_replicated", "--allow-replicated", "allow_replicated", "switch", ("compact", "analyze"), "switch"),

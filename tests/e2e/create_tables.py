@@ -115,7 +115,11 @@ def create_mixed(spark, database, data):
     * ``replica``: EXTERNAL, 20 small files, ``repl.last.id`` as REPL LOAD leaves it (refused, replicated);
     * ``managed``: MANAGED (Spark's and Hive's CREATE TABLE), two inserts (refused, managed_table);
     * ``acid``: MANAGED transactional (Hive ACID: bucketed ORC, ``transactional=true``; refused,
-      transactional_table).
+      transactional_table);
+    * ``zorder``: EXTERNAL Parquet, 30 small part- files of a Spark job (every file spans the whole range of
+      ``a`` and ``b``, uncorrelated), its owner's ``lakekeeper.sort_by=zorder(a, b)`` and a small
+      ``lakekeeper.target_file_size_mb`` (compacted into a few Z-ordered files);
+    * ``zavro``: EXTERNAL Avro, 5 files, ``lakekeeper.sort_by=zorder(id, v)`` (refused, unsupported_format).
     """
     spark.sql("CREATE DATABASE IF NOT EXISTS %s" % database)
     out = {}
@@ -133,6 +137,20 @@ def create_mixed(spark, database, data):
     spark.sql("CREATE TABLE %s.acid (id INT) CLUSTERED BY (id) INTO 2 BUCKETS STORED AS ORC "
               "TBLPROPERTIES ('transactional'='true')" % database)
     out["managed"] = {"rows": spark.table("%s.managed" % database).count()}
+    loc = os.path.join(data, "zorder")
+    spark.range(0, 20000).selectExpr("id", "pmod(xxhash64(id, 1), 100000) AS a", "pmod(xxhash64(id, 2), 100000) AS b",
+                                     "sha2(CAST(id AS STRING), 256) AS pad") \
+        .repartition(30).write.mode("overwrite").parquet("file://" + loc)
+    spark.sql("CREATE EXTERNAL TABLE %s.zorder (id BIGINT, a BIGINT, b BIGINT, pad STRING) STORED AS PARQUET "
+              "LOCATION 'file://%s' TBLPROPERTIES ('lakekeeper.sort_by'='zorder(a, b)', "
+              "'lakekeeper.target_file_size_mb'='0.15')" % (database, loc))
+    out["zorder"] = {"location": loc, "rows": 20000}
+    loc = os.path.join(data, "zavro")
+    spark.sql("CREATE EXTERNAL TABLE %s.zavro (id BIGINT, v STRING) STORED AS AVRO LOCATION 'file://%s' "
+              "TBLPROPERTIES ('lakekeeper.sort_by'='zorder(id, v)')" % (database, loc))
+    spark.range(0, 100).selectExpr("id", "CAST(id AS STRING) AS v").repartition(5).createOrReplaceTempView("zsrc")
+    spark.sql("INSERT INTO %s.zavro SELECT * FROM zsrc" % database)
+    out["zavro"] = {"location": loc, "rows": 100}
     return out
 
 

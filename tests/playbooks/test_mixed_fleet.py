@@ -9,14 +9,21 @@ Metastore in a state dir) over a table list named explicitly that mixes a
 table to compact, one that needs nothing and the tables Lakekeeper must
 leave alone, as Hive, Spark and a replication tool leave them (MANAGED,
 Hive ACID, excluded by ``lakekeeper.exclude``, a replica with
-``repl.last.id``; tests/e2e/create_tables.py ``mixed:``):
+``repl.last.id``, a Parquet table whose owner asks for a Z-order with
+``lakekeeper.sort_by=zorder(a, b)`` (issue 50 item 4) and an Avro one that
+asks for the same; tests/e2e/create_tables.py ``mixed:``):
 
 * by default the job is green (rc 0): the table is compacted, the others are
   reported with their own status (docs/statuses.md) - ``not_needed``, and
   ``refused`` with their code - in the summary and the set_stats totals, a
   warning per refused table, nothing of them touched;
   with ``lakekeeper_order=files-desc`` (issue 50 item 3) the order reaches
-  the engine and the summary says it of the table compacted;
+  the engine and the summary says it of the table compacted; a refused
+  connection injected as the table's copy is verified (issue 50 item 2,
+  ``lakekeeper_retries=1``) is tried again and the table still compacted;
+  the Z-ordered table's files (their own Parquet footers) cover narrower
+  ranges of both columns than its small files did, its summary says
+  ``sort: zorder``, the Avro table is refused (``unsupported_format``);
 * with ``lakekeeper_fail_on_refused=true`` (and lakekeeper's own backup table
   named too) the same list fails the job, still saying what each table is.
 
@@ -42,9 +49,25 @@ import time
 
 import pytest
 
-from test_playbooks import CREATE_TABLES, PLAYBOOKS, TIMINGS, data_files, run_playbook  # pylint: disable=import-error
+from test_playbooks import CREATE_TABLES, PLAYBOOKS, TIMINGS, data_files, listing, run_playbook  # pylint: disable=import-error
 
-MIXED = ["e2e.events", "mx.single", "mx.excluded", "mx.replica", "mx.managed", "mx.acid"]
+MIXED = ["e2e.events", "mx.single", "mx.excluded", "mx.replica", "mx.managed", "mx.acid", "mx.zorder", "mx.zavro"]
+
+
+def _footer_ranges(path):
+    """Each data file's max - min of columns a and b, from its Parquet footer."""
+    import pyarrow.parquet as pq  # pylint: disable=import-outside-toplevel
+
+    out = []
+    for f in sorted(data_files(path)):
+        meta = pq.ParquetFile(os.path.join(path, f)).metadata
+        span = []
+        for col in ("a", "b"):
+            idx = meta.schema.names.index(col)
+            stats = [meta.row_group(g).column(idx).statistics for g in range(meta.num_row_groups)]
+            span.append(max(st.max for st in stats) - min(st.min for st in stats))
+        out.append(tuple(span))
+    return out
 
 
 @pytest.mark.e2e
@@ -70,18 +93,39 @@ def test_a_mixed_list_is_green_with_refusals_reported_and_red_on_request(collect
             "lakekeeper_pause_ingestion": False}}},  # no ingestion hosts here
             "mixed": {"hosts": {"edge": {}}, "vars": {"lakekeeper_cluster": "mixed"}}}}}))
     untouched = {t: data_files(str(data_dir / "mx" / t)) for t in ("single", "excluded", "replica")}
-    assert [len(untouched[t]) for t in ("single", "excluded", "replica")] == [1, 20, 20], untouched
+    untouched["zavro"] = listing(str(data_dir / "mx" / "zavro"))  # Avro: no .parquet names
+    assert [len(untouched[t]) for t in ("single", "excluded", "replica", "zavro")] == [1, 20, 20, 5], untouched
+    small = _footer_ranges(str(data_dir / "mx" / "zorder"))
+    assert len(small) == 30, small
 
     # -- the mixed list, named explicitly (an AWX survey's string), the most files first: green -----------
+    # (issue 50 item 2: a genuine refused connection - java.net.ConnectException from the driver's JVM, the
+    # engine's =transient fault - as e2e.events' copy is verified: settled, tried again, compacted)
+    fault = {"SPARK_LOCAL_IP": "127.0.0.1", "LAKEKEEPER_FAULT_AT": "verifying@e2e.events#0=transient"}
     run = run_playbook(os.path.join(PLAYBOOKS, "compact.yml"), inventory, collections_dir, tmp_path,
-                       [json.dumps({"lakekeeper_tables": ", ".join(MIXED), "lakekeeper_order": "files-desc"})])
+                       [json.dumps({"lakekeeper_tables": ", ".join(MIXED), "lakekeeper_order": "files-desc",
+                                    "lakekeeper_environment": fault, "lakekeeper_retries": 1})])
     assert run.rc == 0, run
     s = run.summary("edge")
     assert s["ok"] and not s["error"], s
+    # the retry reached the module's result and the summary (lakekeeper_retries -> maintenance_retries -> retries)
+    retried = {t["table"]: (t.get("retries"), t.get("retry_causes")) for t in s["tables"] if t.get("retries")}
+    assert retried == {"e2e.events": (1, {"namenode": 1})}, s["tables"]
     got = {t["table"]: (t["status"], t.get("code")) for t in s["tables"]}
     assert got == {"e2e.events": ("compacted", None), "mx.single": ("not_needed", None),
                    "mx.excluded": ("refused", "excluded"), "mx.replica": ("refused", "replicated"),
-                   "mx.managed": ("refused", "managed_table"), "mx.acid": ("refused", "transactional_table")}, got
+                   "mx.managed": ("refused", "managed_table"), "mx.acid": ("refused", "transactional_table"),
+                   "mx.zorder": ("compacted", None), "mx.zavro": ("refused", "unsupported_format")}, got
+    # the owner's Z-order (lakekeeper.sort_by=zorder(a, b)): a few files covering, on average, a far narrower
+    # range of a and of b than the narrowest small file did (each of those spans nearly the whole range of both;
+    # a file whose z-range crosses a quadrant's edge still spans one column's range, hence the mean)
+    tables = {t["table"]: t for t in s["tables"]}
+    assert tables["mx.zorder"]["sort"] == {"strategy": "zorder", "columns": ["a", "b"]}, tables["mx.zorder"]
+    zfiles = _footer_ranges(str(data_dir / "mx" / "zorder"))
+    assert 2 <= len(zfiles) == tables["mx.zorder"]["files_after"] < 30, zfiles
+    for col in (0, 1):
+        assert sum(z[col] for z in zfiles) / len(zfiles) < 0.7 * min(f[col] for f in small), (col, zfiles, small)
+    assert "zorder(...) is supported for parquet and orc tables, not avro" in tables["mx.zavro"]["reason"], tables
     # the order asked for reached the engine (lakekeeper_order -> maintenance_order -> order -> --order)
     assert {t["table"]: t.get("order") for t in s["tables"]}["e2e.events"] == "files-desc", s["tables"]
     reasons = {t["table"]: t["reason"] for t in s["tables"]}
@@ -90,21 +134,24 @@ def test_a_mixed_list_is_green_with_refusals_reported_and_red_on_request(collect
     # set_stats, as AWX shows them: the statuses counted apart, none of them a failure
     stats = {k: run.stats["lakekeeper_tables_%s" % k]
              for k in ("compacted", "not_needed", "skipped", "refused", "failed")}
-    assert stats == {"compacted": 1, "not_needed": 1, "skipped": 0, "refused": 4, "failed": 0}, run.stats
+    assert stats == {"compacted": 2, "not_needed": 1, "skipped": 0, "refused": 5, "failed": 0}, run.stats
     assert run.stats["lakekeeper_hosts_failed"] == 0, run.stats
     assert sorted(run.stats["lakekeeper_refused_tables"]) == [
-        "edge:mx.acid", "edge:mx.excluded", "edge:mx.managed", "edge:mx.replica"], run.stats
-    assert "compact on edge (cluster mixed): 1 compacted, 1 not needed, 0 skipped, 4 refused, 0 failed" in run.output, run
+        "edge:mx.acid", "edge:mx.excluded", "edge:mx.managed", "edge:mx.replica", "edge:mx.zavro"], run.stats
+    assert "compact on edge (cluster mixed): 2 compacted, 1 not needed, 0 skipped, 5 refused, 0 failed" in run.output, run
     assert "mx.managed was refused (managed_table)" in run.output, run  # the module's warning
     assert run.recap["edge"]["failed"] == 0, run
     assert len(data_files(str(data_dir / "events"))) == 1
-    assert {t: data_files(str(data_dir / "mx" / t)) for t in untouched} == untouched
-    (backup,) = [b.split(":", 1)[1] for b in run.stats["lakekeeper_backup_tables"]]
+    assert {t: (listing if t == "zavro" else data_files)(str(data_dir / "mx" / t)) for t in untouched} == untouched
+    backups = sorted(b.split(":", 1)[1] for b in run.stats["lakekeeper_backup_tables"])
+    assert len(backups) == 2 and backups[1].startswith("mx.__bkp_zorder_"), backups
+    backup = backups[0]
     assert backup.startswith("e2e.__bkp_events_"), backup
 
     # -- the same list and the backup table, strict: red, and still says what each table is ---------------
     run = run_playbook(os.path.join(PLAYBOOKS, "compact.yml"), inventory, collections_dir, tmp_path,
-                       ["lakekeeper_tables=%s" % ",".join(MIXED + [backup]), "lakekeeper_fail_on_refused=true"])
+                       ["lakekeeper_tables=%s" % ",".join([t for t in MIXED if t != "mx.zavro"] + [backup]),
+                        "lakekeeper_fail_on_refused=true"])
     assert run.rc != 0 and run.recap["edge"]["failed"] == 1, run
     s = run.summary("edge")
     assert not s["ok"] and run.stats["lakekeeper_hosts_failed"] == 1, run.stats
@@ -112,10 +159,10 @@ def test_a_mixed_list_is_green_with_refusals_reported_and_red_on_request(collect
     assert got == {"e2e.events": ("not_needed", None), "mx.single": ("not_needed", None),
                    "mx.excluded": ("refused", "excluded"), "mx.replica": ("refused", "replicated"),
                    "mx.managed": ("refused", "managed_table"), "mx.acid": ("refused", "transactional_table"),
-                   backup: ("refused", "backup_table")}, got
+                   "mx.zorder": ("not_needed", None), backup: ("refused", "backup_table")}, got
     assert run.stats["lakekeeper_tables_refused"] == 5 and run.stats["lakekeeper_tables_failed"] == 0, run.stats
     assert "mx.managed: refused: " in s["error"] and "lakekeeper analyze failed (rc=1)" in s["error"], s["error"]
-    assert {t: data_files(str(data_dir / "mx" / t)) for t in untouched} == untouched
+    assert {t: (listing if t == "zavro" else data_files)(str(data_dir / "mx" / t)) for t in untouched} == untouched
 
     pipelines(inventory, collections_dir, tmp_path, state_dir, made)
 

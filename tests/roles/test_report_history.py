@@ -34,8 +34,8 @@ HISTORY = [  # newest first, as analyze returns it
                               "reason": "not pinned, outside the grace period of 0s, older_than all"}],
             backups_kept=[{"backup_table": "shop.__bkp_events_20261120_013000_eeeeee", "rule": "pinned",
                            "reason": "pinned"}]),
-    _record(RUN_C2, "compact", "compacted", "2026-11-23T01:31:00.000Z", _totals(10, 2, 4096, 2048),
-            backup_table="shop.__bkp_events_20261123_013000_cccccc"),
+    _record(RUN_C2, "compact", "compacted", "2026-11-23T01:31:00.000Z", dict(_totals(10, 2, 4096, 2048), retries=2),
+            backup_table="shop.__bkp_events_20261123_013000_cccccc", retry_causes={"metastore": 1, "namenode": 1}),
     _record(RUN_RB, "rollback", "rolled_back", "2026-11-22T01:30:30.000Z", _totals(2, 10, 2048, 4096),
             backup_run_id=RUN_C1),
     _record(RUN_C1, "compact", "compacted", "2026-11-21T01:31:00.000Z", _totals(10, 2, 4096, 2048)),
@@ -102,6 +102,8 @@ def test_the_report_draws_each_tables_history(playbook, tmp_path):
     assert "freed 2.00 KB" in table and "undid run " + RUN_C1 in table and "etl@edge1" in table
     assert "failed</span> (write_failed)" in table and "disk full" in table
     assert "10 &rarr; 2" in table and "4.00 KB &rarr; 2.00 KB" in table
+    # a compaction whose units were tried again (issue 50 item 2): how many times, and why
+    assert "shop.__bkp_events_20261123_013000_cccccc; 2 retries (metastore 1, namenode 1)</td>" in table, table
 
 
 def report_of(playbook, tmp_path, tables_doc):

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from testbed.confs import QUICK_JVM_OPTS
 from testbed.procs import listening_ports
 
 pytestmark = pytest.mark.timeout(600)
@@ -27,11 +26,6 @@ APPS = Path(__file__).resolve().parent / "apps"
 ROWS = 1000
 SUFFIX = uuid.uuid4().hex[:8]
 DB, TABLE = f"testbed_smoke_{SUFFIX}", "events"
-
-# Faster client JVMs on a busy 2-core machine (no UI, quick JIT); not needed for correctness.
-QUICK = {"spark.ui.enabled": "false",
-         "spark.driver.extraJavaOptions": " ".join(QUICK_JVM_OPTS),
-         "spark.executor.extraJavaOptions": " ".join(QUICK_JVM_OPTS)}
 
 
 def _result(proc, what: str) -> dict:
@@ -46,7 +40,7 @@ def _result(proc, what: str) -> dict:
 def written(testbed):
     """(a): one spark-submit to the standalone master."""
     location = f"{testbed.hdfs_uri}/data/{DB}/{TABLE}"
-    proc = testbed.spark_submit(APPS / "write_table.py", DB, TABLE, location, ROWS, confs=QUICK, timeout=400)
+    proc = testbed.spark_submit(APPS / "write_table.py", DB, TABLE, location, ROWS, confs=testbed.quick_confs(), timeout=400)
     res = _result(proc, "spark-submit write_table.py")
     assert proc.returncode == 0, proc.stderr[-4000:]
     res["location"] = location

@@ -21,13 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from testbed.confs import QUICK_JVM_OPTS
 
 pytestmark = pytest.mark.timeout(900)
 
 APP = Path(__file__).resolve().parent / "apps" / "yarn_app.py"
 ROWS = 600
-QUICK = {"spark.ui.enabled": "false", "spark.driver.extraJavaOptions": " ".join(QUICK_JVM_OPTS)}
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +67,7 @@ def _container_dirs(bed, app_id: str) -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def client_run(yarn_bed, db):
     location = f"{yarn_bed.hdfs_uri}/data/{db}/events"
-    proc = yarn_bed.spark_submit(APP, "client", db, location, ROWS, master="yarn", confs=QUICK,
+    proc = yarn_bed.spark_submit(APP, "client", db, location, ROWS, master="yarn", confs=yarn_bed.quick_confs(),
                                  submit_args=["--deploy-mode", "client"], timeout=600)
     app_id = _app_id(proc)
     res = _result(proc.stdout, "client mode", proc)
@@ -81,7 +79,7 @@ def client_run(yarn_bed, db):
 @pytest.fixture(scope="module")
 def cluster_run(yarn_bed, db, client_run):
     location = f"{yarn_bed.hdfs_uri}/data/{db}/events"
-    proc = yarn_bed.spark_submit(APP, "cluster", db, location, ROWS, master="yarn", confs=QUICK,
+    proc = yarn_bed.spark_submit(APP, "cluster", db, location, ROWS, master="yarn", confs=yarn_bed.quick_confs(),
                                  submit_args=["--deploy-mode", "cluster"], timeout=600)
     app_id = _app_id(proc)
     containers = _container_dirs(yarn_bed, app_id)

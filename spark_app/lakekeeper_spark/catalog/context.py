@@ -147,6 +147,13 @@ class JobSlot:
         self._slot: int | None = slots.get()
         sc.setLocalProperty("spark.scheduler.pool", f"lakekeeper-{self._slot}")
 
+    def take(self) -> None:
+        """Hold a slot again (a unit tried again after it gave its slot back)."""
+        if self._slot is not None:
+            return
+        self._slot = self._slots.get()
+        self._sc.setLocalProperty("spark.scheduler.pool", f"lakekeeper-{self._slot}")
+
     def release(self) -> None:
         if self._slot is None:
             return

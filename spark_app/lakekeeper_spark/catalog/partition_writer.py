@@ -39,6 +39,12 @@ class PartitionWriter:
         with self._lock:
             self._listed, self._listed_at = listed, dict(at)
 
+    def forget(self, spec: dict[str, str]) -> None:
+        """Drop a remembered partition (dropped and added again since the
+        listing): its next ``read`` asks the Metastore."""
+        with self._lock:
+            self._listed_at.pop(spec_string(spec), None)
+
     def read(self, spec: dict[str, str]) -> Any:
         with self._lock:
             i = self._listed_at.pop(spec_string(spec), None)

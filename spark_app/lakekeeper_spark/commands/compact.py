@@ -49,6 +49,7 @@ from ..rewrite.rewrite import WriteResult, write_staging
 from ..rewrite.schema_drift import CODE as SCHEMA_DRIFT
 from ..rewrite.schema_drift import check_units as check_schema_drift
 from ..policy.replication import check_replication
+from ..policy.retries import backoff_seconds, retry_summary, transient_cause
 from ..storage.layout import batch_root
 from ..storage.space import space_check
 from ..protocol.swap import adopt_late_files, check_unchanged, swap_in
@@ -116,6 +117,8 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
                 leftovers=leftovers(ctx, p, known))
     base["mode"] = ctx.settings.mode
     base["order"] = ctx.settings.order
+    if columns is not None and columns.sorted:
+        base["sort"] = columns.sort_result()  # {strategy: linear|zorder, columns}
     if len(todo) > 1:
         base["start_order"] = [u.spec for u in todo]
     if merge is not None:
@@ -202,6 +205,9 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
                                                      job=job, batch=batch_of.get(i)))
                 for i, u in enumerate(todo)]
         done = run_unit_jobs(ctx, jobs)
+        tried_again = retry_summary(done)  # units tried again after a failure that passes (policy/retries.py)
+        if tried_again:
+            base["retries"], base["retry_causes"] = tried_again["count"], tried_again["causes"]
         not_repointed = repoints.flush() if repoints is not None else []
         stats.flush()
         if merge is not None:  # the partitions merged: this batch never goes into them again
@@ -251,7 +257,7 @@ def plan_unit_batches(ctx: Context, info: TableInfo, todo: list[Unit], codecs: d
     dedupes, merges, verifies rows only or has a deadline."""
     settings = ctx.settings
     table_wide = None
-    if merge is not None or (columns is not None and (columns.dedupe or columns.sort_by)):
+    if merge is not None or (columns is not None and (columns.dedupe or columns.sorted)):
         table_wide = "sort, dedupe or merge"
     elif settings.verify != "content":
         table_wide = "verify: rows"
@@ -473,9 +479,74 @@ def _compact_unit(
     merge: MergePlan | None = None, *, stats: PendingStatistics, exists: RecentCheck,
     repoints: PendingRepoints | None = None, job: JobSlot | None = None, batch: BatchRun | None = None,
 ) -> dict[str, Any]:
-    """One unit, start to end. ``job``: its hold on one of the run's job
+    """One unit, start to end, tried again (``retries``, policy/retries.py)
+    after a failure that passes: only once its failed attempt was settled by
+    recovery's own state machine (``_undo_unit``) back to its original, its
+    staging removed; a failure after the swap began that recovery completed,
+    or could not settle, is never tried again. A retry writes the unit on its
+    own (not with its batch), after ``retry_backoff`` seconds doubled each
+    time, without its job slot while it waits; its backup partition, which
+    the settling dropped, is added back first."""
+    causes: list[str] = []
+    while True:
+        result = _compact_unit_once(ctx, info, p, journal, idx, u, codec, columns, backup, slots, merge,
+                                    stats=stats, exists=exists, repoints=repoints, job=job, batch=batch)
+        cause = result.pop(_TRANSIENT, None)
+        if cause is None or len(causes) >= ctx.settings.retries:
+            break
+        causes.append(cause)
+        wait = backoff_seconds(len(causes), ctx.settings.retry_backoff)
+        log.warning("%s %s: %s failure (%s); retry %d of %d in %.0f s", info.full_name, u.spec or "(table)", cause,
+                    result["reason"], len(causes), ctx.settings.retries, wait)
+        if job is not None:
+            job.release()
+        time.sleep(wait)
+        if job is not None:
+            job.take()
+        try:
+            _restore_backup_partition(ctx, info, p, u)
+        except Exception as exc:  # noqa: BLE001 - the unit stays as settled (original live): failed, not retried
+            causes.pop()
+            result["reason"] += f"; not tried again: its backup partition could not be added back ({java_message(exc)})"
+            log.error("%s %s: %s", info.full_name, u.spec, result["reason"])
+            break
+        batch = None
+    if causes:
+        result["retries"] = len(causes)
+        result["retry_causes"] = causes
+        if result["status"] == "failed":
+            result["reason"] += f" (after {len(causes)} retr{'y' if len(causes) == 1 else 'ies'}: {', '.join(causes)})"
+    return result
+
+
+# A failed attempt's result key (popped by _compact_unit): the transient cause it may be tried again for.
+_TRANSIENT = "_transient"
+
+
+def _restore_backup_partition(ctx: Context, info: TableInfo, p: TablePlan, u: Unit) -> None:
+    """Before a retry: the unit's backup partition, which settling its failed
+    attempt dropped (recovery.settle_unit), added back as ``create_backup``
+    made it (pointing at the live directory until the swap repoints it)."""
+    if not info.is_partitioned:
+        return
+    db, name = p.backup_table.split(".")
+    if not ctx.catalog.table_exists(db, name):
+        return  # never made: the attempt's backup.wait() fails it again, as the first did
+    ctx.catalog.add_partitions(db, name, [(u.partition or {}, u.location)])
+    ctx.catalog.writer(db, name).forget(u.partition or {})
+
+
+def _compact_unit_once(
+    ctx: Context, info: TableInfo, p: TablePlan, journal: Journal, idx: int, u: Unit, codec: dict[str, Any],
+    columns: RewriteColumns | None = None, backup: BackupInProgress | None = None, slots: int = 1,
+    merge: MergePlan | None = None, *, stats: PendingStatistics, exists: RecentCheck,
+    repoints: PendingRepoints | None = None, job: JobSlot | None = None, batch: BatchRun | None = None,
+) -> dict[str, Any]:
+    """One attempt at a unit. ``job``: its hold on one of the run's job
     slots, given back after its last Spark job (the staged copy's
-    verification), before the steps around the swap."""
+    verification), before the steps around the swap. A failed attempt's
+    result holds ``_TRANSIENT`` (the cause) when the failure passes and the
+    unit was settled back to its original."""
     fs = ctx.fs
     rows_before = rows_after = None
     started = time.time()
@@ -573,8 +644,12 @@ def _compact_unit(
                                     rows_before=rows_before, rows_after=rows_after, warnings=[message])
         if code == DEADLINE and state == "original":
             return partition_result(u, "skipped", f"deadline: {message}", code=DEADLINE)
-        return partition_result(u, "failed", f"{message}; {left}", code=code, rows_before=rows_before,
-                                rows_after=rows_after, pending_recovery=state == "pending")
+        failed = partition_result(u, "failed", f"{message}; {left}", code=code, rows_before=rows_before,
+                                  rows_after=rows_after, pending_recovery=state == "pending")
+        cause = transient_cause(exc) if state == "original" and code != DEADLINE else None
+        if cause is not None:
+            failed[_TRANSIENT] = cause
+        return failed
 
 
 def _verify_content(ctx: Context, info: TableInfo, p: TablePlan, u: Unit, written: Any,

@@ -13,6 +13,8 @@ reading the config file): above storage (hidden names), below the catalog.
 - ``order``            which tables and units start first (``order``: bytes/files asc/desc)
 - ``batching``         which units of a table are written together in one scan and one job (a batch)
   and why the others go alone
+- ``retries``          which failures of a unit compact tries again (transient: Metastore,
+  NameNode, lost executors, IO timeouts; never a mismatch) and the backoff
 - ``retention``        which backups a cleanup deletes
 - ``reconcile``        the Metastore against the filesystem: analyze's findings, and the only
   ones cleanup's ``orphans`` may remove

@@ -14,6 +14,7 @@ from .names import validate_ident
 from .order import DEFAULT as DEFAULT_ORDER
 from .order import parse_order
 from .retention import policy_error
+from .retries import DEFAULT_BACKOFF_SECONDS, DEFAULT_RETRIES, MAX_BACKOFF_SECONDS, MAX_RETRIES
 from .upgrade import LEGACY_KEYS
 
 MB = 1024 * 1024
@@ -179,6 +180,11 @@ class Settings:
     fail_on_refused: bool = False
     # one run per table (lease.py): a lease whose heartbeat is older than this is stale
     lease_timeout_seconds: int = 30 * 60
+    # compact: a unit that failed for a reason that passes (policy/retries.py: Metastore, NameNode, lost
+    # executors, IO timeouts) is settled by recovery and tried again this many times, after retry_backoff
+    # seconds doubled each time; never a verification mismatch, a refusal or a lost lease
+    retries: int = DEFAULT_RETRIES
+    retry_backoff: float = DEFAULT_BACKOFF_SECONDS
     break_lease: bool = False  # recover: take over the lease even if it looks live (holder known dead)
     history: int = 20  # analyze: the table's newest history records returned (history.py); 0: none
     # cleanup: also remove the staging copies of killed runs that no journal or live run accounts for
@@ -224,6 +230,10 @@ class Settings:
             raise UsageError("parallelism must be between 1 and 64")
         if self.min_piece_mb < 0:
             raise UsageError("min_piece_mb must be >= 0 (0: files are never written in pieces)")
+        if not 0 <= self.retries <= MAX_RETRIES:
+            raise UsageError(f"retries must be between 0 and {MAX_RETRIES} (0: a failed unit is not tried again)")
+        if not 0 <= self.retry_backoff <= MAX_BACKOFF_SECONDS:
+            raise UsageError(f"retry_backoff must be between 0 and {MAX_BACKOFF_SECONDS:g} seconds")
         if self.history < 0:
             raise UsageError("history must be >= 0 (0: no history)")
         retention_error = policy_error(self.keep_last, self.older_than_seconds, self.grace_seconds or 0)
@@ -333,10 +343,49 @@ def sort_key(item: str) -> tuple[str, bool]:
     return name, direction == "desc"
 
 
+# sort_by's Z-order strategy: ``zorder(a, b)`` (Iceberg's sort_order spelling, Delta's ZORDER BY columns)
+ZORDER_MAX_COLUMNS = 4
+_ZORDER = re.compile(r"^\s*zorder\s*\((.*)\)\s*$", re.IGNORECASE | re.DOTALL)
+
+
+def zorder_columns(sort_by: Any) -> list[str] | None:
+    """The columns of a validated sort_by that is a Z-order (``["zorder(a,b)"]``), else None."""
+    if isinstance(sort_by, (list, tuple)) and len(sort_by) == 1:
+        m = _ZORDER.match(str(sort_by[0]))
+        if m:
+            return m.group(1).split(",")
+    return None
+
+
+def _zorder_text(value: Any) -> str | None:
+    """sort_by as one text when it is a Z-order: a string, or a list whose
+    items joined by commas are one (an Ansible list option splits
+    ``zorder(a,b)`` on its comma into ``["zorder(a", "b)"]``)."""
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, (list, tuple)) and value:
+        text = ",".join("" if v is None else str(v) for v in value)
+    else:
+        return None
+    return text if _ZORDER.match(text) or text.strip().lower().startswith("zorder(") else None
+
+
 def _sort_list(value: Any) -> list[str]:
     """sort_by: ``a, b DESC`` or ``[a, "b desc"]`` -> ``["a", "b desc"]``:
     validated column names, each optionally followed by ASC (dropped) or
-    DESC (largest first), without repeats."""
+    DESC (largest first), without repeats. ``zorder(a, b)`` (1 to
+    ``ZORDER_MAX_COLUMNS`` columns, ascending only) -> ``["zorder(a,b)"]``:
+    rows ordered by the columns' interleaved ranks (rewrite/zorder.py)."""
+    text = _zorder_text(value)
+    if text is not None:
+        m = _ZORDER.match(text)
+        if not m:
+            raise UsageError(f"sort_by: {text!r} is not zorder(col, ...) (one to {ZORDER_MAX_COLUMNS} column names)")
+        names = _column_list([c.strip() for c in m.group(1).split(",")], "sort_by zorder")
+        if not 1 <= len(names) <= ZORDER_MAX_COLUMNS:
+            raise UsageError(f"sort_by: zorder takes 1 to {ZORDER_MAX_COLUMNS} columns, got {len(names)} "
+                             f"({', '.join(names)})")
+        return [f"zorder({','.join(names)})"]
     items = value.split(",") if isinstance(value, str) else value
     if isinstance(items, (list, tuple)):
         plain, directions = [], []
@@ -402,6 +451,8 @@ _FILE_KEYS = {
     "orphans": bool,
     "fail_on_refused": bool,
     "lease_timeout": str,
+    "retries": int,
+    "retry_backoff": float,
 }
 # ``dedupe:`` in the file is a mapping of these keys -> Settings attributes.
 _DEDUPE_KEYS = {"keys": "dedupe_keys", "order_by": "dedupe_order_by", "delete_marker": "dedupe_delete_marker",

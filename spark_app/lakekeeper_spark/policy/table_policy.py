@@ -22,7 +22,8 @@ table property                      what it sets (config key / engine flag)
                                     partitions: default, bytes-asc,
                                     bytes-desc, files-asc, files-desc; the
                                     order of the tables is the run's)
-``lakekeeper.sort_by``              ``sort_by`` (comma-separated columns)
+``lakekeeper.sort_by``              ``sort_by`` (comma-separated columns, or
+                                    ``zorder(a, b)``: up to four columns)
 ``lakekeeper.dedupe.keys``          ``dedupe.keys`` (comma-separated columns)
 ``lakekeeper.dedupe.order_by``      ``dedupe.order_by``
 ``lakekeeper.dedupe.delete_marker`` ``dedupe.delete_marker``
@@ -31,6 +32,9 @@ table property                      what it sets (config key / engine flag)
                                     unit the size rule skips is rewritten
                                     when this share of its rows would be
                                     removed by the dedupe)
+``lakekeeper.retries``              ``retries`` (compact: tries of a unit
+                                    that failed for a reason that passes;
+                                    retries.py)
 ``lakekeeper.retention.keep_last``  ``keep_last`` (cleanup, analyze)
 ``lakekeeper.retention.older_than`` ``older_than`` (cleanup, analyze)
 ``lakekeeper.retention.grace_period``  ``grace_period`` (cleanup, analyze)
@@ -60,6 +64,7 @@ import copy
 from typing import Any, Callable
 
 from .config import Settings, apply_values
+from .retries import MAX_RETRIES
 from ..report.errors import Refused, UsageError
 
 PREFIX = "lakekeeper."
@@ -82,6 +87,7 @@ POLICY_KEYS = {
     "lakekeeper.dedupe.delete_marker": "dedupe_delete_marker",
     "lakekeeper.dedupe.delete_marker_value": "dedupe_delete_value",
     "lakekeeper.dedupe.trigger_ratio": "dedupe_trigger_ratio",
+    "lakekeeper.retries": "retries",
     "lakekeeper.retention.keep_last": "keep_last",
     "lakekeeper.retention.older_than": "older_than",
     "lakekeeper.retention.grace_period": "grace_period",
@@ -109,6 +115,16 @@ def _amoro_fragment_ratio(value: str) -> str:
     return f"{1 / ratio:g}"
 
 
+def _amoro_retries(value: str) -> str:
+    """``self-optimizing.execute.num-retries`` (Amoro's default 5): how many times a
+    failed task is tried again; more than ours allows (``MAX_RETRIES``) is
+    read as our most, not refused."""
+    n = int(value.strip())
+    if n < 0:
+        raise ValueError("must be >= 0")
+    return str(min(n, MAX_RETRIES))
+
+
 def _amoro_enabled(value: str) -> str:
     text = value.strip().lower()
     if text not in ("true", "false"):
@@ -123,6 +139,7 @@ AMORO: dict[str, tuple[str, Callable[[str], str]]] = {
     "self-optimizing.fragment-ratio": ("lakekeeper.fragment_ratio", _amoro_fragment_ratio),
     "self-optimizing.min-target-size-ratio": ("lakekeeper.min_target_ratio", lambda v: v.strip()),
     "self-optimizing.minor.trigger.file-count": ("lakekeeper.min_input_files", lambda v: v.strip()),
+    "self-optimizing.execute.num-retries": ("lakekeeper.retries", _amoro_retries),
 }
 
 

@@ -11,6 +11,11 @@ renames.
     table is parked or finished the process is killed (``run_parking``), so one
     process leaves several tables interrupted at chosen steps. ``raise``
     raises ``InjectedFault`` there (the error path instead of a crash).
+    ``transient`` makes the driver's JVM connect to a closed local port
+    there: a genuine ``java.net.ConnectException: Connection refused`` (a
+    NameNode that is down or failing over, as the Hadoop client meets it)
+    comes back through Py4J, which compact's retries (``policy/retries.py``)
+    classify as transient (``raise_transient``).
 ``LAKEKEEPER_PAUSE_AT=<spec>[;...]`` with ``LAKEKEEPER_PAUSE_DIR=<dir>``
     creates ``<dir>/<tag>.paused`` and waits for ``<dir>/<tag>.resume``
     (``<tag>`` = ``<db.table>.<step>[_after]``), so a test can act (e.g.
@@ -74,6 +79,11 @@ class InjectedFault(Exception):
     """Raised by a ``=raise`` fault spec (tests only)."""
 
 
+class InjectedConnectionRefused(Exception):
+    """``=transient`` without a running Spark (pure tests): the text a refused
+    connection renders as."""
+
+
 @dataclasses.dataclass
 class HookSpec:
     step: str
@@ -92,7 +102,7 @@ class HookSpec:
 
 _SPEC = re.compile(
     r"^(?P<step>[a-z_:]+?)(?::(?P<phase>before|after))?(?:@(?P<table>[A-Za-z0-9_]+\.[A-Za-z0-9_]+))?"
-    r"(?:#(?P<unit>\d+))?(?:=(?P<action>kill|raise|stall))?$"
+    r"(?:#(?P<unit>\d+))?(?:=(?P<action>kill|raise|stall|transient))?$"
 )
 
 
@@ -218,12 +228,38 @@ def fault_point(step: str, when: str, table: str | None = None, unit: int | None
             f" unit {unit}" if unit is not None else "")
         if spec.action == "raise":
             raise InjectedFault(f"injected fault at {where}")
+        if spec.action == "transient":
+            raise_transient(where)
         if spec.table:
             log.warning("test hook: parking at %s", where)
             HOOKS.parked_event(spec.table).set()
             threading.Event().wait()  # forever: the CLI kills the process
         log.warning("test hook: killing the process at %s", where)
         hard_kill()
+
+
+def _closed_port() -> int:
+    """A local TCP port nobody listens on (bound by the OS, then closed)."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def raise_transient(where: str) -> None:
+    """``=transient``: a real refused connection from the driver's JVM (the
+    Py4J error carries ``java.net.ConnectException``), else its text."""
+    log.warning("test hook: a refused connection at %s", where)
+    try:
+        from pyspark import SparkContext
+
+        sc = SparkContext._active_spark_context  # pylint: disable=protected-access
+    except ImportError:  # pragma: no cover - the engine always has pyspark
+        sc = None
+    if sc is not None:
+        sc._jvm.java.net.Socket("127.0.0.1", _closed_port())  # pylint: disable=protected-access
+    raise InjectedConnectionRefused(f"java.net.ConnectException: Connection refused (at {where})")
 
 
 def tamper_staging(fs: Any, staging: str) -> None:

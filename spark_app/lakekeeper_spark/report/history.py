@@ -42,7 +42,7 @@ RESULT_UNITS = 20
 _TOUCHED = ("compacted", "rolled_back", "failed", "refused")
 _UNIT_KEYS = ("spec", "status", "code", "files_before", "files_after", "bytes_before", "bytes_after",
               "rows_before", "rows_after", "verified", "content_checksum", "duplicates_dropped", "deletes_dropped",
-              "rule")
+              "rule", "retries", "retry_causes")
 _FIGURES = ("files_before", "files_after", "bytes_before", "bytes_after", "rows_before", "rows_after")
 _RECORD_NAME = re.compile(r"^\d{8}T\d{6}\.\d{3}Z-\d{8}T\d{6}-[0-9a-f]{6}(-\d+)?\.json$")
 _BACKUP_RUN = re.compile(r"_(\d{8})_(\d{6})_([0-9a-f]{6})$")
@@ -141,6 +141,9 @@ def build_record(command: str, result: dict[str, Any], started: float, ended: fl
     totals: dict[str, Any] = {"units": len(units), "units_changed": len(done)}
     for key in _FIGURES:
         totals[key] = _total(done, key)
+    retries = sum(int(p.get("retries") or 0) for p in result.get("partitions") or [])
+    if retries:  # compact: times its units were tried again after a failure that passes (policy/retries.py)
+        totals["retries"] = retries
     rec: dict[str, Any] = {
         "version": VERSION,
         "run_id": result.get("run_id"),
@@ -161,7 +164,9 @@ def build_record(command: str, result: dict[str, Any], started: float, ended: fl
     }
     if len(units) > MAX_UNITS:
         rec["units_not_listed"] = len(units) - MAX_UNITS
-    for key in ("mode", "where", "backup_table", "order"):
+    if result.get("retry_causes"):  # compact: what its retried units failed with first (policy/retries.py)
+        rec["retry_causes"] = result["retry_causes"]
+    for key in ("mode", "where", "backup_table", "order", "sort"):
         if result.get(key) is not None:
             rec[key] = result[key]
     if command == "compact":

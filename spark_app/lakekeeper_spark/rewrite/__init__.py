@@ -8,6 +8,7 @@ and verified, before the protocol swaps it in.
 - ``values``        values a unit's files hold that Spark cannot carry (nanosecond
   timestamps): refused before anything is written
 - ``columns``       the sort/dedupe columns checked against the table
+- ``zorder``        sort_by zorder(a, b): percentile buckets, interleaved bits, range-partitioned
 - ``schema_drift``  files whose columns drift from the table's
 - ``content``       content verification: the rows' checksum read back
 - ``verify``        row counts, schema and codec of the staged copy

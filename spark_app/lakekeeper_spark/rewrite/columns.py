@@ -1,5 +1,6 @@
-"""The columns a compaction rewrite works with (``sort_by`` and ``dedupe``),
-checked against the table's schema before anything is read or written.
+"""The columns a compaction rewrite works with (``sort_by``, its Z-order
+strategy ``zorder(a, b)``, and ``dedupe``), checked against the table's
+schema and format before anything is read or written.
 
 Pure: no Spark here.
 """
@@ -7,12 +8,17 @@ Pure: no Spark here.
 from __future__ import annotations
 
 import dataclasses
+import re
 
-from ..policy.config import Settings, sort_key
+from ..policy.config import Settings, sort_key, zorder_columns
 from ..report.errors import Refused
 from ..report.model import TableInfo
 
 DEDUPE_FORMATS = ("parquet", "orc")
+ZORDER_FORMATS = ("parquet", "orc")  # the formats whose files carry min/max statistics a Z-order makes selective
+# Column types a Z-order maps to ranks (rewrite/zorder.py): what approximate percentiles are computed for
+ZORDER_TYPES = frozenset(("tinyint", "smallint", "int", "integer", "bigint", "float", "double", "decimal", "date",
+                          "timestamp", "timestamp_ntz", "string", "varchar", "char", "boolean"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,6 +30,20 @@ class RewriteColumns:
     order_by: str | None = None
     delete_marker: str | None = None
     delete_value: str | None = None  # None: the marker column is a boolean, true means deleted
+    zorder: tuple[str, ...] = ()  # sort_by zorder(a, b): the columns whose ranks are interleaved
+
+    @property
+    def sorted(self) -> bool:
+        """Whether the rows of each written file are ordered (sort_by, linear or Z-order)."""
+        return bool(self.sort_by or self.zorder)
+
+    def sort_result(self) -> dict[str, object] | None:
+        """The result's and history's ``sort``: {strategy: linear|zorder, columns: [...]}, None without sort_by."""
+        if self.zorder:
+            return {"strategy": "zorder", "columns": list(self.zorder)}
+        if self.sort_by:
+            return {"strategy": "linear", "columns": list(self.sort_by)}
+        return None
 
     @property
     def dedupe(self) -> bool:
@@ -63,6 +83,23 @@ def resolve_columns(settings: Settings, table: TableInfo) -> RewriteColumns:
             raise Refused("invalid_columns", f"{full}: {what} column {name} is a {typ}, which cannot be compared")
         return real
 
+    zcols = zorder_columns(settings.sort_by)
+    if zcols is not None:
+        if table.format not in ZORDER_FORMATS:
+            raise Refused("unsupported_format",
+                          f"{full}: sort_by zorder(...) is supported for parquet and orc tables, not {table.format}: "
+                          f"only their files carry the per-file min/max statistics a Z-order makes selective")
+        zorder = tuple(find(c, "sort_by zorder") for c in zcols)
+        for name in zorder:
+            typ = types[name.lower()][1]
+            if re.split(r"[(<\s]", typ, maxsplit=1)[0] not in ZORDER_TYPES:  # decimal(12,2) -> decimal
+                raise Refused("invalid_columns",
+                              f"{full}: sort_by zorder column {name} is a {typ}; a Z-order maps numbers, strings, "
+                              f"dates, timestamps and booleans to ranks")
+        if not settings.dedupe_keys:
+            return RewriteColumns(zorder=zorder)
+        raise Refused("invalid_columns", f"{full}: sort_by zorder(...) cannot be combined with dedupe, whose files "
+                                         f"come from its own shuffle by key")
     sort_by = tuple(find(c, "sort_by") + (" desc" if desc else "") for c, desc in map(sort_key, settings.sort_by))
     if not settings.dedupe_keys:
         return RewriteColumns(sort_by=sort_by)

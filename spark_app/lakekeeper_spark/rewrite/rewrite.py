@@ -18,7 +18,9 @@ table properties, a partition's own; ``formats.reader_properties``).
 
 ``sort_by``: each write task sorts its own rows (``sortWithinPartitions``,
 ``SORT BY`` on the SerDe path), so every output file is sorted and no global
-shuffle is added. ``dedupe`` (parquet and ORC; NULL keys never match:
+shuffle is added. ``sort_by: zorder(a, b)`` (Parquet and ORC): the rows are
+range-partitioned by their z-value into the planned number of files and
+sorted by it in each (``zorder.py``, which says what the extra passes cost). ``dedupe`` (parquet and ORC; NULL keys never match:
 ``null_key``): a column-pruned read of the
 key, ordering and marker columns counts rows, keys and deletes (and sizes the
 output by the rows that survive); the rewrite hash-partitions the rows by key
@@ -35,6 +37,7 @@ import logging
 from typing import Any
 
 from .columns import RewriteColumns
+from .zorder import zorder as zorder_rows
 from . import content as content_check
 from ..policy.config import Settings, sort_key
 from ..report.errors import LakekeeperError
@@ -279,7 +282,7 @@ def _write_native(spark: Any, fs: Any, table: TableInfo, unit: Unit, settings: S
     # with which Spark's packing makes that many files (even files). Sorted
     # and deduplicated files are written whole: joined pieces would not be
     # one sorted run, and dedupe's files come from its own shuffle.
-    pieces_ok = not columns.sort_by and not columns.dedupe
+    pieces_ok = not columns.sorted and not columns.dedupe
     sizes = [f.size for f in unit.rewrite_files]
     payload = float(codec.get("payload_fraction") or 1.0)
     layout = write_layout(sizes, settings.target_file_bytes, payload, slots if pieces_ok else 1,
@@ -323,6 +326,10 @@ def _write_native(spark: Any, fs: Any, table: TableInfo, unit: Unit, settings: S
         files = max(1, target_file_count(int((unit.stats.bytes + extra) * share), settings.target_file_bytes))
         df = _dedupe(df, columns, files, obs)
     else:
+        if columns.zorder:  # range-partitioned into the planned files by z-value (zorder.py), sorted in each
+            types = {n.lower(): t for n, t in table.data_columns}
+            df = zorder_rows(df, [(c, types[c.lower()]) for c in columns.zorder], layout.files)
+        # observed after the z-order's range shuffle: its sampling job runs the plan below the shuffle again
         df = df.observe(obs, *(content_check.metrics(df) if settings.verify == "content"
                                else [F.count(F.lit(1)).alias("rows")]))
     kept_obs = None

@@ -552,9 +552,37 @@ class Testbed:
         c["spark.driver.bindAddress"] = "127.0.0.1"
         c["spark.pyspark.python"] = python or self.python
         c["spark.executor.extraJavaOptions"] = " ".join(QUICK_JVM_OPTS)
+        archive = self._jvm_archive()
+        if archive:
+            # the jars ahead of the conf dir on the class path, where the archive maps them
+            # (a standalone executor's too: the worker puts its extraClassPath first)
+            for role in ("driver", "executor"):
+                c[f"spark.{role}.extraClassPath"] = f"{self.spark_home / 'jars'}/*"
+            c["spark.driver.extraJavaOptions"] = f"-XX:SharedArchiveFile={archive}"
+            c["spark.executor.extraJavaOptions"] += f" -XX:SharedArchiveFile={archive}"
         if master and master.startswith("yarn"):
             c.update(self.yarn_confs(python=python))
         return c
+
+    def quick_confs(self) -> dict[str, str]:
+        """Faster client JVMs on a busy 2-core machine (no UI, quick JIT, and the suite's archive
+        where there is one) for a spark-submit whose driver may run outside this host's
+        ``SPARK_SUBMIT_OPTS`` (YARN cluster mode); not needed for correctness."""
+        c = self.spark_confs()
+        return {"spark.ui.enabled": "false",
+                "spark.driver.extraJavaOptions": " ".join([*QUICK_JVM_OPTS, c.get("spark.driver.extraJavaOptions", "")]).strip(),
+                "spark.executor.extraJavaOptions": c["spark.executor.extraJavaOptions"]}
+
+    def _jvm_archive(self) -> str:
+        """The suite's class-data-sharing archive for the bed's JVMs (scripts/jvm_archive.py
+        --bed, named by ``LAKEKEEPER_JVM_BED_ARCHIVE``), or "" outside the suite and when it was
+        trained on other jars than this bed's Spark (an older-Spark lane's bed)."""
+        archive = os.environ.get("LAKEKEEPER_JVM_BED_ARCHIVE", "")
+        try:
+            trained_on = Path(f"{archive}.jars").read_text(encoding="utf-8").strip() if archive else ""
+        except OSError:
+            return ""
+        return archive if trained_on == str(self.spark_home / "jars") and Path(archive).is_file() else ""
 
     def yarn_confs(self, python: str | None = None) -> dict[str, str]:
         """Spark confs for ``--master yarn`` on the bed's YARN (client or cluster deploy mode).

@@ -225,6 +225,9 @@ def test_engine_args_sort_by_and_dedupe():
     # a direction per column: DESC passed on, ASC the default
     assert lk.rewrite_args(["customer_id asc", " event_time  desc "], None) == [
         "--sort-by", "customer_id,event_time DESC"]
+    # a Z-order: the string, one item, or the items Ansible's list type splits it into on its commas
+    for value in ("zorder(a, B)", ["zorder(a, B)"], ["zorder(a", " B)"], " ZORDER( a ,B ) "):
+        assert lk.rewrite_args(value, None) == ["--sort-by", "zorder(a,B)"], value
     # a YAML boolean (the module option is raw) reaches the engine as Spark prints it
     assert lk.rewrite_args(None, dict(keys=["id"], order_by="v", delete_marker="op", delete_marker_value=True))[-2:] == [
         "--dedupe-delete-value", "true"]
@@ -242,6 +245,10 @@ def test_engine_args_sort_by_and_dedupe():
     (["a DESC", "A"], None, "names a column twice"),
     (["a down"], None, "optionally followed by ASC or DESC"),
     (["a DESC NULLS"], None, "optionally followed by ASC or DESC"),
+    ("zorder(a,b,c,d,e)", None, "zorder takes 1 to 4 columns, got 5"),
+    (["zorder(a", "A)"], None, "names a column twice"),
+    ("zorder(a b)", None, "must be a column name"),
+    ("zorder(a", None, "is not zorder"),
     ("", dict(keys=[], order_by="v"), "dedupe.keys must be a non-empty list"),
     (None, dict(keys=["id"]), "dedupe.order_by must be a column name"),
     (None, dict(keys=["id"], order_by="ID"), "must not be one of dedupe.keys"),
