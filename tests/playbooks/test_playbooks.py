@@ -496,7 +496,9 @@ def background_runs(inventory, collections_dir, tmp_path, data, state_file, pid)
                              env=hold)
     try:
         wait_for(pause / "wt.clicks.table_compacting.paused", started)
-        time.sleep(15)
+        # the thousand polls all come after the go now (the Spark start and the analysis come before the
+        # compaction's wait in one application): held long enough for them on a loaded machine
+        time.sleep(30)
     finally:
         (pause / "wt.clicks.table_compacting.resume").write_text("go")
     run = started.finish()
