@@ -35,15 +35,45 @@ import shlex
 import time
 
 from ansible.errors import AnsibleActionFail
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
+from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_result import (
+    failure_message,
+    is_failed,
+    module_fields,
+    parse_result,
+    table_warnings,
+)
 from ansible_collections.lakekeeper.hive.plugins.plugin_utils._lakekeeper_progress import progress_line
 
 display = Display()
 
 _MARK = "--- lakekeeper_wait: progress from byte %d ---"
-_ARGS = frozenset(("jid", "results_file", "progress_file", "poll_seconds", "check_seconds", "timeout"))
+_ANALYSIS_MARK = "--- lakekeeper_wait: analysis ---"
+_ARGS = frozenset(("jid", "results_file", "progress_file", "poll_seconds", "check_seconds", "timeout",
+                   "analysis_file", "max_partitions_listed", "fail_on_refused"))
+
+
+def analysis_result(text, max_partitions_listed=None, fail_on_refused=False):
+    """The analysis a compaction with analyze_first wrote (the analyze
+    command's document), as lakekeeper_analyze returns it: the same fields
+    (_lakekeeper_result.module_fields) and the same judgement (is_failed,
+    failure_message), or None while the file is not there."""
+    doc = parse_result(None, text)
+    if doc is None:
+        return None
+    out = module_fields(doc, writes=False, max_partitions_listed=max_partitions_listed)
+    out.update(command="analyze", rc=0, dry_run=False)
+    warnings = table_warnings(doc)
+    if warnings:  # as lakekeeper_analyze warns
+        out["warnings"] = warnings
+    if is_failed(doc, 0, fail_on_refused):
+        out.update(failed=True, msg=failure_message("analyze", doc, 1))
+    else:
+        out["msg"] = " ".join(str(doc.get("msg") or "analyze: %d table(s)" % len(out["tables"])).split())
+    return out
 
 
 def _float(args, name, default, minimum):
@@ -131,8 +161,12 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _VALID_ARGS = _ARGS
 
-    def _check(self, results_file, progress_file, offset):
-        cmd = "cat -- %s 2>/dev/null; printf '\\n%%s\\n' %s" % (
+    def _check(self, results_file, progress_file, offset, analysis_file=None):
+        cmd = ""
+        if analysis_file:  # first, so that a job ending meanwhile is seen with its analysis
+            cmd += "cat -- %s 2>/dev/null; printf '\\n%%s\\n' %s; " % (
+                shlex.quote(analysis_file), shlex.quote(_ANALYSIS_MARK))
+        cmd += "cat -- %s 2>/dev/null; printf '\\n%%s\\n' %s" % (
             shlex.quote(results_file), shlex.quote(_MARK % offset))
         if progress_file:  # not there yet: the engine has not started
             quoted = shlex.quote(progress_file)
@@ -144,7 +178,10 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("could not read the background job's files on the target (rc %s): %s"
                                     % (res.get("rc"), (res.get("stderr") or out)[-2000:]), result=res)
         status, progress = out.split(mark, 1)
-        return status, progress
+        analysis = None
+        if analysis_file:
+            analysis, status = status.split("\n" + _ANALYSIS_MARK + "\n", 1)
+        return status, progress, analysis
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
@@ -160,6 +197,12 @@ class ActionModule(ActionBase):
         check = min(_float(args, "check_seconds", 5, 0), poll)
         timeout = _float(args, "timeout", 0, 0)
         host = (task_vars or {}).get("inventory_hostname", "?")
+        analysis_file = args.get("analysis_file") or None
+        listed = args.get("max_partitions_listed")
+        try:
+            listed = int(listed) if listed not in (None, "") else None
+        except (TypeError, ValueError):
+            raise AnsibleActionFail("max_partitions_listed must be a number, got %r" % (listed,)) from None
 
         if self._task.check_mode:
             result.update(skipped=True, msg="check mode: the background job is not waited for")
@@ -177,8 +220,23 @@ class ActionModule(ActionBase):
         checks = 0
         while True:
             checks += 1
-            status, chunk = self._check(results_file, progress_file, progress.offset)
+            status, chunk, analysis_text = self._check(results_file, progress_file, progress.offset, analysis_file)
             finished, data = job_state(status)
+            analysis = analysis_result(analysis_text, listed,
+                                       boolean(args.get("fail_on_refused", False), strict=False)) \
+                if analysis_file else None
+            if analysis is not None:  # the job goes on: it waits for its go file
+                result.update(analysis)
+                result.update(ansible_job_id=jid, finished=0, analysis_file=analysis_file, checks=checks,
+                              waited_seconds=round(time.monotonic() - started, 1))
+                return result
+            if finished and analysis_file:  # ended without its analysis: it could not start, or was killed
+                result.update(data)
+                result.update(failed=True, ansible_job_id=jid, finished=1, checks=checks,
+                              waited_seconds=round(time.monotonic() - started, 1),
+                              msg="the background job %s ended without writing its analysis %s: %s"
+                                  % (jid, analysis_file, data.get("msg") or "no message"))
+                return result
             pending.extend(progress.feed(chunk))
             now = time.monotonic()
             if finished or now >= next_print:

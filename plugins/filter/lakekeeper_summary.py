@@ -275,6 +275,10 @@ def maintenance_summary(run):
         "dry_run": dry_run, "ok": not error and not resume_errors,
         "error": error, "resume_errors": resume_errors,
         "run_id": module_result.get("run_id", analysis_result.get("run_id", "")),
+        # the Spark applications (drivers) the run started, by their run ids: 1 when the compaction analyzed
+        # in its own application (lakekeeper_compact's analyze_first), 2 for an analysis and a compaction
+        "applications": len(set(r for r in (analysis_result.get("run_id"), module_result.get("run_id")) if r)),
+        "handoff": module_result.get("handoff") or {},
         "counts": counts,
         "tables": records,
         "files_before": sum(r["files_before"] for r in records),

@@ -480,6 +480,44 @@ def _trigger_ratio(value):
     return "%r" % ratio
 
 
+# compact's option for one application a maintenance window (issue 49): analyze first, then wait for the go
+HANDOFF_OPTION = "analyze_first"
+
+
+def handoff_args(command, analyze_first, dry_run=False):
+    """lakekeeper_compact's ``analyze_first`` (analysis_file, go_file,
+    timeout, history) as the engine's ``--analysis-file F --go-file G
+    [--go-timeout S] [--history N]`` (the engine's report/handoff.py); []
+    when not given."""
+    if not analyze_first:
+        return []
+    if command != "compact":
+        raise LakekeeperError("analyze_first only applies to compact")
+    if dry_run:
+        raise LakekeeperError("analyze_first is not for check mode: a check-mode compaction plans without writing, "
+                              "which is its own analysis")
+    analysis, go = analyze_first.get("analysis_file"), analyze_first.get("go_file")
+    if not analysis or not go:
+        raise LakekeeperError("analyze_first needs analysis_file and go_file")
+    if analysis == go:
+        raise LakekeeperError("analyze_first: analysis_file and go_file must be two files, got %s twice" % analysis)
+    argv = ["--analysis-file", _text(analysis), "--go-file", _text(go)]
+    timeout = analyze_first.get("timeout")
+    if timeout is not None:
+        try:
+            seconds = None if isinstance(timeout, bool) else float(timeout)
+        except (TypeError, ValueError):
+            seconds = None
+        if seconds is None or not 0 < seconds < float("inf"):  # also NaN
+            raise LakekeeperError("analyze_first.timeout must be a number of seconds greater than 0, got %r"
+                                  % (timeout,))
+        argv += ["--go-timeout", "%r" % seconds]
+    history = analyze_first.get("history")
+    if history is not None:
+        argv += [FLAG_OF["history"], str(int(history))]
+    return argv
+
+
 def engine_args(command, selectors, options=None, config_file=None, dry_run=False,
                 state_dir=None, master=None, conf=None, result_file=None, properties_file=None,
                 require_metastore=False, run_id=None):
@@ -502,6 +540,7 @@ def engine_args(command, selectors, options=None, config_file=None, dry_run=Fals
         if options.get("merge_from") and "--table" not in selectors:
             raise LakekeeperError("merge_from merges one batch into one table: give table, not tables or database")
         argv += rewrite_args(options.get("sort_by"), options.get("dedupe"), options.get("merge_from"))
+    argv += handoff_args(command, options.get(HANDOFF_OPTION), dry_run)
     if config_file:
         argv += ["--config-file", config_file]
     if dry_run:
@@ -731,7 +770,7 @@ def deploy_mode(ss, defaults=None):
     return mode
 
 
-def check_cluster_mode(ss, progress_file=None, state_dir=None, defaults=None):
+def check_cluster_mode(ss, progress_file=None, state_dir=None, defaults=None, analyze_first=None):
     """Cluster mode runs the driver in a YARN container: refuse what would
     not reach it, with the fix. The driver's local files are the container's
     (``progress_file``, ``state_dir``); spark-submit must wait for the
@@ -744,6 +783,10 @@ def check_cluster_mode(ss, progress_file=None, state_dir=None, defaults=None):
     if progress_file:
         raise LakekeeperError("progress_file is a file on the host that runs the driver, which in cluster mode is a "
                               "YARN container: unset progress_file, or use spark_submit.deploy_mode=client")
+    if analyze_first:
+        raise LakekeeperError("analyze_first hands the analysis and the go over in files on the host that runs the "
+                              "driver, which in cluster mode is a YARN container: unset analyze_first (analyze, "
+                              "then compact), or use spark_submit.deploy_mode=client")
     if state_dir:
         raise LakekeeperError("state_dir is an embedded catalog on the host that runs the driver, which in cluster "
                               "mode is a YARN container whose directory goes with it: a cluster-mode run uses the "
@@ -974,7 +1017,8 @@ def build_command(command, selectors, ss, script, options=None, config_file=None
             ss = dict(ss, name=default_app_name(command, selectors, job_id, run_id))
         cluster = None
         if (mode or deploy_mode(ss)) == "cluster":
-            check_cluster_mode(ss, progress_file=(options or {}).get("progress_file"), state_dir=state_dir)
+            check_cluster_mode(ss, progress_file=(options or {}).get("progress_file"), state_dir=state_dir,
+                               analyze_first=(options or {}).get(HANDOFF_OPTION))
             if not py_files:
                 raise LakekeeperError("cluster mode needs the engine's package for --py-files")
             cluster = dict(py_files=py_files, files=["%s#%s" % (config_file, CONFIG_ALIAS)] if config_file else [])

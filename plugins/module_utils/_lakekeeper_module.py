@@ -62,6 +62,7 @@ from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_argv i
     DEPLOY_MODE_KEY,
     DRIVER_PYTHON_KEY,
     ENGINE_OPTION_NAMES,
+    HANDOFF_OPTION,
     PY_FILES_ZIP,
     PYTHON_KEY,
     WAIT_KEY,
@@ -90,16 +91,16 @@ from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_argv i
 )
 from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_metrics import write_metrics
 from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_result import (
+    CATALOG_KEYS,
     build_diff,
-    did_change,
     failure_message,
     find_application_id,
     is_failed,
-    limit_partitions,
+    module_fields,
     parse_result,
     refresh_targets,
+    table_warnings,
     tail_lines,
-    would_change,
 )
 from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_yarn import (
     Helpers,
@@ -133,7 +134,9 @@ class Engine:
 
     def options(self, params):
         """The engine options the module has (those it lacks are None)."""
-        return dict((name, params.get(name)) for name in ENGINE_OPTION_NAMES if name != self.command_option)
+        out = dict((name, params.get(name)) for name in ENGINE_OPTION_NAMES if name != self.command_option)
+        out[HANDOFF_OPTION] = params.get(HANDOFF_OPTION)  # compact's analyze_first (the others lack it)
+        return out
 
 
 class Launch:
@@ -372,7 +375,7 @@ def run_mode(module, ss, launch):
     launch.mode = _fail_on(module, deploy_mode, ss, defaults)
     if launch.mode == "cluster":
         _fail_on(module, check_cluster_mode, ss, module.params.get("progress_file"), module.params["state_dir"],
-                 defaults)
+                 defaults, module.params.get(HANDOFF_OPTION))
         if module.params["python"]:
             module.warn("python (%s) is the Python of a client-mode driver on this host; in cluster mode the driver "
                         "runs in a YARN container with spark_submit.python_env, so python is not used"
@@ -471,9 +474,6 @@ def spark_version(module, launch):
     except (OSError, IOError):
         return None
     return banner_version((err or "") + "\n" + (out or "")) if rc == 0 else None
-
-
-CATALOG_KEYS = ("kind", "uris", "url", "source", "hive_site", "state_dir", "reason")
 
 
 def choose_catalog(module, ss, launch):
@@ -633,19 +633,10 @@ def parse(module, engine, command, result, rc, stdout, stderr, result_text, star
         module.fail_json(msg=msg, tables=[], stdout_lines=tail_lines(stdout, TAIL),
                          stderr_lines=tail_lines(stderr, TAIL), **result)
 
-    tables = [t for t in (doc.get("tables") or []) if isinstance(t, dict)]
-    result.update(tables=limit_partitions(tables, module.params.get("max_partitions_listed")), run_id=doc.get("run_id"))
-    if isinstance(doc.get("retries"), int):  # compact: partitions tried again after a failure that passes
-        result["retries"] = doc["retries"]
-    if isinstance(doc.get("catalog"), dict):  # what the driver really loaded
-        result["catalog"] = dict(result.get("catalog") or {}, **dict(
-            (k, v) for k, v in doc["catalog"].items() if k in CATALOG_KEYS and k not in ("reason", "state_dir")))
-    if isinstance(doc.get("runtime"), dict):
-        result["runtime"] = doc["runtime"]
-    if not engine.writes:
-        result["changed"] = False
-    else:
-        result["changed"] = would_change(doc) if dry_run else did_change(doc)
+    fields = module_fields(doc, engine.writes, dry_run, module.params.get("max_partitions_listed"))
+    if "catalog" in fields:  # what the driver really loaded
+        fields["catalog"] = dict(result.get("catalog") or {}, **fields["catalog"])
+    result.update(fields)
     if module._diff:
         result["diff"] = build_diff(doc, dry_run=dry_run)
 
@@ -694,12 +685,8 @@ def warn_locked(module, doc):
     was refused (``refused``: managed, transactional, excluded, replicated, a
     backup...; docs/statuses.md) is not a failure of this run, but it was not
     maintained: say so once per table."""
-    for table in doc.get("tables") or []:
-        if isinstance(table, dict) and table.get("status") == "locked":
-            module.warn("%s was left alone: %s" % (table.get("table"), table.get("reason") or "locked"))
-        elif isinstance(table, dict) and table.get("status") == "refused":
-            module.warn("%s was refused (%s): %s" % (table.get("table"), table.get("code") or "refused",
-                                                     table.get("reason") or ""))
+    for warning in table_warnings(doc):
+        module.warn(warning)
 
 
 def run_module(module, engine):

@@ -215,6 +215,46 @@ def build_diff(doc, dry_run=False):
     return {"before": before, "after": after}
 
 
+# The catalog facts of the engine's document that a module returns (what the driver really loaded).
+CATALOG_KEYS = ("kind", "uris", "url", "source", "hive_site", "state_dir", "reason")
+
+
+def module_fields(doc, writes=True, dry_run=False, max_partitions_listed=None):
+    """What a lakekeeper module returns of the engine's document: ``tables``
+    (long partition lists cut to ``max_partitions_listed``), ``run_id``,
+    ``catalog`` (the driver's), ``runtime``, ``handoff`` (compact with
+    analyze_first: what the go was) and ``changed``. The modules
+    (_lakekeeper_module.parse) and lakekeeper_wait's ``analysis_file`` (the
+    analysis a compaction with analyze_first wrote, returned as
+    lakekeeper_analyze returns it) both take it from here."""
+    tables = [t for t in (doc.get("tables") or []) if isinstance(t, dict)]
+    out = dict(tables=limit_partitions(tables, max_partitions_listed), run_id=doc.get("run_id"))
+    if isinstance(doc.get("retries"), int):  # compact: partitions tried again after a failure that passes
+        out["retries"] = doc["retries"]
+    if isinstance(doc.get("catalog"), dict):
+        out["catalog"] = dict((k, v) for k, v in doc["catalog"].items()
+                              if k in CATALOG_KEYS and k not in ("reason", "state_dir"))
+    for key in ("runtime", "handoff"):
+        if isinstance(doc.get(key), dict):
+            out[key] = doc[key]
+    out["changed"] = False if not writes else (would_change(doc) if dry_run else did_change(doc))
+    return out
+
+
+def table_warnings(doc):
+    """One warning per table left alone (``locked``) or refused, as the
+    modules give them (_lakekeeper_module.warn_locked; lakekeeper_wait's
+    analysis_file too)."""
+    out = []
+    for table in doc.get("tables") or []:
+        if isinstance(table, dict) and table.get("status") == "locked":
+            out.append("%s was left alone: %s" % (table.get("table"), table.get("reason") or "locked"))
+        elif isinstance(table, dict) and table.get("status") == "refused":
+            out.append("%s was refused (%s): %s" % (table.get("table"), table.get("code") or "refused",
+                                                    table.get("reason") or ""))
+    return out
+
+
 def failure_message(command, doc, rc):
     """One line: what failed, why, and what was left in place."""
     head = "lakekeeper %s failed (rc=%s)" % (command, rc)

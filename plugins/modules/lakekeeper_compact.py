@@ -35,6 +35,41 @@ options:
         not fail the task. Not run in check mode.
     type: list
     elements: str
+  analyze_first:
+    description:
+      - One Spark application for analysis and compaction - the driver first analyzes the selected tables exactly as
+        M(lakekeeper.hive.lakekeeper_analyze) would (the same selection and options, O(analyze_first.history)), writes
+        that module's engine document to O(analyze_first.analysis_file), then waits for O(analyze_first.go_file) and
+        compacts only the tables it names. It saves the second driver's start (a JVM, the Hive client, a session, on
+        a cluster its executors) that a separate analysis costs.
+      - Meant to run in the background (C(async), C(poll=0)) - M(lakekeeper.hive.lakekeeper_wait) with
+        O(lakekeeper.hive.lakekeeper_wait#module:analysis_file) returns the analysis as
+        M(lakekeeper.hive.lakekeeper_analyze) would; whoever decides then writes the go file, atomically (write
+        then rename, as M(ansible.builtin.copy) does) - a JSON object with C(tables) (a list of some of the analyzed
+        tables; an empty list is none) or C(stop) (the reason).
+      - No go file within O(analyze_first.timeout) seconds ends the run with nothing compacted; RV(handoff) says why.
+      - The role C(lakekeeper.hive.maintenance) uses it for a compaction in the background in client mode.
+      - Not in check mode, nor in cluster deploy mode (the files are on the host that runs the driver).
+    type: dict
+    version_added: 0.1.0
+    suboptions:
+      analysis_file:
+        description: The local file the analysis is written to (on the target, which runs the driver).
+        type: path
+        required: true
+      go_file:
+        description: The local file the driver waits for.
+        type: path
+        required: true
+      timeout:
+        description: Seconds to wait for the go file before ending with nothing compacted.
+        type: float
+        default: 3600
+      history:
+        description:
+          - The analysis's O(lakekeeper.hive.lakekeeper_analyze#module:history) - the newest history records of each
+            table (the engine's default 20 when not set; V(0) none).
+        type: int
   min_piece_mb:
     description:
       - When a partition is compacted into fewer files than the task slots it can use (one file on an executor with
@@ -285,6 +320,31 @@ seealso:
 
 EXAMPLES = r"""
 ---
+- name: Start one application that analyzes, then compacts what the play decides (in the background)
+  lakekeeper.hive.lakekeeper_compact:
+    database: sales
+    analyze_first:
+      analysis_file: /tmp/lk-run/analysis.json
+      go_file: /tmp/lk-run/go.json
+      timeout: 3600
+  async: 28800
+  poll: 0
+  register: compaction
+
+- name: Wait for its analysis
+  lakekeeper.hive.lakekeeper_wait:
+    jid: "{{ compaction.ansible_job_id }}"
+    results_file: "{{ compaction.results_file }}"
+    analysis_file: /tmp/lk-run/analysis.json
+  register: analysis
+
+- name: Say which tables to compact (the driver compacts them and ends)
+  ansible.builtin.copy:
+    dest: /tmp/lk-run/go.json
+    content: "{{ {'tables': analysis.tables | selectattr('needs_compaction') | map(attribute='table') | list}
+                 | to_json }}"
+    mode: "0600"
+
 # These tasks run on a cluster's edge node. The cluster connection is set once
 # for the play (or comes from config_file's spark_submit section):
 #   module_defaults:
@@ -747,6 +807,22 @@ cmd:
   sample: >-
     /usr/bin/python3 /root/.cache/lakekeeper/app-3f9a1c2b4d5e/run_lakekeeper.py compact --table db.events
     --state-dir /root/.lakekeeper/state --master 'local[*]' --result-file /tmp/ansible-moduletmp-1/lakekeeper-result.json
+handoff:
+  description:
+    - With O(analyze_first) - what the go was - C(outcome) (V(go), V(stop) - a stop or no table, V(timeout) - no go
+      file in time, V(invalid) - a go file the driver could not use, which fails the task), C(tables) (those
+      compacted), C(reason) (when nothing was), C(waited_seconds) and C(go_at) (UTC epoch seconds, when the driver
+      read the go file or gave up).
+  returned: with O(analyze_first), once the engine has analyzed
+  type: dict
+  version_added: 0.1.0
+  sample:
+    outcome: go
+    tables: [sales.orders]
+    analysis_file: /tmp/lk-run/analysis.json
+    go_file: /tmp/lk-run/go.json
+    waited_seconds: 12.4
+    go_at: 1764438000.5
 rc:
   description:
     - Exit code of the engine (0 success, also with refused tables; 1 a table failed, or was refused with
@@ -875,6 +951,12 @@ def main():
         dedupe=dedupe_option(),
         merge_from=dict(type="str"),
         refresh_command=dict(type="list", elements="str"),
+        analyze_first=dict(type="dict", options=dict(
+            analysis_file=dict(type="path", required=True),
+            go_file=dict(type="path", required=True),
+            timeout=dict(type="float", default=3600),
+            history=dict(type="int"),
+        )),
     )
     run_module(argspec.create_ansible_module(), Engine("lakekeeper_compact", command="compact"))
 

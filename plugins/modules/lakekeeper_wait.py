@@ -89,6 +89,28 @@ options:
         C(async) limit.
     type: float
     default: 0
+  analysis_file:
+    description:
+      - Wait for this file instead, the analysis that M(lakekeeper.hive.lakekeeper_compact) with
+        O(lakekeeper.hive.lakekeeper_compact#module:analyze_first) writes before it waits for its go file, and return
+        it as M(lakekeeper.hive.lakekeeper_analyze) returns its analysis (RV(tables), RV(run_id), C(msg), C(catalog),
+        C(runtime); the task fails when the analysis failed, as that module's does). The job goes on (RV(finished) is
+        V(0)).
+      - When the job ends without writing it (the engine could not start, or was stopped), the task fails with the
+        job's result.
+    type: path
+    version_added: 0.1.0
+  max_partitions_listed:
+    description:
+      - With O(analysis_file) - as O(lakekeeper.hive.lakekeeper_analyze#module:max_partitions_listed).
+    type: int
+    version_added: 0.1.0
+  fail_on_refused:
+    description:
+      - With O(analysis_file) - as O(lakekeeper.hive.lakekeeper_analyze#module:fail_on_refused).
+    type: bool
+    default: false
+    version_added: 0.1.0
 seealso:
   - module: ansible.builtin.async_status
   - module: lakekeeper.hive.lakekeeper_compact
@@ -162,6 +184,19 @@ progress_tables:
       description: The engine's reason, if any.
       type: str
   sample: [{"table": "sales.orders", "status": "compacted", "reason": "compacted 2 of 2 unit(s)"}]
+tables:
+  description:
+    - With O(analysis_file) - the analysis, as RV(lakekeeper.hive.lakekeeper_analyze#module:tables) of
+      M(lakekeeper.hive.lakekeeper_analyze); else, once the job has ended, its own result's.
+  returned: with O(analysis_file) once written, or when the job has ended
+  type: list
+  elements: dict
+  version_added: 0.1.0
+run_id:
+  description: With O(analysis_file) - the run id of the application (the compaction's too).
+  returned: with O(analysis_file) once written
+  type: str
+  version_added: 0.1.0
 waited_seconds:
   description: Seconds spent waiting.
   returned: always
@@ -181,6 +216,9 @@ def main():
             poll_seconds=dict(type="float", default=60),
             check_seconds=dict(type="float", default=5),
             timeout=dict(type="float", default=0),
+            analysis_file=dict(type="path"),
+            max_partitions_listed=dict(type="int"),
+            fail_on_refused=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )

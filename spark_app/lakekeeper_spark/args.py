@@ -138,8 +138,10 @@ def _misapplied(args: argparse.Namespace) -> str | None:
     """Why a contract flag given does not apply to the command (flags.py:
     the commands that take it), or None. ``where`` is checked on the settings
     (a config file may set it too)."""
+    # compact --analysis-file analyzes first: analyze's flags (history, the backups' verdicts) apply to it too
+    applies = (args.command, "analyze") if args.command == "compact" and args.analysis_file else (args.command,)
     for _option, flag, dest, _kind, commands, _render in ENGINE_FLAGS:
-        if dest != "where" and getattr(args, dest) is not None and args.command not in commands:
+        if dest != "where" and getattr(args, dest) is not None and not set(applies) & set(commands):
             return f"{flag} only applies to {_listed(commands)}"
     return None
 
@@ -162,6 +164,15 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--analyze-stats", "--no-analyze-stats", dest="legacy_analyze_stats", action="store_true",
                         default=None, help="compact, deprecated (lakekeeper 0.0.x): ignored; " + STATISTICS_NOTE)
     common.add_argument("--result-file", help="also write the JSON result to this local file")
+    common.add_argument("--analysis-file", metavar="FILE",
+                        help="compact: first analyze the selected tables as the analyze command would and write its "
+                             "JSON result to this local file, then wait for --go-file (report/handoff.py)")
+    common.add_argument("--go-file", metavar="FILE",
+                        help="compact --analysis-file: the local file that says which of the analyzed tables to "
+                             'compact ({"tables": [...]}) or to stop ({"stop": "why"})')
+    common.add_argument("--go-timeout", metavar="SECONDS", type=float, default=3600.0,
+                        help="compact --analysis-file: without a go file after this long, compact nothing and end "
+                             "(default 3600)")
     common.add_argument("--state-dir", help="embedded Metastore and warehouse directory (plain python mode)")
     common.add_argument("--new-run-id", dest="new_run_id", metavar="RUN_ID",
                         help="the run id of this application (its first table's run), chosen by the launcher "
@@ -217,6 +228,21 @@ def _legacy_flags(args: argparse.Namespace, overrides: dict[str, Any], sort_colu
         overrides["sort_by"] = cols
 
 
+def _handoff_refusal(args: argparse.Namespace, settings: Any) -> str | None:
+    """Why --analysis-file/--go-file cannot be used as given, or None."""
+    if not (args.analysis_file or args.go_file):
+        return None
+    if args.command != "compact":
+        return "--analysis-file and --go-file only apply to compact"
+    if not (args.analysis_file and args.go_file):
+        return "--analysis-file and --go-file go together (the analysis written, then the go waited for)"
+    if settings.dry_run:
+        return "--analysis-file is not for a dry run (a dry-run compaction is its own analysis)"
+    if not 0 < args.go_timeout < float("inf"):  # also NaN
+        return f"--go-timeout must be a number of seconds greater than 0, got {args.go_timeout}"
+    return None
+
+
 def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
     """Validated arguments, settings, and the explicit table list (empty for --database)."""
     args = _parser().parse_args(argv)
@@ -237,6 +263,9 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Any, list[str]]:
     overrides["dry_run"] = args.dry_run
     _legacy_flags(args, overrides, legacy["sort_columns"])
     settings = build_settings(file_values, overrides)
+    handoff = _handoff_refusal(args, settings)
+    if handoff:
+        raise UsageError(handoff)
     misapplied = _misapplied(args)
     if misapplied:
         raise UsageError(misapplied)

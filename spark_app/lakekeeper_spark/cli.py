@@ -301,6 +301,50 @@ def _recover_after_error(ctx: Any, command: str, name: str, res: dict[str, Any])
         res["recovery_after_error_failed"] = java_message(exc)
 
 
+def _outcome(doc: dict[str, Any], command: str, results: list[dict[str, Any]], settings: Any) -> bool:
+    """The command's results in its document (``tables``, ``changed``,
+    ``failed``, ``msg``...); returns whether the run failed."""
+    failed = run_failed(results, settings.fail_on_refused)  # refused: reported, fails only on request
+    doc.update(
+        tables=results,
+        changed=any(r.get("changed") for r in results),
+        would_change=any(r.get("would_change") for r in results),
+        failed=failed,
+        msg=_summary(command, results),
+    )
+    if command == "compact":
+        doc["order"] = settings.order  # the order the tables started in (order.py)
+        # units tried again after a failure that passes, over all tables (policy/retries.py)
+        doc["retries"] = sum(int(r.get("retries") or 0) for r in results)
+    return failed
+
+
+def _analyze_then_compact(ctx: Any, args: Any, tables: list[str], progress: Progress,
+                          doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """compact --analysis-file (report/handoff.py): the analysis the analyze
+    command would make, in this application, written whole to the analysis
+    file as the analyze command's document; then the go file waited for, and
+    the tables it names compacted as the compact command compacts them.
+    ``doc['handoff']`` says what the go was. The analysis shares the
+    application's run id (it writes nothing)."""
+    from .report.handoff import wait_for_go, write_atomic
+
+    analyzed = _run_tables(ctx, "analyze", tables, args.database)
+    analysis = {k: doc[k] for k in ("lakekeeper_version", "deprecations", "runtime", "catalog") if k in doc}
+    analysis.update(command="analyze", run_id=ctx.run_id, dry_run=False)
+    _outcome(analysis, "analyze", analyzed, ctx.settings)
+    write_atomic(args.analysis_file, document_text(analysis) + "\n")
+    log.info("analysis written to %s; waiting up to %g s for %s", args.analysis_file, args.go_timeout, args.go_file)
+    waited = time.time()
+    go = wait_for_go(args.go_file, args.go_timeout, [t["table"] for t in analyzed])
+    doc["handoff"] = dict(go.to_dict(), analysis_file=args.analysis_file, go_file=args.go_file,
+                          waited_seconds=round(time.time() - waited, 3), go_at=round(time.time(), 3))
+    log.info("go: %s", doc["handoff"])
+    if not go.tables:
+        return []
+    return _run_tables(ctx, "compact", go.tables, None, progress)
+
+
 def _summary(command: str, results: list[dict[str, Any]]) -> str:
     counts: dict[str, int] = {}
     for r in results:
@@ -371,20 +415,17 @@ def main(argv: list[str] | None = None) -> int:
                 doc["msg"] = f"the engine could not start: the Hive Metastore is unreachable: {_metastore_reason(exc, spark)}"
                 code = 3
                 raise _Done() from exc
-            results = _run_tables(ctx, args.command, tables, args.database, progress)
+            if args.analysis_file:  # analyze first, then the go (report/handoff.py): one application
+                results = _analyze_then_compact(ctx, args, tables, progress, doc)
+            else:
+                results = _run_tables(ctx, args.command, tables, args.database, progress)
             _stop_quietly(spark)
-        failed = run_failed(results, settings.fail_on_refused)  # refused: reported, fails only on request
-        doc.update(
-            tables=results,
-            changed=any(r.get("changed") for r in results),
-            would_change=any(r.get("would_change") for r in results),
-            failed=failed,
-            msg=_summary(args.command, results),
-        )
-        if args.command == "compact":
-            doc["order"] = settings.order  # the order the tables started in (order.py)
-            # units tried again after a failure that passes, over all tables (policy/retries.py)
-            doc["retries"] = sum(int(r.get("retries") or 0) for r in results)
+        failed = _outcome(doc, args.command, results, settings)
+        if doc.get("handoff", {}).get("outcome") == "invalid":
+            failed = doc["failed"] = True
+            doc["msg"] = f"compact: nothing compacted: {doc['handoff']['reason']}"
+        elif doc.get("handoff", {}).get("outcome") in ("stop", "timeout"):
+            doc["msg"] = f"compact: nothing compacted: {doc['handoff']['reason']}"
         code = 1 if failed else 0
     except _Done:
         pass

@@ -50,6 +50,7 @@ def test_the_engine_parser_takes_exactly_the_contract_flags():
     by_flag = {a.option_strings[0]: a for a in compact._actions if a.option_strings}  # pylint: disable=protected-access
     own = {"-h", "--table", "--tables", "--database", "--config-file", "--dry-run", "--result-file", "--state-dir",
            "--new-run-id", "--require-metastore", "--master", "--conf", "--properties-file",
+           "--analysis-file", "--go-file", "--go-timeout",  # compact's hand-over (report/handoff.py): handoff_args
            "--sort-columns", "--analyze-stats"}  # the last two: lakekeeper 0.0.x's, deprecated (policy/upgrade.py)
     assert set(by_flag) - own == {row[1] for row in flags.ENGINE_FLAGS}
     for _option, flag, dest, kind, commands, _render in flags.ENGINE_FLAGS:

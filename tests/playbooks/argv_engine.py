@@ -17,7 +17,10 @@ progress records) for two tables, DB.events and DB.clicks (or those of
 ``ARGV_ENGINE_ARGV``: a file each run appends its arguments to, one JSON
 list a line. ``ARGV_ENGINE_SECONDS`` (default 600): how long ``compact``
 takes over DB.clicks. ``ARGV_ENGINE_LOG``: a file each run appends
-``<command> <pid> started|finished`` to.
+``<command> <pid> started|finished`` to. ``compact --analysis-file A
+--go-file G`` (lakekeeper_compact's analyze_first) writes the analysis
+``analyze`` would answer to A, then waits for G (``--go-timeout``) and
+compacts the tables it names.
 """
 
 from __future__ import annotations
@@ -54,6 +57,26 @@ class Progress:
             out.write(json.dumps(record) + "\n")
 
 
+def _analyzed(names):
+    return [{"table": t, "status": "analyzed", "needs_compaction": True, "changed": False,
+             "would_change": False, "files": 10, "bytes": 10240, "files_after_estimate": 1,
+             "files_saved_estimate": 9, "space": {"ok": True, "problems": []}, "partitions": []}
+            for t in names]
+
+
+def _wait_for_go(path, timeout):
+    end = time.monotonic() + timeout
+    while not os.path.exists(path):
+        if time.monotonic() > end:
+            return {"outcome": "timeout", "tables": [], "reason": "no go file"}
+        time.sleep(0.1)
+    with open(path, encoding="utf-8") as handle:
+        go = json.load(handle)
+    if "stop" in go:
+        return {"outcome": "stop", "tables": [], "reason": go["stop"]}
+    return {"outcome": "go", "tables": go["tables"]}
+
+
 def main(argv):
     command = argv[0]
     database = _arg(argv, "--database", "db")
@@ -64,11 +87,18 @@ def main(argv):
     if os.environ.get("ARGV_ENGINE_ARGV"):
         with open(os.environ["ARGV_ENGINE_ARGV"], "a", encoding="utf-8") as out:
             out.write(json.dumps(argv) + "\n")
+    handoff = None
+    if command == "compact" and "--analysis-file" in argv:
+        analysis = {"command": "analyze", "run_id": run_id, "dry_run": False, "changed": False, "failed": False,
+                    "msg": "analyze: %d table(s)" % len(names), "tables": _analyzed(names)}
+        path = _arg(argv, "--analysis-file")
+        with open(path + ".tmp", "w", encoding="utf-8") as out:
+            out.write(json.dumps(analysis, indent=1))
+        os.replace(path + ".tmp", path)
+        handoff = _wait_for_go(_arg(argv, "--go-file"), float(_arg(argv, "--go-timeout", "3600")))
+        names = handoff.get("tables") or []
     if command == "analyze":
-        tables = [{"table": t, "status": "analyzed", "needs_compaction": True, "changed": False,
-                   "would_change": False, "files": 10, "bytes": 10240, "files_after_estimate": 1,
-                   "files_saved_estimate": 9, "space": {"ok": True, "problems": []}, "partitions": []}
-                  for t in names]
+        tables = _analyzed(names)
     elif command == "compact":
         progress = Progress(_arg(argv, "--progress-file"), command, run_id)
         progress.write("start")
@@ -91,6 +121,8 @@ def main(argv):
     doc = {"command": command, "run_id": run_id, "dry_run": "--dry-run" in argv,
            "changed": any(t.get("changed") for t in tables), "failed": False,
            "msg": "%s: %d table(s)" % (command, len(tables)), "tables": tables}
+    if handoff is not None:
+        doc["handoff"] = handoff
     if command == "compact":
         progress.write("end", failed=False, changed=doc["changed"], counts={"compacted": len(tables)}, msg=doc["msg"])
     text = json.dumps(doc, indent=1)

@@ -25,8 +25,10 @@ spark_app/lakekeeper_spark/protocol/faults.py), after ``<db>.events`` is
 compacted; ``ansible-playbook`` is signalled then, and the job's async limit
 stops the engine later. The next runs recover the journal the killed engine
 left on clicks and compact it; the rows on disk are checked afterwards.
-Eleven JVMs in all: the tables, then an analysis and a compaction per
-compact.yml run (three cancelled, two next runs). Most of the wall time is
+Six JVMs in all: the tables, then one application per compact.yml run
+(three cancelled, two next runs), which analyzes and then compacts
+(lakekeeper_compact analyze_first; eleven when each run was an analysis and a
+compaction). Most of the wall time is
 waiting for the async limit and the guard's expiry, which must leave room
 for a Spark start on a loaded machine.
 

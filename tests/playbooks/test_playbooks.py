@@ -17,7 +17,10 @@ way an AWX survey passes them.
   playbook lakekeeper.hive.analyze), compact.yml failing after the pause (the
   ingestion is resumed anyway), compact.yml for real with a Kerberos ticket
   from a real KDC and a real stand-in ingestion process stopped with SIGSTOP
-  during the window, rollback.yml on one table, cleanup.yml with a 1s
+  during the window (one Spark application: its driver analyzes, then
+  compacts after the pause), compact.yml with nothing to compact (no driver
+  left behind), rollback.yml on one table, compact.yml whose pre-flight
+  fails on it (no driver left behind), cleanup.yml with a 1s
   retention, rollback.yml refusing a database, rollback.yml in recover mode as
   a dry run; then on database fl (``fleet``): compact.yml with a window
   already over (nothing started), with the delete-ratio trigger of
@@ -219,6 +222,21 @@ def process_state(pid):
                           check=False).stdout.strip()
 
 
+def waiting_drivers(state_dir):
+    """The engine processes of this test's state dir that analyzed first and
+    may still wait for their go (lakekeeper_compact analyze_first)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as handle:
+                argv = handle.read().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        if b"--analysis-file" in argv and str(state_dir).encode() in argv:
+            found.append((pid, b" ".join(argv)[:300]))
+    return found
+
+
 def run_id_time(run_id):
     return datetime.strptime(run_id.split("-")[0], "%Y%m%dT%H%M%S").replace(tzinfo=timezone.utc).timestamp()
 
@@ -333,19 +351,36 @@ def test_playbooks_embedded(collections_dir, collection_path, kdc, tmp_path):
             ["__bkp_clicks", "__bkp_events"], run.stats
         assert all(b.startswith("edge:e2e.__bkp_") for b in run.stats["lakekeeper_backup_tables"])
         assert len(data_files(str(data_dir / "events"))) == 1 and len(data_files(str(data_dir / "clicks"))) == 2
-        # the stand-in was stopped from before the engine started until after it had run
+        # one Spark application (issue 49): the compaction's driver made the analysis (the same run id) and
+        # compacted once the play's go came, after the pause; no driver is left once the play has ended
+        assert s["applications"] == 1 and s["handoff"]["outcome"] == "go", s
+        assert sorted(s["handoff"]["tables"]) == ["e2e.clicks", "e2e.events"], s["handoff"]
+        assert not waiting_drivers(state_dir)
+        # the stand-in was stopped from before the compaction started until after it had run
         window = s["ingestion"]
         assert window["paused"]["ingest"]["hooks"] == ["standin"] and window["paused_seconds"] > 0, window
         engine_started = run_id_time(s["run_id"])
-        assert window["paused_at"] <= engine_started + 1 <= window["resumed_at"], window
+        compaction_started = s["handoff"]["go_at"]
+        assert engine_started <= window["paused_at"] <= compaction_started <= window["resumed_at"], window
         time.sleep(0.5)
         stamps = [float(x) for x in ticks.read_text().split()]
-        assert not [t for t in stamps if window["paused_at"] + 0.5 < t < engine_started + 1], "ticks while paused"
+        assert not [t for t in stamps if window["paused_at"] + 0.5 < t < compaction_started], "ticks while paused"
         assert any(t < window["paused_at"] for t in stamps) and any(t > finished for t in stamps)
         assert not state_file.exists()
         # the pipeline role runs delegated from the edge node: its messages name the ingestion host
         assert "Paused on ingest" in run.output and "Resumed on ingest" in run.output, run
         assert "Paused on edge" not in run.output and "Resumed on edge" not in run.output, run
+
+        # -- compact.yml again: nothing to compact; the application that analyzed is told to stop and has ended
+        # when the play ends (nothing paused, nothing compacted)
+        run = run_playbook(os.path.join(PLAYBOOKS, "compact.yml"), inventory, collections_dir, tmp_path,
+                           ["lakekeeper_database=e2e"])
+        assert run.rc == 0, run
+        s = run.summary("edge")
+        assert s["applications"] == 1 and s["counts"]["compacted"] == 0 and s["ingestion"]["paused"] == {}, s
+        assert re.search(r"Wait for the compaction's application to end \(told to stop, there is nothing to "
+                         r"compact\)\] \**\s*\nok: \[edge\]", run.output), run
+        assert not waiting_drivers(state_dir)
 
         # -- analyze.yml again: the report lists the backups the compaction kept, and a copy of it
         # stays on the edge node (where it outlives an AWX job), named in the job's artifacts --------
@@ -371,6 +406,19 @@ def test_playbooks_embedded(collections_dir, collection_path, kdc, tmp_path):
         assert run.stats["lakekeeper_tables_rolled_back"] == 1 and s["action"] == "rollback", run
         assert s["tables"][0]["table"] == "e2e.events" and s["tables"][0]["backup_table"].startswith("e2e.__bkp_events")
         assert s["ingestion"]["resumed"]["ingest"]["hooks"] == ["standin"] and not state_file.exists()
+        assert data_files(str(data_dir / "events")) == originals["events"]
+
+        # -- compact.yml whose pre-flight fails (a margin no filesystem has): the application that analyzed is
+        # told to stop and has ended when the play ends; the rolled-back table stays as it is
+        run = run_playbook(os.path.join(PLAYBOOKS, "compact.yml"), inventory, collections_dir, tmp_path,
+                           ["lakekeeper_tables=e2e.events", "lakekeeper_preflight_margin_ratio=1000000000"])
+        assert run.rc == 2, run
+        s = run.summary("edge")
+        assert not s["ok"] and "Not enough room" in s["error"], s
+        assert s["applications"] == 1 and s["ingestion"]["paused"] == {}, s
+        assert re.search(r"Wait for the compaction's application to end \(told to stop\)\] \**\s*\nok: \[edge\]",
+                         run.output), run
+        assert not waiting_drivers(state_dir)
         assert data_files(str(data_dir / "events")) == originals["events"]
 
         # -- cleanup.yml: retention 1s over the database (the clicks backup goes) ----------------
@@ -448,7 +496,9 @@ def background_runs(inventory, collections_dir, tmp_path, data, state_file, pid)
                              env=hold)
     try:
         wait_for(pause / "wt.clicks.table_compacting.paused", started)
-        time.sleep(15)
+        # the thousand polls all come after the go now (the Spark start and the analysis come before the
+        # compaction's wait in one application): held long enough for them on a loaded machine
+        time.sleep(30)
     finally:
         (pause / "wt.clicks.table_compacting.resume").write_text("go")
     run = started.finish()

@@ -115,13 +115,17 @@ def _value(argv, flag):
 def test_compact(collection_path, tmp_path, check):
     _play("compact", tmp_path, collection_path, {"lakekeeper_database": "db"}, check=check)
     unset, given = _argv(tmp_path, "unset"), _argv(tmp_path, "set")
-    assert [a[0] for a in unset] == ["analyze", "compact"] == [a[0] for a in given], (unset, given)
+    # in the background (unset: async's default) one application analyzes, then compacts (analyze_first); in the
+    # foreground (set: lakekeeper_async 0) and in check mode an analysis, then a compaction
+    assert [a[0] for a in unset] == (["analyze", "compact"] if check else ["compact"]), unset
+    assert [a[0] for a in given] == ["analyze", "compact"], given
     for argv in unset:
         assert not _flags(argv) & UNSET_FLAGS, argv
         # check mode plans only; otherwise the compaction really ran (in the background, waited for)
         assert ("--dry-run" in argv) == check, argv
     if not check:
-        assert "--progress-file" in unset[1], unset
+        assert "--progress-file" in unset[0] and "--analysis-file" in unset[0] and "--go-file" in unset[0], unset
+    assert not any("--analysis-file" in argv for argv in given), given
     analyze, compact = given
     for argv in given:
         assert _value(argv, "--block-size") in ("64", "64.0") and _value(argv, "--parallelism") == "2", argv

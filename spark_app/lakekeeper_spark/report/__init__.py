@@ -6,5 +6,7 @@ lowest layer, imported by every other package.
 - ``results``  the JSON result of a table and of its units
 - ``history``  the run history records on the table's filesystem
 - ``progress`` the progress records a long run appends
+- ``handoff``  compact's analysis handed to its launcher and the go it waits for (one
+               application a maintenance window)
 - ``sizes``    byte counts as text (``human_bytes``) and file-size histograms
 """

@@ -46,3 +46,21 @@ def test_progress_in_pieces_keeps_a_partial_last_line_and_tracks_the_tables():
     assert p.left() == [{"table": "db.a", "status": "compacted", "reason": "ok"},
                         {"table": "db.b", "status": "in_progress", "reason": ""}]
     assert p.feed("garbage\n") == ["(unreadable progress record: garbage)"]
+
+
+def test_analysis_file_is_returned_as_lakekeeper_analyze_returns_it():
+    from ansible_collections.lakekeeper.hive.plugins.action.lakekeeper_wait import analysis_result
+
+    assert analysis_result("") is None and analysis_result("partial{") is None
+    doc = {"command": "analyze", "run_id": "R1", "failed": False, "msg": "analyze:  2 analyzed",
+           "tables": [{"table": "db.a", "status": "analyzed", "needs_compaction": True,
+                       "partitions": [{"spec": "d=%d" % i, "status": "analyzed"} for i in range(5)]},
+                      {"table": "db.b", "status": "refused", "reason": "managed"}]}
+    out = analysis_result(json.dumps(doc), max_partitions_listed=2)
+    assert out["run_id"] == "R1" and out["changed"] is False and out["msg"] == "analyze: 2 analyzed"
+    assert [t["table"] for t in out["tables"]] == ["db.a", "db.b"] and len(out["tables"][0]["partitions"]) == 2
+    assert "failed" not in out and out["warnings"] == ["db.b was refused (refused): managed"]
+    refused = analysis_result(json.dumps(doc), fail_on_refused=True)
+    assert refused["failed"] and "db.b: refused: managed" in refused["msg"]
+    failed = analysis_result(json.dumps(dict(doc, failed=True)))
+    assert failed["failed"] and failed["msg"].startswith("lakekeeper analyze failed")

@@ -940,3 +940,40 @@ def test_a_deadline_duration_counts_from_the_module_start():
     assert lk.absolute_deadline(" 90M ", now) == "2026-11-26T02:30:00Z"
     assert lk.absolute_deadline("05:30", now) == "05:30"  # a time of day: the engine's to place
     assert lk.absolute_deadline("2026-11-26T05:30:00Z", now) == "2026-11-26T05:30:00Z"
+
+
+def test_engine_args_analyze_first():
+    first = {"analysis_file": "/t/a.json", "go_file": "/t/g.json", "timeout": 90, "history": 3}
+    argv = lk.engine_args("compact", ["--database", "db"], {"analyze_first": first, "mode": "minor"})
+    assert argv == ["compact", "--database", "db", "--mode", "minor", "--analysis-file", "/t/a.json",
+                    "--go-file", "/t/g.json", "--go-timeout", "90.0", "--history", "3"]
+    assert lk.handoff_args("compact", dict(first, timeout=None, history=None)) == \
+        ["--analysis-file", "/t/a.json", "--go-file", "/t/g.json"]
+    assert lk.handoff_args("compact", None) == []
+    for command, value, dry_run, why in [
+        ("analyze", first, False, "only applies to compact"),
+        ("compact", first, True, "not for check mode"),
+        ("compact", dict(first, go_file=None), False, "needs analysis_file and go_file"),
+        ("compact", dict(first, go_file="/t/a.json"), False, "two files"),
+        ("compact", dict(first, timeout=0), False, "greater than 0"),
+        ("compact", dict(first, timeout=True), False, "greater than 0"),
+    ]:
+        with pytest.raises(lk.LakekeeperError, match=why):
+            lk.handoff_args(command, value, dry_run)
+
+
+def test_cluster_mode_refuses_analyze_first():
+    ss = reference_ss(deploy_mode="cluster")
+    with pytest.raises(lk.LakekeeperError, match="analyze_first hands the analysis"):
+        lk.check_cluster_mode(ss, analyze_first={"analysis_file": "a", "go_file": "g"})
+
+
+def test_module_fields_of_an_analysis_document():
+    doc = {"command": "analyze", "run_id": "R1", "changed": False, "failed": False, "msg": "analyze: 1 analyzed",
+           "catalog": {"kind": "embedded", "state_dir": "/s", "reason": "r"}, "runtime": {"spark": "3.5.1"},
+           "tables": [{"table": "db.a", "status": "analyzed", "needs_compaction": True, "would_change": False}, "x"]}
+    out = rs.module_fields(doc, writes=False)
+    assert out == {"tables": [doc["tables"][0]], "run_id": "R1", "catalog": {"kind": "embedded"},
+                   "runtime": {"spark": "3.5.1"}, "changed": False}
+    handoff = {"outcome": "go", "tables": ["db.a"]}
+    assert rs.module_fields(dict(doc, handoff=handoff))["handoff"] == handoff
