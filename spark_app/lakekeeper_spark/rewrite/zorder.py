@@ -34,7 +34,6 @@ shuffle itself; a linear sort sorts each read task's rows in place.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from ..policy.names import quote_column
@@ -97,15 +96,6 @@ def boundaries(df: Any, keys: list[Any], bits: int = BITS) -> list[list[float]]:
     return [sorted(float(v) for v in row[i]) if row[i] else [] for i in range(len(keys))]
 
 
-def _double_sql(v: float) -> str:
-    """A double as a Spark SQL literal (one expression for a column's boundaries, not a call per value)."""
-    if math.isnan(v):
-        return "CAST('NaN' AS DOUBLE)"
-    if v in (float("inf"), float("-inf")):
-        return f"CAST('{'-' if v < 0 else ''}Infinity' AS DOUBLE)"
-    return f"{v:.17e}D"
-
-
 def with_z(df: Any, columns: list[tuple[str, str]], bits: int = BITS) -> Any:
     """``df`` with the z-value column ``Z`` (a non-negative long), computed
     from the percentiles of ``columns`` ((name, type) pairs) in ``df``."""
@@ -114,7 +104,8 @@ def with_z(df: Any, columns: list[tuple[str, str]], bits: int = BITS) -> Any:
     keys = [order_key(n, t) for n, t in columns]
     bounds = boundaries(df, keys, bits)
     names = [f"{_RANK}{j}" for j in range(len(columns))]
-    arrays = [F.expr("array(" + ", ".join(map(_double_sql, b)) + ")") if b else None for b in bounds]
+    # the boundaries as double literals (NaN and the infinities included), never as SQL text
+    arrays = [F.array(*[F.lit(float(v)) for v in b]) if b else None for b in bounds]
     out = df.select("*", *[(k if b else F.lit(None).cast("double")).alias(f"{_RANK}k{j}")
                            for j, (k, b) in enumerate(zip(keys, bounds))],
                     *[F.lit(0).cast("long").alias(n) for n in names])
@@ -126,7 +117,7 @@ def with_z(df: Any, columns: list[tuple[str, str]], bits: int = BITS) -> Any:
         for j, arr in enumerate(arrays):
             r = F.col(names[j])
             if arr is not None:
-                below = F.element_at(arr, (r + step).cast("int")) < F.col(f"{_RANK}k{j}")
+                below = F.element_at(arr, (r + step).cast("int")) < F.col(quote_column(f"{_RANK}k{j}"))
                 r = r + F.when(below, F.lit(step).cast("long")).otherwise(F.lit(0).cast("long"))
             steps.append(r.alias(names[j]))
         df_cols = [F.col(quote_column(c)) for c in out.columns if c not in names]
