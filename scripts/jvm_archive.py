@@ -66,11 +66,9 @@ def jars_dir(python: str) -> Path | None:
 
 def archive_key(python: str) -> str | None:
     java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False)
-    found = subprocess.run([python, "-c", "import os, pyspark; print(os.path.dirname(pyspark.__file__))"],
-                           capture_output=True, text=True, check=False)
-    if java.returncode != 0 or found.returncode != 0:
+    jars = jars_dir(python)
+    if java.returncode != 0 or jars is None:
         return None
-    jars = Path(found.stdout.strip()) / "jars"
     names = sorted(p.name for p in jars.glob("*.jar"))
     digest = hashlib.sha256("\n".join([java.stderr, str(jars), quick_opts(), *names]).encode())
     return digest.hexdigest()[:16]
