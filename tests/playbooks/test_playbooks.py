@@ -61,6 +61,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+import cpu_meter  # pylint: disable=import-error
 import pytest
 
 from e2e_helpers import run_lifecycle  # pylint: disable=import-error
@@ -73,7 +74,7 @@ PLAYBOOKS = os.path.join(ROOT, "playbooks")
 CREATE_TABLES = os.path.join(ROOT, "tests", "e2e", "create_tables.py")
 STANDIN = os.path.join(HERE, "ingest_standin.py")
 RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
-TIMINGS = []
+TIMINGS = cpu_meter.TIMINGS
 
 
 @dataclass
@@ -108,6 +109,7 @@ class Started:
 
     def __init__(self, playbook, extra, proc):
         self.playbook, self.extra, self.proc, self.started = playbook, extra, proc, time.time()
+        self.cpu = cpu_meter.cpu_now()
 
     def finish(self, timeout=1500):
         try:
@@ -122,8 +124,9 @@ class Started:
                 run.stats = json.loads(line.strip()[len("RUN: "):])
         for m in RECAP.finditer(out):
             run.recap[m.group(1)] = {"ok": int(m.group(2)), "changed": int(m.group(3)), "failed": int(m.group(5))}
-        TIMINGS.append("%s %s: %.0fs" % (os.path.basename(self.playbook), " ".join(self.extra)[:70], run.seconds))
-        sys.stdout.write("%s\n" % TIMINGS[-1])
+        line = cpu_meter.record("%s %s" % (os.path.basename(self.playbook), " ".join(self.extra)[:70]), run.seconds,
+                                self.cpu)
+        sys.stdout.write("%s\n" % line)
         return run
 
 
@@ -247,7 +250,7 @@ def run_id_time(run_id):
 @pytest.mark.e2e
 def test_playbooks_embedded(collections_dir, collection_path, kdc, tmp_path):
     state_dir, data_dir = tmp_path / "state", tmp_path / "data"
-    started = time.time()
+    started, cpu = time.time(), cpu_meter.cpu_now()
     # the tables of database e2e for the playbooks, the same tables in database lc for the lifecycle playbook
     res = subprocess.run([sys.executable, CREATE_TABLES, str(state_dir), str(data_dir), "lc", "fleet:fl", "wt"],
                          stdout=subprocess.PIPE,
@@ -257,11 +260,12 @@ def test_playbooks_embedded(collections_dir, collection_path, kdc, tmp_path):
     summary = json.loads(res.stdout.strip().splitlines()[-1])
     for tables in (summary, summary["more"]["lc"]):
         assert tables["events"]["rows"] == 6000 and tables["clicks"]["rows"] == 3000, summary
-    TIMINGS.append("create_tables.py: %.0fs" % (time.time() - started))
+    cpu_meter.record("create_tables.py", time.time() - started, cpu)
 
     # -- the modules one by one (tests/e2e/playbooks/lifecycle.yml), the built collection, database lc
+    cpu = cpu_meter.cpu_now()
     seconds = run_lifecycle(collection_path, tmp_path / "lifecycle", state_dir, data_dir / "lc", "lc")
-    TIMINGS.append("lifecycle.yml (database lc): %.0fs" % seconds)
+    cpu_meter.record("lifecycle.yml (database lc)", seconds, cpu)
     originals = {t: data_files(str(data_dir / t)) for t in ("events", "clicks")}
     original_dirs = {t: directories(str(data_dir / t)) for t in ("events", "clicks")}
     assert [len(originals["events"]), len(originals["clicks"])] == [60, 60]
