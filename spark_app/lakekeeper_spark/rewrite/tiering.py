@@ -82,6 +82,7 @@ def plan_tiering(fs: HadoopFS, p: TablePlan, settings: Any, fmt: str | None, now
             tier["erasure_coding_policy"] = rule.erasure_coding_policy
             c.erasure_coding = rule.erasure_coding_policy
             c.ec_check, c.ec_expected = True, rule.erasure_coding_policy
+            c.replication = None  # an erasure coded file has no replication factor (setReplication: false)
         if missing:
             tier["not_applied"] = missing
         if ("storage_policy" in tier or "erasure_coding_policy" in tier) and not settings.dry_run:
