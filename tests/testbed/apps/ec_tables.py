@@ -79,17 +79,14 @@ DAY_MS = 86400 * 1000
 
 
 def aged(name, dt, lo, days):
-    """An ingest job writes the partition's files (replication 3); their times set back ``days`` days, as a
-    partition written then has them."""
-    conf = spark._jsc.hadoopConfiguration()  # pylint: disable=protected-access
-    conf.set("dfs.replication", "3")
-    try:
-        landed(name, dt, lo)
-    finally:
-        conf.set("dfs.replication", "1")
+    """An ingest job writes the partition's files; they get replication 3, as on a cluster whose dfs.replication
+    is 3 (this bed's clients write 1), and their times are set back ``days`` days, as a partition written then
+    has them."""
+    landed(name, dt, lo)
     then = int(spark._jvm.System.currentTimeMillis()) - days * DAY_MS  # pylint: disable=protected-access
     d = Path(f"{root}/{name}/dt={dt}")
     for st in fs.listStatus(d):
+        fs.setReplication(st.getPath(), 3)
         fs.setTimes(st.getPath(), then, then)
 
 
