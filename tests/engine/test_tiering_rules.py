@@ -60,19 +60,23 @@ def test_settings_config_file_and_flags():
     for bad, words in (({"tier_older_than": "30d"}, "needs a storage_policy"),
                        ({"tier_storage_policy": "COLD"}, "needs older_than"),
                        ({"tier_older_than": "soon", "tier_storage_policy": "COLD"}, "invalid duration"),
-                       ({"tier_older_than": "1d", "tier_erasure_coding_policy": "RS 6"}, "invalid tiering policy")):
+                       ({"tier_older_than": "1d", "tier_erasure_coding_policy": "RS 6"}, "invalid tiering policy"),
+                       # HDFS reads WARM on an erasure coded file as unset (HOT): the test bed's NameNode did
+                       ({"tier_older_than": "1d", "tier_storage_policy": "WARM", "tier_erasure_coding_policy": XOR},
+                        "only HOT, COLD, ALL_SSD")):
         with pytest.raises(UsageError, match=words):
             build_settings({}, bad)
     with pytest.raises(UsageError, match="unknown tiering key"):
         config_file_values({"tiering": {"older_than": "1d", "policy": "COLD"}}, "c.yml")
     assert tiering_error(None, None, None) is None
+    assert tiering_error(DAY, "all_ssd", XOR) is None and tiering_error(DAY, "WARM", None) is None
 
 
 def test_table_properties_set_the_rule_for_their_table():
-    props = {"lakekeeper.tier.older_than": "30d", "lakekeeper.tier.storage_policy": "WARM",
+    props = {"lakekeeper.tier.older_than": "30d", "lakekeeper.tier.storage_policy": "COLD",
              "lakekeeper.tier.erasure_coding_policy": XOR}
     s = apply_policy(Settings(), table_policy(props))
-    assert tier_rule(s) == TierRule(30 * DAY, "WARM", XOR)
+    assert tier_rule(s) == TierRule(30 * DAY, "COLD", XOR)
     with pytest.raises(Refused) as exc:  # a rule without its policy: the table refused, invalid_policy
         apply_policy(Settings(), table_policy({"lakekeeper.tier.older_than": "30d"}))
     assert exc.value.code == "invalid_policy"
@@ -171,14 +175,14 @@ def _settings(**kw):
 def test_plan_gives_the_old_units_staging_the_policies_and_reads_their_space():
     p = _plan()
     fs = FakeFS(space={p.units[0].location: 3000})
-    plan_tiering(fs, p, _settings(tier_storage_policy="WARM", tier_erasure_coding_policy=XOR), "parquet", NOW)
+    plan_tiering(fs, p, _settings(tier_storage_policy="COLD", tier_erasure_coding_policy=XOR), "parquet", NOW)
     old, new = p.units
     assert new.tier is None and new.hdfs.tier_storage_policy is None and new.hdfs.erasure_coding is None
-    assert old.tier == {"older_than_days": 30.0, "age_days": 90.0, "storage_policy": "WARM",
+    assert old.tier == {"older_than_days": 30.0, "age_days": 90.0, "storage_policy": "COLD",
                         "erasure_coding_policy": XOR, "space_before": 3000}
     c = old.hdfs
     assert (c.tier_storage_policy, c.storage_policy, c.erasure_coding, c.ec_check, c.ec_expected) == \
-        ("WARM", "WARM", XOR, True, XOR)
+        ("COLD", "COLD", XOR, True, XOR)
     assert c.replication is None  # an erasure coded file has no replication factor to carry
     # written on its own: its staging is prepared (not batched)
     assert "storage policy of its own" in why_not("parquet", "hdfs://nn/wh/t", old, 1 << 30, 1.0, 0) or \

@@ -19,14 +19,18 @@ written by Spark:
 * ``crash``: an XOR-2-1 table whose compaction is killed after its first
   move in (parking: the others finish first): its journal is readable and
   ``recover`` finishes it;
-* ``tiered``: tiering (``lakekeeper.tier.older_than=30d``, storage policy
-  WARM - the bed's DataNodes have DISK only, which WARM's placement falls
-  back to, so the blocks are really written; COLD (ARCHIVE only) could not
-  be written here - and XOR-2-1): a replicated table (replication 3, as a
-  real cluster writes) whose partition written 90 days ago is compacted
-  into an erasure coded WARM directory (each new file's policies read back,
-  the space consumed smaller), the one written yesterday as before; the
-  rollback restores the original replicated directory;
+* ``tiered``: tiering (``lakekeeper.tier.older_than=30d``, XOR-2-1 and the
+  storage policy ALL_SSD - HDFS gives an erasure coded file only HOT, COLD
+  or ALL_SSD (it read WARM as HOT here: the engine's check failed the
+  unit, which the settings now refuse); the bed's DataNodes have DISK only:
+  COLD (ARCHIVE, no fallback) could not be written, ALL_SSD falls back to
+  DISK for new blocks, so the policy is asserted as set on the directory and
+  on every new file, not the blocks' storage): a replicated table
+  (replication 3, as a real cluster writes) whose partition written 90 days
+  ago is compacted into an erasure coded ALL_SSD directory (each new file's
+  policies read back, the space consumed smaller), the one written
+  yesterday as before; the rollback restores the original replicated
+  directory;
 * ``tier_bad``: a tiering storage policy the NameNode does not have
   (FROZEN): refused ``tier_policy_unknown`` before anything is written.
 
@@ -120,23 +124,23 @@ def test_erasure_coded_partitions_tables_and_journals(testbed, tmp_path):
     d = parts["disabled"]["dt=2"]
     assert d["status"] == "refused" and d["code"] == "erasure_coding" and "RS-3-2-1024k is not enabled" in d["reason"], d
 
-    # tiering: the partition written 90 days ago compacted into XOR-2-1 under WARM, the space consumed smaller
+    # tiering: the partition written 90 days ago compacted into XOR-2-1 under ALL_SSD, the space consumed smaller
     # (replication 3 -> XOR-2-1's 1 + parity); the one written yesterday as before; the swap kept the policies
     old, new = "dt=2026-08-31", "dt=2026-11-28"
     assert made["tiered"]["replication"] == {old: [3], new: [3]}, made["tiered"]
     assert made["tiered"]["storage"][old] == "HOT" and set(made["tiered"]["files"][old]) == {None}, made["tiered"]
     t = results["tiered"]
     assert t["status"] == "compacted" and t["tiered"] == 1 and t["tier_space_saved"] > 0, t
-    assert t["policy"]["lakekeeper.tier.storage_policy"] == "WARM", t
+    assert t["policy"]["lakekeeper.tier.storage_policy"] == "ALL_SSD", t
     tier = parts["tiered"][old]["tiering"]
-    assert (tier["storage_policy"], tier["erasure_coding_policy"]) == ("WARM", XOR) and tier["age_days"] >= 89, tier
+    assert (tier["storage_policy"], tier["erasure_coding_policy"]) == ("ALL_SSD", XOR) and tier["age_days"] >= 89, tier
     assert tier["space_before"] == made["tiered"]["space"][old], (tier, made["tiered"]["space"])
     assert tier["space_after"] < tier["space_before"] and tier["space_saved"] == \
         tier["space_before"] - tier["space_after"] == t["tier_space_saved"], tier
     assert "tiering" not in parts["tiered"][new] and parts["tiered"][new]["status"] == "compacted", parts["tiered"]
     got = after["tiered"]["parts"]
     assert got[old]["dir"] == XOR and set(got[old]["files"]) == {XOR}, got[old]
-    assert got[old]["storage"] == "WARM" and set(got[old]["file_storage"]) == {"WARM"}, got[old]
+    assert got[old]["storage"] == "ALL_SSD" and set(got[old]["file_storage"]) == {"ALL_SSD"}, got[old]
     assert got[old]["space"] == tier["space_after"], got[old]
     assert len(got[old]["files"]) < len(made["tiered"]["files"][old]), got[old]
     assert got[new]["dir"] is None and set(got[new]["files"]) == {None} and got[new]["storage"] == "HOT", got[new]

@@ -26,6 +26,9 @@ from typing import Any
 # refused table: a policy the NameNode does not know or has not enabled (nothing written)
 TIER_POLICY_UNKNOWN = "tier_policy_unknown"
 _POLICY_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
+# The storage policies HDFS applies to an erasure coded (striped) file; it reads any other as unset, i.e. HOT
+# (INodeFile.getStoragePolicyID, ErasureCodingPolicyManager.checkStoragePolicySuitableForECStripedMode)
+EC_STORAGE_POLICIES = ("HOT", "COLD", "ALL_SSD")
 DAY = 86400
 
 
@@ -51,6 +54,10 @@ def tiering_error(older_than_seconds: int | None, storage_policy: str | None,
     for p in given:
         if not _POLICY_NAME.match(p):
             return f"invalid tiering policy name {p!r}: letters, digits, '_', '.', '-' (as HDFS names them)"
+    if erasure_coding_policy is not None and storage_policy is not None and \
+            storage_policy.upper() not in EC_STORAGE_POLICIES:
+        return (f"tiering storage_policy {storage_policy} with an erasure_coding_policy: HDFS gives an erasure coded "
+                f"file only {', '.join(EC_STORAGE_POLICIES)} and reads any other as unset (HOT)")
     return None
 
 

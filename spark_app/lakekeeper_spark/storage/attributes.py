@@ -274,15 +274,20 @@ class Attributes:
 
     def storage_policy_of(self, uri: str) -> str | None:
         """The effective storage policy's name of a file or directory (its
-        own, else inherited; ``getStoragePolicy``, Hadoop 2.8+); None where the
-        filesystem has none (not HDFS, or an older NameNode)."""
+        own, else inherited; ``getStoragePolicy``, Hadoop 2.8+; on a Hadoop
+        2.7 NameNode, which answers "Unknown method", the id its status
+        carries, as ``dir_facts``); None where the filesystem has none."""
         try:
             pol = self.fs(uri).getStoragePolicy(self.path(uri))
         except Exception as exc:  # noqa: BLE001
             text = java_message(exc) + " " + str(exc)[:2000]
-            if "Unknown method" in text or "UnsupportedOperationException" in text:
+            if "UnsupportedOperationException" in text:
                 return None
-            raise
+            if "Unknown method" not in text:
+                raise
+            fs, p = self.fs(uri), self.path(uri)
+            policy = int(fs.getClient().getFileInfo(p.toUri().getPath()).getStoragePolicy())
+            return self.storage_policy_names(uri).get(policy)
         return str(pol.getName()) if pol is not None else None
 
     def set_erasure_coding_policy(self, uri: str, name: str | None) -> None:

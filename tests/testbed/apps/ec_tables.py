@@ -94,7 +94,7 @@ table("tiered")
 aged("tiered", "2026-08-31", 0, 90)
 aged("tiered", "2026-11-28", ROWS, 1)
 spark.sql(f"ALTER TABLE {db}.tiered SET TBLPROPERTIES ('lakekeeper.tier.older_than'='30d', "
-          f"'lakekeeper.tier.storage_policy'='WARM', 'lakekeeper.tier.erasure_coding_policy'='{XOR}')")
+          f"'lakekeeper.tier.storage_policy'='ALL_SSD', 'lakekeeper.tier.erasure_coding_policy'='{XOR}')")
 # a tiering policy this NameNode does not have: the table refused before anything is written
 table("tier_bad")
 aged("tier_bad", "2026-08-31", 0, 90)
