@@ -236,3 +236,19 @@ def test_finish_checks_each_new_files_storage_policy_and_reports_the_space_saved
     with pytest.raises(LakekeeperError) as exc:
         finish_tiering(fs, old)
     assert exc.value.code == "verification_failed" and "part-00001.parquet: HOT" in exc.value.message
+
+
+def test_the_history_record_keeps_the_tiering():
+    from lakekeeper_spark.report.history import build_record
+
+    tier = {"storage_policy": "COLD", "age_days": 90.0, "space_before": 3000, "space_after": 1000, "space_saved": 2000}
+    result = {"table": "db.t", "status": "compacted", "changed": True, "run_id": "20261129T000000-abcdef",
+              "tiered": 1, "tier_space_saved": 2000,
+              "partitions": [{"spec": "dt=1", "status": "compacted", "files_before": 3, "files_after": 1,
+                              "tiering": tier},
+                             {"spec": "dt=2", "status": "compacted", "files_before": 3, "files_after": 1}]}
+    rec = build_record("compact", result, 1.0, 2.0)
+    assert rec["totals"]["tiered"] == 1 and rec["totals"]["tier_space_saved"] == 2000, rec["totals"]
+    assert [u.get("tiering") for u in rec["units"]] == [tier, None], rec["units"]
+    rec = build_record("compact", dict(result, tiered=None, tier_space_saved=None), 1.0, 2.0)
+    assert "tiered" not in rec["totals"]
