@@ -173,6 +173,10 @@ _TIER_KEYS = ("storage_policy", "erasure_coding_policy", "age_days", "space_befo
               "not_applied")
 
 
+def _tier_of(tier):
+    return dict((k, tier[k]) for k in _TIER_KEYS if k in tier)
+
+
 def _records(action, analysis, results, todo, error, tables):
     records = []
     result_names = [r.get("table") for r in results]
@@ -198,8 +202,7 @@ def _records(action, analysis, results, todo, error, tables):
         if r.get("tiered"):  # compact: partitions written under a tier's policy (docs/engine-contract.md)
             rec["tiered"] = _int(r["tiered"])
             rec["tier_space_saved"] = _int(r.get("tier_space_saved") or 0)
-            rec["tiering"] = dict((_str(p.get("spec", "")), dict((k, p["tiering"][k]) for k in _TIER_KEYS
-                                                                if k in p["tiering"]))
+            rec["tiering"] = dict((_str(p.get("spec", "")), _tier_of(p["tiering"]))
                                   for p in r.get("partitions") or []
                                   if isinstance(p, Mapping) and isinstance(p.get("tiering"), Mapping))
         if action == "cleanup":

@@ -89,8 +89,8 @@ def test_the_module_writes_the_tiering_option_as_engine_flags():
                             {"tiering": {"older_than": "30d", "storage_policy": "COLD", "erasure_coding_policy": None}})
     assert argv[argv.index("--tier-older-than"):][:4] == ["--tier-older-than", "30d", "--tier-storage-policy", "COLD"]
     assert "--tier-ec-policy" not in argv
-    argv = ARGV.engine_args("compact", ["--table", "db.t"], {"tiering": {"older_than": "90d",
-                                                                        "erasure_coding_policy": XOR}})
+    tiering = {"older_than": "90d", "erasure_coding_policy": XOR}
+    argv = ARGV.engine_args("compact", ["--table", "db.t"], {"tiering": tiering})
     assert argv[argv.index("--tier-older-than"):][:4] == ["--tier-older-than", "90d", "--tier-ec-policy", XOR]
     for bad, words in (({"older_than": "30d"}, "needs older_than"), ({"storage_policy": "COLD"}, "needs older_than"),
                        ({"older_than": "1d", "tier": "COLD"}, "unknown tiering keys")):
