@@ -24,6 +24,7 @@ from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_argv i
     dedupe_suboptions,
     secret_values,
     spark_submit_suboptions,
+    tiering_suboptions,
 )
 
 
@@ -114,6 +115,11 @@ def compaction_options():
         min_target_ratio=dict(type="float"),
         where=dict(type="str"),
     )
+
+
+def tiering_option():
+    """compact's ``tiering`` (its rules are checked by _lakekeeper_argv.tiering_args)."""
+    return dict(type="dict", options=tiering_suboptions())
 
 
 def dedupe_option():

@@ -151,6 +151,38 @@ options:
         (C(--retry-backoff)).
       - When not set, the config file's value or the engine's default (V(10)) applies.
     type: float
+  tiering:
+    description:
+      - Tiering while compacting - a partition whose newest file is older than O(tiering.older_than) has its
+        compacted copy written under an HDFS storage policy (O(tiering.storage_policy), e.g. V(COLD)) and/or an
+        erasure coding policy (O(tiering.erasure_coding_policy), e.g. V(RS-6-3-1024k)) - set on the staging
+        directory before its files are written, checked on every new file after, kept by the swap (a rename).
+        Its age is its newest file's modification time, not a date partition column.
+      - Each such partition reports C(tiering) - the policies applied, C(age_days), C(space_before),
+        C(space_after) and C(space_saved) (C(getSpaceConsumed) of the directory before and after); its table
+        C(tiered) and C(tier_space_saved).
+      - A policy the NameNode does not know or has not enabled refuses the table before anything is written,
+        with code V(tier_policy_unknown). Where a policy cannot be given (not HDFS, a NameNode without erasure
+        coding, erasure coding of a text or Avro table) the partition is compacted without it and
+        C(tiering.not_applied) says why.
+      - A table's properties C(lakekeeper.tier.older_than), C(lakekeeper.tier.storage_policy) and
+        C(lakekeeper.tier.erasure_coding_policy) set it for that table. A rollback restores the original
+        directory, with its own policies.
+    type: dict
+    suboptions:
+      older_than:
+        description:
+          - A duration - V(30d), V(12h); a bare number is days (C(--tier-older-than)). Required with a policy.
+        type: str
+      storage_policy:
+        description:
+          - An HDFS storage policy - V(COLD), V(WARM), V(ALL_SSD)... (C(--tier-storage-policy)). The DataNodes
+            need the storage it names (V(COLD) - ARCHIVE) or the write fails.
+        type: str
+      erasure_coding_policy:
+        description:
+          - An erasure coding policy enabled on the NameNode (C(--tier-ec-policy)); Parquet and ORC tables.
+        type: str
   allow_by_name_projection:
     description:
       - Compact Parquet and ORC partitions whose files' columns are not the table's (C(--allow-by-name-projection)) -
@@ -720,6 +752,20 @@ tables:
       type: dict
       returned: when a partition was tried again
       sample: {"namenode": 1}
+    tiered:
+      description:
+        - How many of this table's partitions were compacted under a tier's policy (O(tiering)); each has
+          C(tiering) - C(storage_policy), C(erasure_coding_policy), C(older_than_days), C(age_days),
+          C(space_before), C(space_after), C(space_saved) (bytes consumed, replicas and parity included), or
+          C(not_applied) saying why a policy was not given.
+      type: int
+      returned: when a partition was tiered
+      sample: 3
+    tier_space_saved:
+      description: The space consumed before minus after, over the table's tiered partitions, in bytes.
+      type: int
+      returned: when a partition was tiered
+      sample: 1048576
     partitions_not_listed:
       description:
         - Present when O(max_partitions_listed) cut RV(tables[].partitions) - how many partitions were left out
@@ -929,6 +975,7 @@ from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_argspe
     compaction_options,
     dedupe_option,
     lakekeeper_argspec,
+    tiering_option,
 )
 from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_module import Engine, run_module
 
@@ -945,6 +992,7 @@ def main():
         verify=dict(type="str", choices=["content", "rows"]),
         retries=dict(type="int"),
         retry_backoff=dict(type="float"),
+        tiering=tiering_option(),
         allow_by_name_projection=dict(type="bool", default=False),
         allow_owner_change=dict(type="bool", default=False),
         allow_replicated=dict(type="bool", default=False),

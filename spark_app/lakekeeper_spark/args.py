@@ -103,6 +103,13 @@ HELP: dict[str, tuple[str | None, str | None]] = {
     "merge_from": ("URI|DB.TABLE", "compact --dedupe-keys: merge this batch (a directory of data files with the "
                                    "table's columns, partition columns included, or a non-partitioned table) into "
                                    "the partitions its rows belong to; only those are rewritten"),
+    "tier_older_than": ("DURATION", "compact: tiering - a partition whose newest file is older than this (30d) is "
+                                    "written under --tier-storage-policy and/or --tier-ec-policy as it is compacted"),
+    "tier_storage_policy": ("POLICY", "compact: tiering - the HDFS storage policy (COLD, WARM, ALL_SSD...) given to "
+                                      "the compacted copy of a partition older than --tier-older-than"),
+    "tier_erasure_coding_policy": ("POLICY", "compact: tiering - the HDFS erasure coding policy (RS-6-3-1024k...) "
+                                             "given to the compacted copy of a partition older than "
+                                             "--tier-older-than"),
 }
 # The contract's value types (flags.py) as argparse reads them.
 TYPES: dict[str, Callable[[str], Any] | None] = {

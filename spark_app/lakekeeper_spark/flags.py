@@ -49,4 +49,7 @@ ENGINE_FLAGS = (
     ("dedupe.delete_marker_value", "--dedupe-delete-value", "dedupe_delete_value", "str", ("compact", "analyze"), "rewrite"),
     ("dedupe.trigger_ratio", "--dedupe-trigger-ratio", "dedupe_trigger_ratio", "float", ("compact", "analyze"), "rewrite"),
     ("merge_from", "--merge-from", "merge_from", "str", ("compact",), "rewrite"),
+    ("tiering.older_than", "--tier-older-than", "tier_older_than", "str", ("compact",), "tiering"),
+    ("tiering.storage_policy", "--tier-storage-policy", "tier_storage_policy", "str", ("compact",), "tiering"),
+    ("tiering.erasure_coding_policy", "--tier-ec-policy", "tier_erasure_coding_policy", "str", ("compact",), "tiering"),
 )

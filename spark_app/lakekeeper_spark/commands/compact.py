@@ -58,6 +58,7 @@ from ..catalog.tables import check_rewritable, leftovers, load_table, plan, reso
 from ..rewrite.unit_formats import read_facts
 from ..rewrite.unit_formats import resolve_units as resolve_unit_formats
 from ..rewrite.values import check_units as check_values
+from ..rewrite.tiering import finish_tiering, plan_tiering, tier_totals
 from ..rewrite.verify import verify_staging
 
 log = logging.getLogger(__name__)
@@ -88,6 +89,9 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     # keep: refused or skipped before anything is written; storage policy, xattrs, replication carried later
     check_hdfs_units(ctx.fs, p, ctx.settings,
                      f"{p.journal_dir}/.owner-probe-{ctx.run_id}" if ctx.lease is not None else None)
+    # tiering: units whose newest file is old enough get their copy written under the tier's policies; a policy
+    # the NameNode does not know or has not enabled refuses the table here, before anything is written
+    plan_tiering(ctx.fs, p, ctx.settings, info.format)
     # One footer/header per write job of each unit's files (a file that is not in the table's format fails
     # here, before anything is written): its columns, codec, Parquet layout, Avro writer schema.
     facts = read_facts(info.format or "", p.to_compact, lambda uri: file_facts(ctx.spark, info.format or "", uri))
@@ -431,6 +435,7 @@ def _finish_table(ctx: Context, info: TableInfo, p: TablePlan, journal: Journal,
             f"; {len(drifted)} refused ({SCHEMA_DRIFT})" if drifted else "") + (
             f"; {deferred} left for the next window ({DEADLINE})" if deferred else "")
         code = None
+    base.update(tier_totals(parts))  # tiering: partitions compacted under a tier's policy, the space saved
     return table_result(
         full_name,
         status,
@@ -590,6 +595,7 @@ def _compact_unit_once(
         carried = carry_attributes(fs, u, set(copied))  # HDFS: storage policy, xattrs, replication
         if carried:
             extra["carried"] = carried
+        extra.update(finish_tiering(fs, u))  # tiering: the new files' storage policy checked, the space consumed
         warnings = fs.copy_permissions(u.location, u.staging, keep_owner=u.hdfs is None or u.hdfs.keep_owner)
         if u.hdfs is not None and u.hdfs.owner_note:
             warnings.append(u.hdfs.owner_note)

@@ -108,6 +108,8 @@ def why_not(fmt: str | None, table_location: str, u: Unit, target_bytes: int, pa
         return f"written as {layout.files} files"
     if u.hdfs is not None and u.hdfs.erasure_coding is not None:
         return "its staging needs an erasure coding policy of its own"
+    if u.hdfs is not None and u.hdfs.tier_storage_policy is not None:
+        return "its staging needs a storage policy of its own (tiering)"
     return None
 
 

@@ -14,6 +14,7 @@ from .names import validate_ident
 from .order import DEFAULT as DEFAULT_ORDER
 from .order import parse_order
 from .retention import policy_error
+from .tiering import tiering_error
 from .retries import DEFAULT_BACKOFF_SECONDS, DEFAULT_RETRIES, MAX_BACKOFF_SECONDS, MAX_RETRIES
 from .upgrade import LEGACY_KEYS
 
@@ -190,6 +191,11 @@ class Settings:
     # cleanup: also remove the staging copies of killed runs that no journal or live run accounts for
     # (policy/reconcile.py: only those are provably ours and orphaned)
     orphans: bool = False
+    # compact: tiering (policy/tiering.py): units whose newest file is older than this are written under the
+    # storage policy and/or erasure coding policy below (rewrite/tiering.py); None: off
+    tier_older_than_seconds: int | None = None
+    tier_storage_policy: str | None = None
+    tier_erasure_coding_policy: str | None = None
 
     @property
     def dedupe(self) -> bool:
@@ -276,6 +282,15 @@ class Settings:
             raise UsageError(f"invalid log_level {self.log_level!r}: DEBUG, INFO, WARNING or ERROR")
         self.log_level = level
         self._validate_rewrite_options()
+        for attr in ("tier_storage_policy", "tier_erasure_coding_policy"):
+            value = getattr(self, attr)
+            setattr(self, attr, None if value is None or not str(value).strip() else str(value).strip())
+        if self.tier_storage_policy is not None:
+            self.tier_storage_policy = self.tier_storage_policy.upper()  # HDFS's names: HOT, WARM, COLD, ...
+        tier_error = tiering_error(self.tier_older_than_seconds, self.tier_storage_policy,
+                                   self.tier_erasure_coding_policy)
+        if tier_error:
+            raise UsageError(tier_error)
         return self
 
     def _validate_rewrite_options(self) -> None:
@@ -457,6 +472,9 @@ _FILE_KEYS = {
 # ``dedupe:`` in the file is a mapping of these keys -> Settings attributes.
 _DEDUPE_KEYS = {"keys": "dedupe_keys", "order_by": "dedupe_order_by", "delete_marker": "dedupe_delete_marker",
                 "delete_marker_value": "dedupe_delete_value", "trigger_ratio": "dedupe_trigger_ratio"}
+# ``tiering:`` in the file is a mapping of these keys -> Settings keys (apply_values).
+_TIERING_KEYS = {"older_than": "tier_older_than", "storage_policy": "tier_storage_policy",
+                 "erasure_coding_policy": "tier_erasure_coding_policy"}
 _LAUNCHER_KEYS = {"spark_submit"}
 
 
@@ -483,12 +501,26 @@ def read_config_file(path: str) -> dict[str, Any]:
 def config_file_values(data: dict[str, Any], path: str) -> dict[str, Any]:
     """The settings of a config file's mapping; lakekeeper 0.0.x's own keys
     (upgrade.LEGACY_KEYS) are left to upgrade.py."""
-    unknown = sorted(set(data) - set(_FILE_KEYS) - _LAUNCHER_KEYS - {"dedupe"} - set(LEGACY_KEYS))
+    unknown = sorted(set(data) - set(_FILE_KEYS) - _LAUNCHER_KEYS - {"dedupe", "tiering"} - set(LEGACY_KEYS))
     if unknown:
         raise UsageError(f"config file {path}: unknown key(s) {', '.join(unknown)}")
     out = {k: v for k, v in data.items() if k in _FILE_KEYS}
     out.update(dedupe_file_values(data.get("dedupe"), f"config file {path}"))
+    out.update(tiering_file_values(data.get("tiering"), f"config file {path}"))
     return out
+
+
+def tiering_file_values(section: Any, where: str = "config file") -> dict[str, Any]:
+    """The ``tiering:`` mapping (older_than, storage_policy,
+    erasure_coding_policy) -> Settings keys (apply_values)."""
+    if section is None:
+        return {}
+    if not isinstance(section, dict):
+        raise UsageError(f"{where}: tiering must be a mapping (older_than, storage_policy, erasure_coding_policy)")
+    unknown = sorted(str(k) for k in set(section) - set(_TIERING_KEYS))
+    if unknown:
+        raise UsageError(f"{where}: unknown tiering key(s) {', '.join(unknown)}")
+    return {_TIERING_KEYS[k]: v for k, v in section.items()}
 
 
 def dedupe_file_values(section: Any, where: str = "config file") -> dict[str, Any]:
@@ -545,6 +577,12 @@ def apply_values(s: Settings, merged: dict[str, Any]) -> Settings:
             continue
         if key == "quiet_period":
             s.quiet_period_seconds = parse_duration(value)
+            continue
+        if key == "tier_older_than":
+            s.tier_older_than_seconds = parse_duration(value)
+            continue
+        if key in ("tier_storage_policy", "tier_erasure_coding_policy"):
+            setattr(s, key, None if value is None else str(value))  # checked by validate()
             continue
         if key in _DEDUPE_KEYS.values():
             setattr(s, key, value)  # checked by validate()

@@ -35,6 +35,10 @@ table property                      what it sets (config key / engine flag)
 ``lakekeeper.retries``              ``retries`` (compact: tries of a unit
                                     that failed for a reason that passes;
                                     retries.py)
+``lakekeeper.tier.older_than``      ``tiering.older_than`` (compact: units
+``lakekeeper.tier.storage_policy``  whose newest file is older are written
+``lakekeeper.tier.erasure_coding_policy``  under that HDFS storage policy /
+                                    erasure coding policy; tiering.py)
 ``lakekeeper.retention.keep_last``  ``keep_last`` (cleanup, analyze)
 ``lakekeeper.retention.older_than`` ``older_than`` (cleanup, analyze)
 ``lakekeeper.retention.grace_period``  ``grace_period`` (cleanup, analyze)
@@ -88,6 +92,9 @@ POLICY_KEYS = {
     "lakekeeper.dedupe.delete_marker_value": "dedupe_delete_value",
     "lakekeeper.dedupe.trigger_ratio": "dedupe_trigger_ratio",
     "lakekeeper.retries": "retries",
+    "lakekeeper.tier.older_than": "tier_older_than",
+    "lakekeeper.tier.storage_policy": "tier_storage_policy",
+    "lakekeeper.tier.erasure_coding_policy": "tier_erasure_coding_policy",
     "lakekeeper.retention.keep_last": "keep_last",
     "lakekeeper.retention.older_than": "older_than",
     "lakekeeper.retention.grace_period": "grace_period",

@@ -138,6 +138,8 @@ class HdfsCarry:
     ec_check: bool = False
     ec_expected: str | None = None
     erasure_coding: str | None = None
+    # tiering (rewrite/tiering.py): the storage policy the staging is created with before the write
+    tier_storage_policy: str | None = None
 
 
 @dataclasses.dataclass
@@ -159,6 +161,9 @@ class Unit:
     hdfs: HdfsCarry | None = None
     # dedupe trigger_ratio: the share of its rows the dedupe would remove, where it was measured (delete_ratio.py)
     delete_ratio: float | None = None
+    # tiering (rewrite/tiering.py): the policies this unit's copy is written under, its age, why a policy is
+    # not applied, the space it consumed before; None: not old enough, or no tiering
+    tier: dict[str, Any] | None = None
 
     @property
     def rewrite_files(self) -> list[FileEntry]:
