@@ -608,9 +608,7 @@ def _compact_unit_once(
         result = partition_result(
             u,
             "compacted",
-            f"{u.stats.files} files -> {len(staged.files)}" + (
-                f" ({u.decision.rule}: {len(u.rewrite_files)} fragment files rewritten into "
-                f"{len(staged.files) - len(copied)}, {len(copied)} copied unchanged)" if copied else ""),
+            f"{u.stats.files} files -> {len(staged.files)}" + _rewrite_note(u, len(staged.files), len(copied)),
             files_after=len(staged.files) + len(late),
             bytes_after=staged.total_bytes,
             rows_before=rows_before,
@@ -650,6 +648,19 @@ def _compact_unit_once(
         if cause is not None:
             failed[_TRANSIENT] = cause
         return failed
+
+
+def _rewrite_note(u: Unit, staged: int, copied: int) -> str:
+    """What a compaction that kept files, or split some, did with which files."""
+    split = len(u.decision.split)
+    if not copied and not split:
+        return ""
+    parts = [f"{len(u.rewrite_files)} file(s) rewritten into {staged - copied}"]
+    if split:
+        parts.append(f"{split} of them above max_file_size split")
+    if copied:
+        parts.append(f"{copied} copied unchanged")
+    return f" ({u.decision.rule}: {', '.join(parts)})"
 
 
 def _verify_content(ctx: Context, info: TableInfo, p: TablePlan, u: Unit, written: Any,
