@@ -723,6 +723,16 @@ tables:
       type: dict
       returned: when a partition was tried again
       sample: {"namenode": 1}
+    max_file_size_mb:
+      description: The split bound this table ran with (O(max_file_size_mb), or the table's C(lakekeeper.max_file_size_mb)).
+      type: float
+      returned: when a split bound was set
+    files_split:
+      description:
+        - How many files above RV(tables[].max_file_size_mb) this run split into files of about the target size,
+          over the table's compacted partitions (each one's own in its C(files_split)).
+      type: int
+      returned: when a file was split
     partitions_not_listed:
       description:
         - Present when O(max_partitions_listed) cut RV(tables[].partitions) - how many partitions were left out

@@ -117,6 +117,8 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
                 leftovers=leftovers(ctx, p, known))
     base["mode"] = ctx.settings.mode
     base["order"] = ctx.settings.order
+    if ctx.settings.max_file_bytes:  # the split bound this table ran with (the run's, or its lakekeeper.* own)
+        base["max_file_size_mb"] = ctx.settings.max_file_size_mb
     if columns is not None and columns.sorted:
         base["sort"] = columns.sort_result()  # {strategy: linear|zorder, columns}
     if len(todo) > 1:
@@ -208,6 +210,9 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
         tried_again = retry_summary(done)  # units tried again after a failure that passes (policy/retries.py)
         if tried_again:
             base["retries"], base["retry_causes"] = tried_again["count"], tried_again["causes"]
+        split = sum(int(r.get("files_split") or 0) for r in done if r["status"] == "compacted")
+        if split:  # files above max_file_size_mb split into files of about the target size (planner.split_rule)
+            base["files_split"] = split
         not_repointed = repoints.flush() if repoints is not None else []
         stats.flush()
         if merge is not None:  # the partitions merged: this batch never goes into them again
