@@ -101,10 +101,11 @@ def test_a_whole_rewrite_splits_the_large_files_with_the_others():
     assert planner.output_split(sizes, T, 1.0, s.max_file_bytes)[0] == planner.output_split(sizes, T)[0] == 7
 
 
-@pytest.mark.parametrize("fmt,kw,why", [("text", {}, "text is rewritten whole"),
-                                         ("avro", {}, "avro is rewritten whole"),
-                                         ("parquet", {"dedupe_keys": ["id"], "dedupe_order_by": "ts"},
-                                          "dedupe must see every row")])
+WHOLE = [("text", {}, "text is rewritten whole"), ("avro", {}, "avro is rewritten whole"),
+         ("parquet", {"dedupe_keys": ["id"], "dedupe_order_by": "ts"}, "dedupe must see every row")]
+
+
+@pytest.mark.parametrize("fmt,kw,why", WHOLE)
 def test_text_avro_and_dedupe_split_by_rewriting_the_whole_partition(fmt, kw, why):
     s = settings("ratio", max_file_size_mb=256, **kw)
     lst = named(200 * MB, 640 * MB)
