@@ -660,12 +660,10 @@ def _rewrite_note(u: Unit, staged: int, copied: int) -> str:
     split = len(u.decision.split)
     if not copied and not split:
         return ""
-    parts = [f"{len(u.rewrite_files)} file(s) rewritten into {staged - copied}"]
-    if split:
-        parts.append(f"{split} of them above max_file_size split")
-    if copied:
-        parts.append(f"{copied} copied unchanged")
-    return f" ({u.decision.rule}: {', '.join(parts)})"
+    what = (f"{len(u.rewrite_files)} file(s) rewritten into {staged - copied}, {split} of them above "
+            f"max_file_size split" if split else f"{len(u.rewrite_files)} fragment files rewritten into "
+                                                 f"{staged - copied}")
+    return f" ({u.decision.rule}: {what}" + (f", {copied} copied unchanged)" if copied else ")")
 
 
 def _verify_content(ctx: Context, info: TableInfo, p: TablePlan, u: Unit, written: Any,
