@@ -196,6 +196,9 @@ def _records(action, analysis, results, todo, error, tables):
         if isinstance(r.get("sort"), Mapping):  # compact with sort_by: {strategy: linear|zorder, columns}
             rec["sort"] = {"strategy": _str(r["sort"].get("strategy", "")),
                            "columns": [_str(c) for c in r["sort"].get("columns") or []]}
+        if r.get("max_file_size_mb"):  # compact: the split bound the table ran with, and the files it split
+            rec["max_file_size_mb"] = r["max_file_size_mb"]
+            rec["files_split"] = _int(r.get("files_split", 0))
         if r.get("retries"):  # compact: partitions tried again after a failure that passes, and why
             rec["retries"] = _int(r["retries"])
             rec["retry_causes"] = dict(r.get("retry_causes") or {})

@@ -113,6 +113,7 @@ def compaction_options():
         min_input_files=dict(type="int"),
         fragment_ratio=dict(type="float"),
         min_target_ratio=dict(type="float"),
+        max_file_size_mb=dict(type="float"),
         where=dict(type="str"),
     )
 

@@ -158,6 +158,8 @@ ENGINE_FLAGS = (
     ("min_input_files", "--min-input-files", "min_input_files", "int", ALL, "value"),
     ("fragment_ratio", "--fragment-ratio", "fragment_ratio", "float", ALL, "value"),
     ("min_target_ratio", "--min-target-ratio", "min_target_ratio", "float", ALL, "value"),
+    # a file above this bound is split into files of about the target size (planner.split_rule)
+    ("max_file_size_mb", "--max-file-size-mb", "max_file_size_mb", "float", ("analyze", "compact"), "value"),
     ("where", "--where", "where", "str", ("analyze", "compact", "rollback"), "joined"),
     # analyze: how many of the table's history records to return
     ("history", "--history", "history", "int", ("analyze",), "value"),

@@ -692,14 +692,17 @@ tables:
           C(rows_before) = C(rows_after) + C(duplicates_dropped) + C(deletes_dropped).
         - C(rule) is the rule that chose or declined the partition (V(ratio), V(minor), V(major), or V(smart)
           when neither minor nor major applies, or V(delete_ratio) with O(dedupe.trigger_ratio), or V(merge) with
-          O(merge_from)); C(reason) says why.
+          O(merge_from), or V(split) when only O(max_file_size_mb) selected it); C(reason) says why.
         - With O(merge_from), a partition the batch touches has C(merge) - C(rows) (its batch rows), C(inserted),
           C(updated), C(deleted) and C(absent_deletes) (delete markers of keys it does not hold), the keys as the
           batch states them (the latest O(dedupe.order_by) still decides); C(rows_before) includes the batch rows.
         - With O(dedupe.trigger_ratio), each partition whose share of superseded and deleted rows was measured
           (those no size rule selected) has it in C(delete_ratio), from 0 to 1.
-        - In minor mode C(files_rewritten) fragment files are rewritten and C(files_copied) copied unchanged;
-          C(rows_before) and C(rows_after) count the rows of the rewritten files.
+        - In minor mode, or when O(max_file_size_mb) splits files, C(files_rewritten) files are rewritten (the
+          fragments, and the files split), C(files_split) of them above O(max_file_size_mb) split into files of about
+          the target size, and C(files_copied) copied unchanged into the staging directory (byte for byte, checked by
+          length and checksum; no file is moved by rename); C(rule) is V(split) when only the split selected the
+          partition. C(rows_before) and C(rows_after) count the rows of the rewritten files.
         - C(verified) is the check the staged copy passed (V(content) or V(rows), O(verify)); with V(content) a
           compacted entry has C(content_checksum), the checksum of its rows as read back, and a partition whose copy
           does not read back as the original fails with C(code) V(content_mismatch) and both figures in C(reason).
@@ -766,6 +769,16 @@ tables:
       type: int
       returned: when a partition was tiered
       sample: 1048576
+    max_file_size_mb:
+      description: The split bound this table ran with (O(max_file_size_mb), or the table's C(lakekeeper.max_file_size_mb)).
+      type: float
+      returned: when a split bound was set
+    files_split:
+      description:
+        - How many files above RV(tables[].max_file_size_mb) this run split into files of about the target size,
+          over the table's compacted partitions (each one's own in its C(files_split)).
+      type: int
+      returned: when a file was split
     partitions_not_listed:
       description:
         - Present when O(max_partitions_listed) cut RV(tables[].partitions) - how many partitions were left out

@@ -85,6 +85,8 @@ HELP: dict[str, tuple[str | None, str | None]] = {
     "min_input_files": (None, "minor: fragment files needed (default 12)"),
     "fragment_ratio": (None, "fragment: smaller than target size x this (default 0.125)"),
     "min_target_ratio": (None, "undersized: smaller than target size x this (default 0.75)"),
+    "max_file_size_mb": ("MB", "analyze/compact: split a file above this size into files of about the target "
+                               "size (default 0: off; at least 1.5 x the target)"),
     "where": (None, "analyze/compact/rollback: partition filter, e.g. \"dt >= '2024-09-01' AND region IN "
                     "('eu','us')\""),
     "history": ("N", "analyze: return the table's N newest history records (default 20; 0: none)"),

@@ -40,6 +40,7 @@ ENGINE_FLAGS = (
     ("min_input_files", "--min-input-files", "min_input_files", "int", COMMANDS, "value"),
     ("fragment_ratio", "--fragment-ratio", "fragment_ratio", "float", COMMANDS, "value"),
     ("min_target_ratio", "--min-target-ratio", "min_target_ratio", "float", COMMANDS, "value"),
+    ("max_file_size_mb", "--max-file-size-mb", "max_file_size_mb", "float", ("analyze", "compact"), "value"),
     ("where", "--where", "where", "str", ("analyze", "compact", "rollback"), "joined"),
     ("history", "--history", "history", "int", ("analyze",), "value"),
     ("sort_by", "--sort-by", "sort_by", "str", ("compact",), "rewrite"),

@@ -32,7 +32,7 @@ VALUES = {"older_than": "7d", "grace_period": "1d", "quiet_period": "10m", "dead
           "dedupe_order_by": "v", "dedupe_delete_marker": "d", "dedupe_trigger_ratio": "0.5",
           "rollback_run": "20240101T000000-abcdef", "pin": "20240101T000000-abcdef",
           "unpin": "20240101T000000-abcdef", "tier_older_than": "30d", "tier_storage_policy": "COLD",
-          "tier_erasure_coding_policy": "XOR-2-1-1024k"}
+          "tier_erasure_coding_policy": "XOR-2-1-1024k", "max_file_size_mb": "512"}
 # Flags that need others beside them.
 WITH = {"dedupe_order_by": ["--dedupe-keys=id"], "dedupe_delete_marker": ["--dedupe-keys=id", "--dedupe-order-by=v"],
         "dedupe_delete_value": ["--dedupe-keys=id", "--dedupe-order-by=v", "--dedupe-delete-marker=d"],

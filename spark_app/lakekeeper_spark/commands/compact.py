@@ -121,6 +121,8 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
                 leftovers=leftovers(ctx, p, known))
     base["mode"] = ctx.settings.mode
     base["order"] = ctx.settings.order
+    if ctx.settings.max_file_bytes:  # the split bound this table ran with (the run's, or its lakekeeper.* own)
+        base["max_file_size_mb"] = ctx.settings.max_file_size_mb
     if columns is not None and columns.sorted:
         base["sort"] = columns.sort_result()  # {strategy: linear|zorder, columns}
     if len(todo) > 1:
@@ -212,6 +214,9 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
         tried_again = retry_summary(done)  # units tried again after a failure that passes (policy/retries.py)
         if tried_again:
             base["retries"], base["retry_causes"] = tried_again["count"], tried_again["causes"]
+        split = sum(int(r.get("files_split") or 0) for r in done if r["status"] == "compacted")
+        if split:  # files above max_file_size_mb split into files of about the target size (planner.split_rule)
+            base["files_split"] = split
         not_repointed = repoints.flush() if repoints is not None else []
         stats.flush()
         if merge is not None:  # the partitions merged: this batch never goes into them again
@@ -614,9 +619,7 @@ def _compact_unit_once(
         result = partition_result(
             u,
             "compacted",
-            f"{u.stats.files} files -> {len(staged.files)}" + (
-                f" ({u.decision.rule}: {len(u.rewrite_files)} fragment files rewritten into "
-                f"{len(staged.files) - len(copied)}, {len(copied)} copied unchanged)" if copied else ""),
+            f"{u.stats.files} files -> {len(staged.files)}" + _rewrite_note(u, len(staged.files), len(copied)),
             files_after=len(staged.files) + len(late),
             bytes_after=staged.total_bytes,
             rows_before=rows_before,
@@ -656,6 +659,17 @@ def _compact_unit_once(
         if cause is not None:
             failed[_TRANSIENT] = cause
         return failed
+
+
+def _rewrite_note(u: Unit, staged: int, copied: int) -> str:
+    """What a compaction that kept files, or split some, did with which files."""
+    split = len(u.decision.split)
+    if not copied and not split:
+        return ""
+    what = (f"{len(u.rewrite_files)} file(s) rewritten into {staged - copied}, {split} of them above "
+            f"max_file_size split" if split else f"{len(u.rewrite_files)} fragment files rewritten into "
+                                                 f"{staged - copied}")
+    return f" ({u.decision.rule}: {what}" + (f", {copied} copied unchanged)" if copied else ")")
 
 
 def _verify_content(ctx: Context, info: TableInfo, p: TablePlan, u: Unit, written: Any,

@@ -19,6 +19,8 @@ from .retries import DEFAULT_BACKOFF_SECONDS, DEFAULT_RETRIES, MAX_BACKOFF_SECON
 from .upgrade import LEGACY_KEYS
 
 MB = 1024 * 1024
+# max_file_size_mb: at least this many times the target file size (a written file lands within +-25% of it)
+MIN_SPLIT_FACTOR = 1.5
 MODES = ("ratio", "minor", "major", "smart")
 # compact: what the staged copy is checked for before its swap (content.py)
 VERIFY_MODES = ("content", "rows")
@@ -167,6 +169,9 @@ class Settings:
     min_input_files: int = 12  # minor: at least this many fragment files
     fragment_ratio: float = 0.125  # fragment: smaller than target x this
     min_target_ratio: float = 0.75  # undersized: smaller than target x this (and not a fragment)
+    # analyze/compact: a file above this many MB is split into files of about the target size (planner.split_rule,
+    # Iceberg's max-file-size-bytes, Amoro's split); None or 0: off (the default; no file is ever split)
+    max_file_size_mb: float | None = None
     where: str | None = None  # partition filter (partition_filter.py); analyze and compact only
     # compact: "content" (row checksums read back as readers decode them) or "rows" (metadata only)
     verify: str = "content"
@@ -223,6 +228,11 @@ class Settings:
         return self.target_file_bytes * self.min_target_ratio
 
     @property
+    def max_file_bytes(self) -> int:
+        """The split bound in bytes; 0: off."""
+        return int(self.max_file_size_mb * MB) if self.max_file_size_mb else 0
+
+    @property
     def small_file_threshold_bytes(self) -> float:
         """The reference rule: compact when average file size < block / ratio."""
         return self.block_size_bytes / self.compaction_ratio_threshold
@@ -266,6 +276,12 @@ class Settings:
         if self.fragment_ratio > self.min_target_ratio:
             raise UsageError(f"fragment_ratio ({self.fragment_ratio:g}) must not exceed min_target_ratio "
                              f"({self.min_target_ratio:g})")
+        if self.max_file_size_mb is not None and self.max_file_size_mb < 0:
+            raise UsageError("max_file_size_mb must be >= 0 (0: no file is split)")
+        if self.max_file_bytes and self.max_file_bytes < MIN_SPLIT_FACTOR * self.target_file_bytes:
+            raise UsageError(f"max_file_size_mb ({self.max_file_size_mb:g}) must be at least {MIN_SPLIT_FACTOR:g} x "
+                             f"the target file size ({self.target_file_bytes / MB:g} MB): the files a rewrite "
+                             f"writes land within +-25% of the target and must never be split again")
         if self.where is not None:
             from .partition_filter import parse_where
 
@@ -458,6 +474,7 @@ _FILE_KEYS = {
     "min_input_files": int,
     "fragment_ratio": float,
     "min_target_ratio": float,
+    "max_file_size_mb": float,
     "where": str,
     "verify": str,
     "allow_by_name_projection": bool,

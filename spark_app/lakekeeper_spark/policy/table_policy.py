@@ -16,6 +16,8 @@ table property                      what it sets (config key / engine flag)
 ``lakekeeper.min_input_files``      ``min_input_files``
 ``lakekeeper.fragment_ratio``       ``fragment_ratio``
 ``lakekeeper.min_target_ratio``     ``min_target_ratio``
+``lakekeeper.max_file_size_mb``     ``max_file_size_mb`` (a file above it is
+                                    split; planner.split_rule)
 ``lakekeeper.quiet_period``         ``quiet_period`` (a duration)
 ``lakekeeper.verify``               ``verify`` (content, rows)
 ``lakekeeper.order``                ``order`` (the order of the table's
@@ -82,6 +84,7 @@ POLICY_KEYS = {
     "lakekeeper.min_input_files": "min_input_files",
     "lakekeeper.fragment_ratio": "fragment_ratio",
     "lakekeeper.min_target_ratio": "min_target_ratio",
+    "lakekeeper.max_file_size_mb": "max_file_size_mb",
     "lakekeeper.quiet_period": "quiet_period",
     "lakekeeper.verify": "verify",
     "lakekeeper.order": "order",

@@ -118,6 +118,9 @@ class Decision:
     # action "refuse": the reason code (the unit cannot be rewritten faithfully); also a skip that is a
     # refusal (e.g. schema_drift)
     code: str | None = None
+    # the files above max_file_size_mb that the rewrite splits into files of about the target size
+    # (planner.split_rule); they are among the files rewritten
+    split: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass
