@@ -54,6 +54,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import cpu_meter  # pylint: disable=import-error
 import pytest
 
 from testbed.bed import Testbed
@@ -63,7 +64,7 @@ BIN = Path(sys.executable).parent
 PLAYBOOK = Path(__file__).resolve().parent / "playbooks" / "yarn.yml"
 APP_ID = re.compile(r"^application_\d+_\d{4,}$")
 TABLES = ("client_t", "cluster_t", "term_t", "kill_t")
-TIMINGS: list[str] = []
+TIMINGS = cpu_meter.TIMINGS  # printed at the end of the run (tests/conftest.py)
 
 pytestmark = [pytest.mark.testbed, pytest.mark.e2e, pytest.mark.timeout(3600)]
 
