@@ -113,6 +113,7 @@ def compaction_options():
         fragment_ratio=dict(type="float"),
         min_target_ratio=dict(type="float"),
         where=dict(type="str"),
+        queues=dict(type="dict"),
     )
 
 
