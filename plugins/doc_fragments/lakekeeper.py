@@ -420,7 +420,7 @@ options:
   queues:
     description:
       - Apache Amoro's optimizer groups mapped to YARN queues (C(--queues)), for example
-        V({nightly: root.etl.nightly}). A table whose property C(self-optimizing.group) names a group is reported
+        group C(nightly) to queue C(root.etl.nightly). A table whose property C(self-optimizing.group) names a group is reported
         with that group's queue in C(tables[].queue); a group not named here is a queue of the same name. A table's
         own property C(lakekeeper.queue) names its queue directly and wins over its group.
       - The engine only reports each table's queue (one application runs in one queue); the role

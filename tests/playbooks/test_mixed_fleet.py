@@ -117,10 +117,10 @@ def test_a_mixed_list_is_green_with_refusals_reported_and_red_on_request(collect
     s = run.summary("edge")
     assert s["ok"] and not s["error"], s
     # one application a YARN queue (lakekeeper_queues -> maintenance_queues -> queues -> --queues; the table's
-    # self-optimizing.group=nightly): the run's own (default queue) analyzed and compacted e2e.events, a second
-    # in root.etl.nightly compacted mx.zorder
+    # self-optimizing.group=nightly): the run's own (default queue) analyzed and compacted e2e.events (and
+    # refused mx.zavro, whose zorder the analysis cannot judge), a second in root.etl.nightly compacted mx.zorder
     apps = [(a["queue"], a["what"], a["tables"]) for a in s["application_list"]]
-    assert s["applications"] == 2 and apps == [("", "analysis and compaction", ["e2e.events"]),
+    assert s["applications"] == 2 and apps == [("", "analysis and compaction", ["e2e.events", "mx.zavro"]),
                                                ("root.etl.nightly", "compaction", ["mx.zorder"])], s["application_list"]
     assert "in queue root.etl.nightly: compaction of mx.zorder" in run.output, run
     # verify sample (lakekeeper_verify[_sample] -> ... -> --verify sample --verify-sample 0.5): one unit each
