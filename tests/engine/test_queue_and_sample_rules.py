@@ -45,8 +45,8 @@ def test_the_quota_is_reported_as_not_read_and_the_queue_is_no_setting():
 
 
 def test_the_runs_queues_parse_from_the_flag_and_the_config_file():
-    assert parse_queues("nightly=root.etl.nightly, adhoc=root.adhoc") == {"nightly": "root.etl.nightly",
-                                                                         "adhoc": "root.adhoc"}
+    parsed = parse_queues("nightly=root.etl.nightly, adhoc=root.adhoc")
+    assert parsed == {"nightly": "root.etl.nightly", "adhoc": "root.adhoc"}
     assert build_settings({"queues": {"g": "q"}}, {}).queues == {"g": "q"}
     assert build_settings({"queues": {"g": "q"}}, {"queues": "h=r"}).queues == {"h": "r"}  # the flag wins
     for bad in ("nightly", "g=q,g=r", "g=", {"g": ["q"]}, ["g"]):

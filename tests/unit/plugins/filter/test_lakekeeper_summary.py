@@ -327,5 +327,5 @@ def test_each_application_is_listed_with_its_queue():
     # one queue: no application lines, the list still there
     one = run(analysis=analysis, result=main, todo=["e2e.events"])
     assert one["applications"] == 1 and not [x for x in one["lines"] if x.startswith("application ")]
-    assert one["application_list"] == [{"run_id": "20261124T230000-abc123", "queue": "",
-                                         "what": "analysis and compaction", "tables": ["e2e.events"]}]
+    assert one["application_list"] == [
+        {"run_id": "20261124T230000-abc123", "queue": "", "what": "analysis and compaction", "tables": ["e2e.events"]}]
