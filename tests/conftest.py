@@ -26,6 +26,8 @@ if _E2E not in sys.path:
 
 from e2e_helpers import BIN, ROOT, run, tool_env  # noqa: E402  pylint: disable=import-error,wrong-import-position
 
+import cpu_meter  # noqa: E402  pylint: disable=import-error,wrong-import-position
+
 
 # ------------------------------------------------------------------ CPU per test
 # Under scripts/suite.py each part runs in a cgroup of its own: the CPU seconds
@@ -35,56 +37,23 @@ from e2e_helpers import BIN, ROOT, run, tool_env  # noqa: E402  pylint: disable=
 # Outside such a cgroup (a plain pytest run) nothing is measured or printed.
 
 
-def _suite_cgroup_counter():
-    try:
-        with open("/proc/self/cgroup", encoding="utf-8") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        controllers, path = line.split(":", 2)[1:]
-        if "lakekeeper-suite-" not in path:
-            continue
-        if controllers == "":  # cgroup v2 (scripts/suite.py: /sys/fs/cgroup/unified or /sys/fs/cgroup)
-            counters = ["/sys/fs/cgroup/unified" + path + "/cpu.stat", "/sys/fs/cgroup" + path + "/cpu.stat"]
-        elif "cpuacct" in controllers.split(","):
-            counters = ["/sys/fs/cgroup/cpuacct" + path + "/cpuacct.usage"]
-        else:
-            continue
-        for counter in counters:
-            if os.path.exists(counter):
-                return counter
-    return None
-
-
-_CPU_COUNTER = _suite_cgroup_counter()
 _CPU_BY_TEST: dict = {}
-
-
-def _cpu_now():
-    try:
-        with open(_CPU_COUNTER, encoding="utf-8") as f:
-            text = f.read()
-    except (OSError, TypeError):
-        return None
-    if _CPU_COUNTER.endswith("cpu.stat"):
-        for line in text.splitlines():
-            if line.startswith("usage_usec "):
-                return int(line.split()[1]) / 1e6
-        return None
-    return int(text) / 1e9
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):  # pylint: disable=unused-argument
-    before = _cpu_now() if _CPU_COUNTER else None
+    before = cpu_meter.cpu_now()
     yield
-    after = _cpu_now() if before is not None else None
+    after = cpu_meter.cpu_now() if before is not None else None
     if after is not None:
         _CPU_BY_TEST[item.nodeid] = after - before
 
 
 def pytest_terminal_summary(terminalreporter):
+    if cpu_meter.TIMINGS:
+        terminalreporter.write_sep("=", "timings of the steps (wall, and CPU under the suite's cgroups)")
+        for line in cpu_meter.TIMINGS:
+            terminalreporter.write_line(line)
     if not _CPU_BY_TEST:
         return
     ranked = sorted(_CPU_BY_TEST.items(), key=lambda kv: -kv[1])

@@ -168,6 +168,15 @@ def _reconcile_and_sources(a):
     return out
 
 
+# what the summary keeps of a partition's tiering (compact)
+_TIER_KEYS = ("storage_policy", "erasure_coding_policy", "age_days", "space_before", "space_after", "space_saved",
+              "not_applied")
+
+
+def _tier_of(tier):
+    return dict((k, tier[k]) for k in _TIER_KEYS if k in tier)
+
+
 def _records(action, analysis, results, todo, error, tables):
     records = []
     result_names = [r.get("table") for r in results]
@@ -191,9 +200,18 @@ def _records(action, analysis, results, todo, error, tables):
             rec["verify_sample"] = [_str(u) for u in r["verify_sample"].get("sampled") or []]
         if r.get("queue"):  # the YARN queue its properties name (lakekeeper.queue, Amoro's self-optimizing.group)
             rec["queue"] = _str(r["queue"])
+        if r.get("max_file_size_mb"):  # compact: the split bound the table ran with, and the files it split
+            rec["max_file_size_mb"] = r["max_file_size_mb"]
+            rec["files_split"] = _int(r.get("files_split", 0))
         if r.get("retries"):  # compact: partitions tried again after a failure that passes, and why
             rec["retries"] = _int(r["retries"])
             rec["retry_causes"] = dict(r.get("retry_causes") or {})
+        if r.get("tiered"):  # compact: partitions written under a tier's policy (docs/engine-contract.md)
+            rec["tiered"] = _int(r["tiered"])
+            rec["tier_space_saved"] = _int(r.get("tier_space_saved") or 0)
+            rec["tiering"] = dict((_str(p.get("spec", "")), _tier_of(p["tiering"]))
+                                  for p in r.get("partitions") or []
+                                  if isinstance(p, Mapping) and isinstance(p.get("tiering"), Mapping))
         if action == "cleanup":
             rec.update({"freed_bytes": _int(r.get("freed_bytes", 0)),
                         "backups_removed": [b.get("backup_table") for b in r.get("backups_removed") or []],

@@ -24,6 +24,7 @@ from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_argv i
     dedupe_suboptions,
     secret_values,
     spark_submit_suboptions,
+    tiering_suboptions,
 )
 
 
@@ -112,9 +113,15 @@ def compaction_options():
         min_input_files=dict(type="int"),
         fragment_ratio=dict(type="float"),
         min_target_ratio=dict(type="float"),
+        max_file_size_mb=dict(type="float"),
         where=dict(type="str"),
         queues=dict(type="dict"),
     )
+
+
+def tiering_option():
+    """compact's ``tiering`` (its rules are checked by _lakekeeper_argv.tiering_args)."""
+    return dict(type="dict", options=tiering_suboptions())
 
 
 def dedupe_option():

@@ -116,7 +116,8 @@ def _comma_list(name):
 # file's value, else the engine's default, applies), deadline (``flag value``,
 # a duration made an absolute time: absolute_deadline), rewrite (compact's row
 # rewrite flags, written together by rewrite_args, which checks them
-# together; ``dedupe.keys`` is the key ``keys`` of the option ``dedupe``).
+# together; ``dedupe.keys`` is the key ``keys`` of the option ``dedupe``),
+# tiering (the keys of compact's mapping option ``tiering``: tiering_args).
 # Rows are emitted in this order; an option left unset (None) is not passed,
 # so the config file's value, else the engine's default, applies.
 ALL = COMMANDS
@@ -168,6 +169,8 @@ ENGINE_FLAGS = (
     ("min_input_files", "--min-input-files", "min_input_files", "int", ALL, "value"),
     ("fragment_ratio", "--fragment-ratio", "fragment_ratio", "float", ALL, "value"),
     ("min_target_ratio", "--min-target-ratio", "min_target_ratio", "float", ALL, "value"),
+    # a file above this bound is split into files of about the target size (planner.split_rule)
+    ("max_file_size_mb", "--max-file-size-mb", "max_file_size_mb", "float", ("analyze", "compact"), "value"),
     ("where", "--where", "where", "str", ("analyze", "compact", "rollback"), "joined"),
     # analyze: how many of the table's history records to return
     ("history", "--history", "history", "int", ("analyze",), "value"),
@@ -182,6 +185,12 @@ ENGINE_FLAGS = (
     ("dedupe.trigger_ratio", "--dedupe-trigger-ratio", "dedupe_trigger_ratio", "float", ("compact", "analyze"),
      "rewrite"),
     ("merge_from", "--merge-from", "merge_from", "str", ("compact",), "rewrite"),
+    # compact: partitions whose newest file is older than older_than are written under a storage policy and/or
+    # an erasure coding policy (the option ``tiering``, a mapping; written by tiering_args)
+    ("tiering.older_than", "--tier-older-than", "tier_older_than", "str", ("compact",), "tiering"),
+    ("tiering.storage_policy", "--tier-storage-policy", "tier_storage_policy", "str", ("compact",), "tiering"),
+    ("tiering.erasure_coding_policy", "--tier-ec-policy", "tier_erasure_coding_policy", "str", ("compact",),
+     "tiering"),
 )
 # How a set value is written, by the row's render (rewrite: rewrite_args).
 RENDER = {
@@ -196,8 +205,12 @@ RENDER = {
 FLAG_OF = dict((row[0], row[1]) for row in ENGINE_FLAGS)
 # compact's row rewrite options, after the table (rewrite_args checks them together).
 REWRITE_OPTIONS = tuple(dict.fromkeys(row[0].split(".")[0] for row in ENGINE_FLAGS if row[5] == "rewrite"))
+# The mapping option whose keys are the rows rendered "tiering" (tiering_args).
+TIERING_OPTION = "tiering"
+TIERING_KEYS = tuple(row[0].split(".", 1)[1] for row in ENGINE_FLAGS if row[5] == "tiering")
 # Every module option that becomes an engine flag.
-ENGINE_OPTION_NAMES = tuple(row[0] for row in ENGINE_FLAGS if row[5] != "rewrite") + REWRITE_OPTIONS
+ENGINE_OPTION_NAMES = tuple(row[0] for row in ENGINE_FLAGS if row[5] not in ("rewrite", "tiering")) + \
+    REWRITE_OPTIONS + (TIERING_OPTION,)
 
 
 def option_commands(option):
@@ -287,6 +300,38 @@ PY_FILES_ZIP = "lakekeeper_spark.zip"
 def spark_submit_suboptions():
     """The argument spec of ``spark_submit`` (a fresh copy)."""
     return dict((key, dict(spec)) for key, spec, _fmt, _only in SPARK_SUBMIT)
+
+
+def tiering_suboptions():
+    """The argument spec of ``tiering`` (a fresh copy)."""
+    return dict((key, dict(type="str")) for key in TIERING_KEYS)
+
+
+def tiering_args(command, tiering):
+    """compact's ``tiering`` mapping (older_than, storage_policy,
+    erasure_coding_policy) as ``--tier-older-than D --tier-storage-policy P
+    --tier-ec-policy E``; [] when not given. older_than and at least one
+    policy go together (the engine checks the names against the NameNode)."""
+    if tiering in (None, {}):
+        return []
+    if not isinstance(tiering, dict):
+        raise LakekeeperError("tiering must be a mapping (older_than, storage_policy, erasure_coding_policy)")
+    if command != "compact":
+        raise LakekeeperError("tiering only applies to compact")
+    unknown = sorted(str(k) for k in tiering if k not in TIERING_KEYS)
+    if unknown:
+        raise LakekeeperError("unknown tiering keys: %s" % ", ".join(unknown))
+    given = dict((k, _text(v).strip()) for k, v in tiering.items() if v is not None and _text(v).strip())
+    if not given:
+        return []
+    if "older_than" not in given or len(given) < 2:
+        raise LakekeeperError("tiering needs older_than (e.g. 30d) and a storage_policy (e.g. COLD) or an "
+                              "erasure_coding_policy (e.g. RS-6-3-1024k)")
+    argv = []
+    for key in TIERING_KEYS:
+        if key in given:
+            argv += [FLAG_OF["tiering." + key], given[key]]
+    return argv
 
 
 def dedupe_suboptions():
@@ -553,6 +598,7 @@ def engine_args(command, selectors, options=None, config_file=None, dry_run=Fals
         if options.get("merge_from") and "--table" not in selectors:
             raise LakekeeperError("merge_from merges one batch into one table: give table, not tables or database")
         argv += rewrite_args(options.get("sort_by"), options.get("dedupe"), options.get("merge_from"))
+    argv += tiering_args(command, options.get(TIERING_OPTION))
     argv += handoff_args(command, options.get(HANDOFF_OPTION), dry_run)
     if config_file:
         argv += ["--config-file", config_file]

@@ -385,9 +385,11 @@ tables:
           C(median_file_bytes), C(decision) (C(compact) or C(skip)), C(status) (C(analyzed)), C(reason),
           C(histogram_before) and C(histogram_after) (file counts per bucket of RV(tables[].histogram)).
         - C(rule) is the rule that chose or declined the partition (V(ratio), V(minor), V(major), or V(smart)
-          when neither minor nor major applies); C(reason) says why.
-        - In minor mode C(files_rewritten) fragment files are rewritten and C(files_copied) copied unchanged;
-          C(rows_before) and C(rows_after) count the rows of the rewritten files.
+          when neither minor nor major applies, or V(split) when only O(max_file_size_mb) selects it); C(reason)
+          says why.
+        - In minor mode, or when O(max_file_size_mb) splits files, C(files_rewritten) files would be rewritten (the
+          fragments, and the files split), C(files_split) of them above O(max_file_size_mb), and C(files_copied)
+          copied unchanged.
       type: list
       elements: dict
       returned: always (empty when not analyzed)
@@ -450,10 +452,11 @@ tables:
           where - C(user), C(host), C(spark_app_id), C(spark_master), C(spark_version), C(lakekeeper_version); when -
           C(started_at), C(ended_at) (UTC), C(started), C(ended) (epoch seconds), C(seconds).
         - C(units) lists the units it changed, failed on or refused (C(spec), C(status), C(code), files, bytes and
-          rows before and after, C(verified), C(content_checksum), dedupe counts; at most 20, C(units_not_listed)
+          rows before and after, C(verified), C(content_checksum), dedupe counts, and C(files_rewritten),
+          C(files_split), C(files_copied) where some files were kept or split; at most 20, C(units_not_listed)
           counts the others); C(totals) adds them all up (C(units), C(units_changed) and
           C(files_before), C(files_after), C(bytes_before), C(bytes_after), C(rows_before), C(rows_after) of the
-          units it changed, null when unknown).
+          units it changed, null when unknown; C(files_split) when files were split).
         - A compaction also has C(backup_table), C(mode), C(where) and C(verification) (C(units), C(content) and
           C(rows) - how many were checked each way - C(rows_before), C(rows_after)); a rollback C(backup_table) and
           C(backup_run_id) (the run it undid); a cleanup C(backups_dropped) (C(backup_table), C(run_id), C(bytes),

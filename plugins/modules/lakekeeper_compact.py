@@ -163,6 +163,38 @@ options:
         (C(--retry-backoff)).
       - When not set, the config file's value or the engine's default (V(10)) applies.
     type: float
+  tiering:
+    description:
+      - Tiering while compacting - a partition whose newest file is older than O(tiering.older_than) has its
+        compacted copy written under an HDFS storage policy (O(tiering.storage_policy), e.g. V(COLD)) and/or an
+        erasure coding policy (O(tiering.erasure_coding_policy), e.g. V(RS-6-3-1024k)) - set on the staging
+        directory before its files are written, checked on every new file after, kept by the swap (a rename).
+        Its age is its newest file's modification time, not a date partition column.
+      - Each such partition reports C(tiering) - the policies applied, C(age_days), C(space_before),
+        C(space_after) and C(space_saved) (C(getSpaceConsumed) of the directory before and after); its table
+        C(tiered) and C(tier_space_saved).
+      - A policy the NameNode does not know or has not enabled refuses the table before anything is written,
+        with code V(tier_policy_unknown). Where a policy cannot be given (not HDFS, a NameNode without erasure
+        coding, erasure coding of a text or Avro table) the partition is compacted without it and
+        C(tiering.not_applied) says why.
+      - A table's properties C(lakekeeper.tier.older_than), C(lakekeeper.tier.storage_policy) and
+        C(lakekeeper.tier.erasure_coding_policy) set it for that table. A rollback restores the original
+        directory, with its own policies.
+    type: dict
+    suboptions:
+      older_than:
+        description:
+          - A duration - V(30d), V(12h); a bare number is days (C(--tier-older-than)). Required with a policy.
+        type: str
+      storage_policy:
+        description:
+          - An HDFS storage policy - V(COLD), V(WARM), V(ALL_SSD)... (C(--tier-storage-policy)). The DataNodes
+            need the storage it names (V(COLD) - ARCHIVE) or the write fails.
+        type: str
+      erasure_coding_policy:
+        description:
+          - An erasure coding policy enabled on the NameNode (C(--tier-ec-policy)); Parquet and ORC tables.
+        type: str
   allow_by_name_projection:
     description:
       - Compact Parquet and ORC partitions whose files' columns are not the table's (C(--allow-by-name-projection)) -
@@ -709,14 +741,17 @@ tables:
           C(rows_before) = C(rows_after) + C(duplicates_dropped) + C(deletes_dropped).
         - C(rule) is the rule that chose or declined the partition (V(ratio), V(minor), V(major), or V(smart)
           when neither minor nor major applies, or V(delete_ratio) with O(dedupe.trigger_ratio), or V(merge) with
-          O(merge_from)); C(reason) says why.
+          O(merge_from), or V(split) when only O(max_file_size_mb) selected it); C(reason) says why.
         - With O(merge_from), a partition the batch touches has C(merge) - C(rows) (its batch rows), C(inserted),
           C(updated), C(deleted) and C(absent_deletes) (delete markers of keys it does not hold), the keys as the
           batch states them (the latest O(dedupe.order_by) still decides); C(rows_before) includes the batch rows.
         - With O(dedupe.trigger_ratio), each partition whose share of superseded and deleted rows was measured
           (those no size rule selected) has it in C(delete_ratio), from 0 to 1.
-        - In minor mode C(files_rewritten) fragment files are rewritten and C(files_copied) copied unchanged;
-          C(rows_before) and C(rows_after) count the rows of the rewritten files.
+        - In minor mode, or when O(max_file_size_mb) splits files, C(files_rewritten) files are rewritten (the
+          fragments, and the files split), C(files_split) of them above O(max_file_size_mb) split into files of about
+          the target size, and C(files_copied) copied unchanged into the staging directory (byte for byte, checked by
+          length and checksum; no file is moved by rename); C(rule) is V(split) when only the split selected the
+          partition. C(rows_before) and C(rows_after) count the rows of the rewritten files.
         - C(verified) is the check the staged copy passed (V(content) or V(rows), O(verify)); with V(content) a
           compacted entry has C(content_checksum), the checksum of its rows as read back, and a partition whose copy
           does not read back as the original fails with C(code) V(content_mismatch) and both figures in C(reason).
@@ -769,6 +804,30 @@ tables:
       type: dict
       returned: when a partition was tried again
       sample: {"namenode": 1}
+    tiered:
+      description:
+        - How many of this table's partitions were compacted under a tier's policy (O(tiering)); each has
+          C(tiering) - C(storage_policy), C(erasure_coding_policy), C(older_than_days), C(age_days),
+          C(space_before), C(space_after), C(space_saved) (bytes consumed, replicas and parity included), or
+          C(not_applied) saying why a policy was not given.
+      type: int
+      returned: when a partition was tiered
+      sample: 3
+    tier_space_saved:
+      description: The space consumed before minus after, over the table's tiered partitions, in bytes.
+      type: int
+      returned: when a partition was tiered
+      sample: 1048576
+    max_file_size_mb:
+      description: The split bound this table ran with (O(max_file_size_mb), or the table's C(lakekeeper.max_file_size_mb)).
+      type: float
+      returned: when a split bound was set
+    files_split:
+      description:
+        - How many files above RV(tables[].max_file_size_mb) this run split into files of about the target size,
+          over the table's compacted partitions (each one's own in its C(files_split)).
+      type: int
+      returned: when a file was split
     partitions_not_listed:
       description:
         - Present when O(max_partitions_listed) cut RV(tables[].partitions) - how many partitions were left out
@@ -978,6 +1037,7 @@ from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_argspe
     compaction_options,
     dedupe_option,
     lakekeeper_argspec,
+    tiering_option,
 )
 from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_module import Engine, run_module
 
@@ -995,6 +1055,7 @@ def main():
         verify_sample=dict(type="float"),
         retries=dict(type="int"),
         retry_backoff=dict(type="float"),
+        tiering=tiering_option(),
         allow_by_name_projection=dict(type="bool", default=False),
         allow_owner_change=dict(type="bool", default=False),
         allow_replicated=dict(type="bool", default=False),

@@ -92,6 +92,8 @@ HELP: dict[str, tuple[str | None, str | None]] = {
     "min_input_files": (None, "minor: fragment files needed (default 12)"),
     "fragment_ratio": (None, "fragment: smaller than target size x this (default 0.125)"),
     "min_target_ratio": (None, "undersized: smaller than target size x this (default 0.75)"),
+    "max_file_size_mb": ("MB", "analyze/compact: split a file above this size into files of about the target "
+                               "size (default 0: off; at least 1.5 x the target)"),
     "where": (None, "analyze/compact/rollback: partition filter, e.g. \"dt >= '2024-09-01' AND region IN "
                     "('eu','us')\""),
     "history": ("N", "analyze: return the table's N newest history records (default 20; 0: none)"),
@@ -110,6 +112,13 @@ HELP: dict[str, tuple[str | None, str | None]] = {
     "merge_from": ("URI|DB.TABLE", "compact --dedupe-keys: merge this batch (a directory of data files with the "
                                    "table's columns, partition columns included, or a non-partitioned table) into "
                                    "the partitions its rows belong to; only those are rewritten"),
+    "tier_older_than": ("DURATION", "compact: tiering - a partition whose newest file is older than this (30d) is "
+                                    "written under --tier-storage-policy and/or --tier-ec-policy as it is compacted"),
+    "tier_storage_policy": ("POLICY", "compact: tiering - the HDFS storage policy (COLD, WARM, ALL_SSD...) given to "
+                                      "the compacted copy of a partition older than --tier-older-than"),
+    "tier_erasure_coding_policy": ("POLICY", "compact: tiering - the HDFS erasure coding policy (RS-6-3-1024k...) "
+                                             "given to the compacted copy of a partition older than "
+                                             "--tier-older-than"),
 }
 # The contract's value types (flags.py) as argparse reads them.
 TYPES: dict[str, Callable[[str], Any] | None] = {

@@ -42,6 +42,7 @@ ENGINE_FLAGS = (
     ("min_input_files", "--min-input-files", "min_input_files", "int", COMMANDS, "value"),
     ("fragment_ratio", "--fragment-ratio", "fragment_ratio", "float", COMMANDS, "value"),
     ("min_target_ratio", "--min-target-ratio", "min_target_ratio", "float", COMMANDS, "value"),
+    ("max_file_size_mb", "--max-file-size-mb", "max_file_size_mb", "float", ("analyze", "compact"), "value"),
     ("where", "--where", "where", "str", ("analyze", "compact", "rollback"), "joined"),
     ("history", "--history", "history", "int", ("analyze",), "value"),
     ("sort_by", "--sort-by", "sort_by", "str", ("compact",), "rewrite"),
@@ -51,4 +52,7 @@ ENGINE_FLAGS = (
     ("dedupe.delete_marker_value", "--dedupe-delete-value", "dedupe_delete_value", "str", ("compact", "analyze"), "rewrite"),
     ("dedupe.trigger_ratio", "--dedupe-trigger-ratio", "dedupe_trigger_ratio", "float", ("compact", "analyze"), "rewrite"),
     ("merge_from", "--merge-from", "merge_from", "str", ("compact",), "rewrite"),
+    ("tiering.older_than", "--tier-older-than", "tier_older_than", "str", ("compact",), "tiering"),
+    ("tiering.storage_policy", "--tier-storage-policy", "tier_storage_policy", "str", ("compact",), "tiering"),
+    ("tiering.erasure_coding_policy", "--tier-ec-policy", "tier_erasure_coding_policy", "str", ("compact",), "tiering"),
 )

@@ -121,7 +121,11 @@ def create_mixed(spark, database, data):
       ``lakekeeper.target_file_size_mb`` (compacted into a few Z-ordered files); tuned for Apache Amoro too,
       its optimizer group ``self-optimizing.group=nightly`` and ``self-optimizing.quota=0.4`` (issue 50 item 5:
       compacted in the application of that group's YARN queue; the quota not read);
-    * ``zavro``: EXTERNAL Avro, 5 files, ``lakekeeper.sort_by=zorder(id, v)`` (refused, unsupported_format).
+    * ``zavro``: EXTERNAL Avro, 5 files, ``lakekeeper.sort_by=zorder(id, v)`` (refused, unsupported_format);
+    * ``bigfile``: EXTERNAL Parquet partitioned by ``dt``, as Spark jobs appending to partition directories leave
+      it: ``dt=mixed`` 12 fragments, 2 files of about the target and one large file of several row groups,
+      ``dt=single`` one large file; its owner's ``lakekeeper.mode=minor``, target 64 KB and split bound 192 KB
+      (``lakekeeper.max_file_size_mb``, issue 50 item 1): the large files split, the two in the band kept.
     """
     spark.sql("CREATE DATABASE IF NOT EXISTS %s" % database)
     out = {}
@@ -154,6 +158,20 @@ def create_mixed(spark, database, data):
     spark.range(0, 100).selectExpr("id", "CAST(id AS STRING) AS v").repartition(5).createOrReplaceTempView("zsrc")
     spark.sql("INSERT INTO %s.zavro SELECT * FROM zsrc" % database)
     out["zavro"] = {"location": loc, "rows": 100}
+    loc = os.path.join(data, "bigfile")
+    for dt, start, rows, files, block in (("mixed", 0, 144, 12, None), ("mixed", 1000, 1400, 2, None),
+                                          ("mixed", 10000, 4000, 1, 32768), ("single", 20000, 4000, 1, 32768)):
+        df = spark.range(start, start + rows, numPartitions=files).selectExpr(
+            "id", "concat(sha2(cast(id AS STRING), 256), sha2(cast(-id AS STRING), 256)) AS payload")
+        w = df.write.mode("append")
+        if block:  # a writer with a smaller parquet.block.size: a large file of several row groups
+            w = w.option("parquet.block.size", block)
+        w.parquet("file://%s/dt=%s" % (loc, dt))
+    spark.sql("CREATE EXTERNAL TABLE %s.bigfile (id BIGINT, payload STRING) PARTITIONED BY (dt STRING) STORED AS "
+              "PARQUET LOCATION 'file://%s' TBLPROPERTIES ('lakekeeper.mode'='minor', "
+              "'lakekeeper.target_file_size_mb'='0.0625', 'lakekeeper.max_file_size_mb'='0.1875')" % (database, loc))
+    spark.sql("MSCK REPAIR TABLE %s.bigfile" % database)
+    out["bigfile"] = {"location": loc, "rows": 144 + 1400 + 4000 + 4000}
     return out
 
 

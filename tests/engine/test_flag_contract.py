@@ -31,12 +31,15 @@ VALUES = {"older_than": "7d", "grace_period": "1d", "quiet_period": "10m", "dead
           "verify": "rows", "queues": "etl=root.etl", "order": "files-desc", "mode": "ratio", "where": "dt = '1'", "sort_by": "id", "dedupe_keys": "id",
           "dedupe_order_by": "v", "dedupe_delete_marker": "d", "dedupe_trigger_ratio": "0.5",
           "rollback_run": "20240101T000000-abcdef", "pin": "20240101T000000-abcdef",
-          "unpin": "20240101T000000-abcdef"}
+          "unpin": "20240101T000000-abcdef", "tier_older_than": "30d", "tier_storage_policy": "COLD",
+          "tier_erasure_coding_policy": "XOR-2-1-1024k", "max_file_size_mb": "512"}
 # Flags that need others beside them.
 WITH = {"dedupe_order_by": ["--dedupe-keys=id"], "dedupe_delete_marker": ["--dedupe-keys=id", "--dedupe-order-by=v"],
         "dedupe_delete_value": ["--dedupe-keys=id", "--dedupe-order-by=v", "--dedupe-delete-marker=d"],
         "dedupe_trigger_ratio": ["--dedupe-keys=id", "--dedupe-order-by=v"],
-        "dedupe_keys": ["--dedupe-order-by=v"], "merge_from": ["--dedupe-keys=id", "--dedupe-order-by=v"]}
+        "dedupe_keys": ["--dedupe-order-by=v"], "merge_from": ["--dedupe-keys=id", "--dedupe-order-by=v"],
+        "tier_older_than": ["--tier-storage-policy=COLD"], "tier_storage_policy": ["--tier-older-than=30d"],
+        "tier_erasure_coding_policy": ["--tier-older-than=30d"]}
 
 
 def test_the_engine_copy_is_generated_from_the_one_source():
@@ -79,11 +82,12 @@ def test_each_flag_is_refused_by_the_commands_that_do_not_take_it(row):
 
 
 def test_the_modules_write_every_flag_as_the_contract_says():
-    assert ARGV.ENGINE_OPTION_NAMES == tuple(r[0] for r in ARGV.ENGINE_FLAGS if r[5] != "rewrite") + (
-        "sort_by", "dedupe", "merge_from")
+    assert ARGV.ENGINE_OPTION_NAMES == tuple(r[0] for r in ARGV.ENGINE_FLAGS if r[5] not in ("rewrite", "tiering")) + (
+        "sort_by", "dedupe", "merge_from", "tiering")
+    assert ARGV.option_commands("tiering") == ("compact",)
     assert ARGV.option_commands("dedupe") == ("analyze", "compact") and ARGV.option_commands("sort_by") == ("compact",)
     for option, flag, _dest, kind, commands, render in ARGV.ENGINE_FLAGS:
-        if render == "rewrite":
+        if render in ("rewrite", "tiering"):  # tiering: test_tiering_rules.py
             continue
         value = True if kind == "switch" else SAMPLE[kind]
         argv = ARGV.engine_args(commands[0], ["--table", "db.t"], {option: value})

@@ -9,6 +9,7 @@ with a typo in its policy, one whose retention keeps more than the run's.
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -131,6 +132,12 @@ def test_order_and_amoros_properties_on_real_tables(spark, engine, files, wareho
     assert (plan["order"], plan["start_order"]) == ("files-asc", ["dt=a", "dt=c", "dt=b"]), plan
     assert plan["policy"] == {"lakekeeper.order": "files-asc"} and "policy_from" not in plan, plan
     spark.sql("ALTER TABLE lk.ord_parts UNSET TBLPROPERTIES ('lakekeeper.order')")
+    # tiering on file:// (no storage policies): partition a, written 40 days ago, is compacted untiered, saying why
+    spark.sql("ALTER TABLE lk.ord_parts SET TBLPROPERTIES ('lakekeeper.tier.older_than'='30d', "
+              "'lakekeeper.tier.storage_policy'='COLD')")
+    then_ms = int((time.time() - 40 * 86400) * 1000)
+    for f in files.data_files(f"{parts_loc}/dt=a"):
+        files.fs.touch(f, then_ms)
 
     # the tables, fewest files first: ord_off (2), ord_amoro (12), ord_parts (17); one at a time
     res = engine.run("compact", [parts, amoro, off], order="files-asc", parallelism=1)
@@ -140,6 +147,10 @@ def test_order_and_amoros_properties_on_real_tables(spark, engine, files, wareho
     assert "self-optimizing.enabled=false" in r_off["reason"] and files.snapshot(f"{warehouse}/ord_off") == off_files
     assert r_parts["status"] == "compacted" and r_parts["start_order"] == ["dt=a", "dt=c", "dt=b"], r_parts
     assert [p["files_after"] for p in r_parts["partitions"]] == [1, 1, 1], r_parts
+    tiers = {p["spec"]: p.get("tiering") for p in r_parts["partitions"]}
+    assert tiers["dt=b"] is None and tiers["dt=c"] is None and "tiered" not in r_parts, r_parts
+    assert "storage_policy" not in tiers["dt=a"] and tiers["dt=a"]["age_days"] >= 39.9, tiers
+    assert "not HDFS" in tiers["dt=a"]["not_applied"]["storage_policy"], tiers
     assert r_amoro["status"] == "compacted", r_amoro
     assert r_amoro["policy"] == {"lakekeeper.fragment_ratio": "0.25", "lakekeeper.min_input_files": "7",
                                  "lakekeeper.target_file_size_mb": "1"}, r_amoro  # ours (7) over Amoro's (20)

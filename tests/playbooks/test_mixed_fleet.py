@@ -24,6 +24,11 @@ asks for the same; tests/e2e/create_tables.py ``mixed:``):
   the Z-ordered table's files (their own Parquet footers) cover narrower
   ranges of both columns than its small files did, its summary says
   ``sort: zorder``, the Avro table is refused (``unsupported_format``);
+  with ``lakekeeper_max_file_size_mb=512`` (issue 50 item 1) the bound reaches
+  the engine, and a partitioned table whose owner set ``lakekeeper.mode=minor``
+  and ``lakekeeper.max_file_size_mb`` has its two large files split into files
+  within the bound, its two files in the band kept byte for byte, every row
+  kept (read with pyarrow), and is not split again by the strict run;
   the Z-ordered table also names its Amoro optimizer group, mapped by
   ``lakekeeper_queues`` to a YARN queue (issue 50 item 5): it is compacted by
   an application of its own in that queue (on local master the queue is only
@@ -57,7 +62,37 @@ import pytest
 
 from test_playbooks import CREATE_TABLES, PLAYBOOKS, TIMINGS, data_files, listing, run_playbook  # pylint: disable=import-error
 
-MIXED = ["e2e.events", "mx.single", "mx.excluded", "mx.replica", "mx.managed", "mx.acid", "mx.zorder", "mx.zavro"]
+MIXED = ["e2e.events", "mx.single", "mx.excluded", "mx.replica", "mx.managed", "mx.acid", "mx.zorder", "mx.zavro",
+         "mx.bigfile"]
+KB = 1024
+
+
+def _parts(top):
+    """{partition dir: {file: (size, sha256)}} of a partitioned table's visible data files."""
+    import hashlib  # pylint: disable=import-outside-toplevel
+
+    out = {}
+    for d in sorted(os.listdir(top)):
+        if d.startswith((".", "_")):
+            continue
+        out[d] = {}
+        for f in data_files(os.path.join(top, d)):
+            with open(os.path.join(top, d, f), "rb") as fh:
+                data = fh.read()
+            out[d][f] = (len(data), hashlib.sha256(data).hexdigest())
+    return out
+
+
+def _ids(top):
+    """Every (dt, id, payload) row of the table's files, read with pyarrow (no JVM)."""
+    import pyarrow.parquet as pq  # pylint: disable=import-outside-toplevel
+
+    rows = []
+    for d, files in _parts(top).items():
+        for f in files:
+            t = pq.read_table(os.path.join(top, d, f))
+            rows += [(d, i, p) for i, p in zip(t.column("id").to_pylist(), t.column("payload").to_pylist())]
+    return sorted(rows)
 
 
 def _footer_ranges(path):
@@ -103,6 +138,14 @@ def test_a_mixed_list_is_green_with_refusals_reported_and_red_on_request(collect
     assert [len(untouched[t]) for t in ("single", "excluded", "replica", "zavro")] == [1, 20, 20, 5], untouched
     small = _footer_ranges(str(data_dir / "mx" / "zorder"))
     assert len(small) == 30, small
+    # issue 50 item 1: 12 fragments, 2 files in the band (48 KB .. 192 KB) and one above it; a lone large file
+    bigfile = str(data_dir / "mx" / "bigfile")
+    big_before, big_rows = _parts(bigfile), _ids(bigfile)
+    sizes = sorted(s for s, _h in big_before["dt=mixed"].values())
+    assert len(sizes) == 15 and sizes[11] < 8 * KB and 48 * KB <= sizes[12] <= sizes[13] <= 192 * KB < sizes[14], sizes
+    assert [s for s, _h in big_before["dt=single"].values()][0] > 192 * KB, big_before["dt=single"]
+    in_band = {f: v for f, v in big_before["dt=mixed"].items() if 48 * KB <= v[0] <= 192 * KB}
+    assert len(in_band) == 2 and len(big_rows) == 9544, in_band
 
     # -- the mixed list, named explicitly (an AWX survey's string), the most files first: green -----------
     # (issue 50 item 2: a genuine refused connection - java.net.ConnectException from the driver's JVM, the
@@ -111,6 +154,7 @@ def test_a_mixed_list_is_green_with_refusals_reported_and_red_on_request(collect
     run = run_playbook(os.path.join(PLAYBOOKS, "compact.yml"), inventory, collections_dir, tmp_path,
                        [json.dumps({"lakekeeper_tables": ", ".join(MIXED), "lakekeeper_order": "files-desc",
                                     "lakekeeper_environment": fault, "lakekeeper_retries": 1,
+                                    "lakekeeper_max_file_size_mb": 512,
                                     "lakekeeper_queues": {"nightly": "root.etl.nightly"},
                                     "lakekeeper_verify": "sample", "lakekeeper_verify_sample": 0.5})])
     assert run.rc == 0, run
@@ -118,14 +162,18 @@ def test_a_mixed_list_is_green_with_refusals_reported_and_red_on_request(collect
     assert s["ok"] and not s["error"], s
     # one application a YARN queue (lakekeeper_queues -> maintenance_queues -> queues -> --queues; the table's
     # self-optimizing.group=nightly): the run's own (default queue) analyzed and compacted e2e.events (and
-    # refused mx.zavro, whose zorder the analysis cannot judge), a second in root.etl.nightly compacted mx.zorder
-    apps = [(a["queue"], a["what"], a["tables"]) for a in s["application_list"]]
-    assert s["applications"] == 2 and apps == [("", "analysis and compaction", ["e2e.events", "mx.zavro"]),
+    # refused mx.zavro, whose zorder the analysis cannot judge, and compacted mx.bigfile), a second in
+    # root.etl.nightly compacted mx.zorder
+    apps = [(a["queue"], a["what"], sorted(a["tables"])) for a in s["application_list"]]
+    assert s["applications"] == 2 and apps == [("", "analysis and compaction",
+                                                 ["e2e.events", "mx.bigfile", "mx.zavro"]),
                                                ("root.etl.nightly", "compaction", ["mx.zorder"])], s["application_list"]
     assert "in queue root.etl.nightly: compaction of mx.zorder" in run.output, run
-    # verify sample (lakekeeper_verify[_sample] -> ... -> --verify sample --verify-sample 0.5): one unit each
-    assert {t["table"]: t.get("verify_sample") for t in s["tables"] if t["status"] == "compacted"} == {
-        "e2e.events": [""], "mx.zorder": [""]}, s["tables"]
+    # verify sample (lakekeeper_verify[_sample] -> ... -> --verify sample --verify-sample 0.5): one unit of each
+    # (mx.bigfile: one of its two partitions)
+    sampled = {t["table"]: t.get("verify_sample") for t in s["tables"] if t["status"] == "compacted"}
+    assert sampled["e2e.events"] == sampled["mx.zorder"] == [""], s["tables"]
+    assert len(sampled["mx.bigfile"]) == 1 and sampled["mx.bigfile"][0] in ("dt=mixed", "dt=single"), sampled
     # the retry reached the module's result and the summary (lakekeeper_retries -> maintenance_retries -> retries)
     retried = {t["table"]: (t.get("retries"), t.get("retry_causes")) for t in s["tables"] if t.get("retries")}
     assert retried == {"e2e.events": (1, {"namenode": 1})}, s["tables"]
@@ -133,7 +181,8 @@ def test_a_mixed_list_is_green_with_refusals_reported_and_red_on_request(collect
     assert got == {"e2e.events": ("compacted", None), "mx.single": ("not_needed", None),
                    "mx.excluded": ("refused", "excluded"), "mx.replica": ("refused", "replicated"),
                    "mx.managed": ("refused", "managed_table"), "mx.acid": ("refused", "transactional_table"),
-                   "mx.zorder": ("compacted", None), "mx.zavro": ("refused", "unsupported_format")}, got
+                   "mx.zorder": ("compacted", None), "mx.zavro": ("refused", "unsupported_format"),
+                   "mx.bigfile": ("compacted", None)}, got
     # the owner's Z-order (lakekeeper.sort_by=zorder(a, b)): a few files covering, on average, a far narrower
     # range of a and of b than the narrowest small file did (each of those spans nearly the whole range of both;
     # a file whose z-range crosses a quadrant's edge still spans one column's range, hence the mean)
@@ -144,7 +193,17 @@ def test_a_mixed_list_is_green_with_refusals_reported_and_red_on_request(collect
     for col in (0, 1):
         assert sum(z[col] for z in zfiles) / len(zfiles) < 0.7 * min(f[col] for f in small), (col, zfiles, small)
     assert "zorder(...) is supported for parquet and orc tables, not avro" in tables["mx.zavro"]["reason"], tables
-    # the order asked for reached the engine (lakekeeper_order -> maintenance_order -> order -> --order)
+    # the split bound: the run's (lakekeeper_max_file_size_mb -> maintenance_max_file_size_mb -> max_file_size_mb ->
+    # --max-file-size-mb) on e2e.events, the table's own lakekeeper.max_file_size_mb on mx.bigfile, which split its
+    # two large files (minor mode: the fragments rewritten with them, the two files in the band kept byte for byte)
+    assert (tables["e2e.events"]["max_file_size_mb"], tables["e2e.events"]["files_split"]) == (512, 0), tables
+    assert (tables["mx.bigfile"]["max_file_size_mb"], tables["mx.bigfile"]["files_split"]) == (0.1875, 2), tables
+    big_after = _parts(bigfile)
+    assert all(big_after["dt=mixed"][f] == v for f, v in in_band.items()), (in_band, big_after)
+    for part, got_files in big_after.items():
+        written = [s for f, (s, _h) in got_files.items() if f not in in_band]
+        assert len(written) >= 2 and max(written) <= 192 * KB, (part, written)  # split, about the target each
+    assert _ids(bigfile) == big_rows
     assert {t["table"]: t.get("order") for t in s["tables"]}["e2e.events"] == "files-desc", s["tables"]
     reasons = {t["table"]: t["reason"] for t in s["tables"]}
     assert "lakekeeper.exclude" in reasons["mx.excluded"] and "repl.last.id=4711" in reasons["mx.replica"], reasons
@@ -152,17 +211,18 @@ def test_a_mixed_list_is_green_with_refusals_reported_and_red_on_request(collect
     # set_stats, as AWX shows them: the statuses counted apart, none of them a failure
     stats = {k: run.stats["lakekeeper_tables_%s" % k]
              for k in ("compacted", "not_needed", "skipped", "refused", "failed")}
-    assert stats == {"compacted": 2, "not_needed": 1, "skipped": 0, "refused": 5, "failed": 0}, run.stats
+    assert stats == {"compacted": 3, "not_needed": 1, "skipped": 0, "refused": 5, "failed": 0}, run.stats
     assert run.stats["lakekeeper_hosts_failed"] == 0, run.stats
     assert sorted(run.stats["lakekeeper_refused_tables"]) == [
         "edge:mx.acid", "edge:mx.excluded", "edge:mx.managed", "edge:mx.replica", "edge:mx.zavro"], run.stats
-    assert "compact on edge (cluster mixed): 2 compacted, 1 not needed, 0 skipped, 5 refused, 0 failed" in run.output, run
+    assert "compact on edge (cluster mixed): 3 compacted, 1 not needed, 0 skipped, 5 refused, 0 failed" in run.output, run
     assert "mx.managed was refused (managed_table)" in run.output, run  # the module's warning
     assert run.recap["edge"]["failed"] == 0, run
     assert len(data_files(str(data_dir / "events"))) == 1
     assert {t: (listing if t == "zavro" else data_files)(str(data_dir / "mx" / t)) for t in untouched} == untouched
     backups = sorted(b.split(":", 1)[1] for b in run.stats["lakekeeper_backup_tables"])
-    assert len(backups) == 2 and backups[1].startswith("mx.__bkp_zorder_"), backups
+    assert len(backups) == 3 and backups[1].startswith("mx.__bkp_bigfile_"), backups
+    assert backups[2].startswith("mx.__bkp_zorder_"), backups
     backup = backups[0]
     assert backup.startswith("e2e.__bkp_events_"), backup
 
@@ -177,7 +237,8 @@ def test_a_mixed_list_is_green_with_refusals_reported_and_red_on_request(collect
     assert got == {"e2e.events": ("not_needed", None), "mx.single": ("not_needed", None),
                    "mx.excluded": ("refused", "excluded"), "mx.replica": ("refused", "replicated"),
                    "mx.managed": ("refused", "managed_table"), "mx.acid": ("refused", "transactional_table"),
-                   "mx.zorder": ("not_needed", None), backup: ("refused", "backup_table")}, got
+                   "mx.zorder": ("not_needed", None), backup: ("refused", "backup_table"),
+                   "mx.bigfile": ("not_needed", None)}, got  # split once: the files written are within the bound
     assert run.stats["lakekeeper_tables_refused"] == 5 and run.stats["lakekeeper_tables_failed"] == 0, run.stats
     assert "mx.managed: refused: " in s["error"] and "lakekeeper analyze failed (rc=1)" in s["error"], s["error"]
     assert {t: (listing if t == "zavro" else data_files)(str(data_dir / "mx" / t)) for t in untouched} == untouched

@@ -38,7 +38,8 @@ way an AWX survey passes them.
   reports, FAIR pools; the whole CLI sequence runs on each older Spark lane,
   tests/testbed/test_engine_on_testbed.py), compact.yml (the pre-flight
   reading real HDFS quotas, a 2h window, a replica in the database passed
-  over), a second Spark process reads the tables through
+  over, pb.items' tiering property moving its 2024 partition to WARM with the
+  space saved in the summary), a second Spark process reads the tables through
   the Metastore and sees the same rows, rollback.yml, cleanup.yml with "all" (every unpinned backup), a batch
   on HDFS merged into mg.orders by compact.yml, analyze.yml with the run history (the cleanup's record) and a
   table's own delete-ratio trigger (table properties), and a last read (the merge row for row).
@@ -61,6 +62,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+import cpu_meter  # pylint: disable=import-error
 import pytest
 
 from e2e_helpers import run_lifecycle  # pylint: disable=import-error
@@ -73,7 +75,7 @@ PLAYBOOKS = os.path.join(ROOT, "playbooks")
 CREATE_TABLES = os.path.join(ROOT, "tests", "e2e", "create_tables.py")
 STANDIN = os.path.join(HERE, "ingest_standin.py")
 RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
-TIMINGS = []
+TIMINGS = cpu_meter.TIMINGS
 
 
 @dataclass
@@ -108,6 +110,7 @@ class Started:
 
     def __init__(self, playbook, extra, proc):
         self.playbook, self.extra, self.proc, self.started = playbook, extra, proc, time.time()
+        self.cpu = cpu_meter.cpu_now()
 
     def finish(self, timeout=1500):
         try:
@@ -122,8 +125,9 @@ class Started:
                 run.stats = json.loads(line.strip()[len("RUN: "):])
         for m in RECAP.finditer(out):
             run.recap[m.group(1)] = {"ok": int(m.group(2)), "changed": int(m.group(3)), "failed": int(m.group(5))}
-        TIMINGS.append("%s %s: %.0fs" % (os.path.basename(self.playbook), " ".join(self.extra)[:70], run.seconds))
-        sys.stdout.write("%s\n" % TIMINGS[-1])
+        line = cpu_meter.record("%s %s" % (os.path.basename(self.playbook), " ".join(self.extra)[:70]), run.seconds,
+                                self.cpu)
+        sys.stdout.write("%s\n" % line)
         return run
 
 
@@ -247,7 +251,7 @@ def run_id_time(run_id):
 @pytest.mark.e2e
 def test_playbooks_embedded(collections_dir, collection_path, kdc, tmp_path):
     state_dir, data_dir = tmp_path / "state", tmp_path / "data"
-    started = time.time()
+    started, cpu = time.time(), cpu_meter.cpu_now()
     # the tables of database e2e for the playbooks, the same tables in database lc for the lifecycle playbook
     res = subprocess.run([sys.executable, CREATE_TABLES, str(state_dir), str(data_dir), "lc", "fleet:fl", "wt"],
                          stdout=subprocess.PIPE,
@@ -257,11 +261,12 @@ def test_playbooks_embedded(collections_dir, collection_path, kdc, tmp_path):
     summary = json.loads(res.stdout.strip().splitlines()[-1])
     for tables in (summary, summary["more"]["lc"]):
         assert tables["events"]["rows"] == 6000 and tables["clicks"]["rows"] == 3000, summary
-    TIMINGS.append("create_tables.py: %.0fs" % (time.time() - started))
+    cpu_meter.record("create_tables.py", time.time() - started, cpu)
 
     # -- the modules one by one (tests/e2e/playbooks/lifecycle.yml), the built collection, database lc
+    cpu = cpu_meter.cpu_now()
     seconds = run_lifecycle(collection_path, tmp_path / "lifecycle", state_dir, data_dir / "lc", "lc")
-    TIMINGS.append("lifecycle.yml (database lc): %.0fs" % seconds)
+    cpu_meter.record("lifecycle.yml (database lc)", seconds, cpu)
     originals = {t: data_files(str(data_dir / t)) for t in ("events", "clicks")}
     original_dirs = {t: directories(str(data_dir / t)) for t in ("events", "clicks")}
     assert [len(originals["events"]), len(originals["clicks"])] == [60, 60]
@@ -708,6 +713,14 @@ TABLES = textwrap.dedent(
                 spark.range(lo, lo + 5000).selectExpr("id", "cast(id as string) v").repartition(40) \\
                     .createOrReplaceTempView("src")
                 spark.sql(f"INSERT INTO {name} PARTITION (dt='{dt}') SELECT * FROM src")
+        # pb.items' owner tiers its partitions older than 30 days to WARM (DISK and ARCHIVE; the bed's DataNodes
+        # have DISK, which WARM falls back to); its files of dt=2024-01-01 were written on that day, those of
+        # dt=2024-01-02 today (a backfill re-ran it)
+        spark.sql("ALTER TABLE pb.items SET TBLPROPERTIES ('lakekeeper.tier.older_than'='30d', "
+                  "'lakekeeper.tier.storage_policy'='WARM')")
+        then = 1704153600000  # 2024-01-02T00:00:00Z
+        for f in fs.listStatus(P("/lk-pb/items/dt=2024-01-01")):
+            fs.setTimes(f.getPath(), then, then)
         # quotas the pre-flight reads: room for the copies, on the tables' parent
         fs.setQuota(P("/lk-pb"), 100000, 512 * 1024 * 1024)
         spark.sql("CREATE DATABASE IF NOT EXISTS mg")
@@ -734,6 +747,12 @@ TABLES = textwrap.dedent(
         batch += [(k, f"b{k}-2", 2, "D", "b") for k in range(1010, 1015)]
         spark.createDataFrame(batch, VERSIONED + ", dt STRING").repartition(2).write.mode("overwrite") \\
             .parquet("/lk-mg/batch-1")
+    def storage_policy(path):
+        try:
+            return fs.getStoragePolicy(P(path)).getName()
+        except Exception:  # a Hadoop 2.7 NameNode: the id in the status
+            ids = {int(x.getId()): str(x.getName()) for x in fs.getAllStoragePolicies()}
+            return ids.get(int(fs.getClient().getFileInfo(path).getStoragePolicy()))
     out = {}
     spark.sql("REFRESH TABLE mg.orders")
     out["mg.orders"] = sorted([list(r) for r in spark.table("mg.orders").collect()], key=lambda r: [str(x) for x in r])
@@ -755,7 +774,8 @@ TABLES = textwrap.dedent(
                                if f.getPath().getName().endswith(".parquet"))
         out[name.split(".")[1] if name.startswith("pb.") else name] = {
             "rows": row.n, "sum": row.s, "distinct": row.d, "files": files, "hidden": sorted(hidden),
-            "partitions": sorted(r[0] for r in spark.sql(f"SHOW PARTITIONS {name}").collect())}
+            "partitions": sorted(r[0] for r in spark.sql(f"SHOW PARTITIONS {name}").collect()),
+            "storage": {pn: storage_policy(f"{location}/{pn}") for pn in files}}
     print(json.dumps(out))
     """
 )
@@ -870,6 +890,15 @@ def test_playbooks_on_the_testbed(collections_dir, testbed, tmp_path):
         assert {c["kind"] for c in checks if c["path"].endswith("/lk-pb")} == {"space_quota", "namespace_quota"}, checks
         assert all(c["needed"] > 0 and c["ok"] for c in checks), checks
         assert hooks_log.read_text().split() == ["pause", "resume"]
+        # pb.items' tiering property: its partition written in 2024 compacted under WARM, the space reported;
+        # the one a backfill re-wrote today compacted as before
+        items = [t for t in s["tables"] if t["table"] == "pb.items"][0]
+        assert items["tiered"] == 1 and set(items["tiering"]) == {"dt=2024-01-01"}, items
+        tier = items["tiering"]["dt=2024-01-01"]
+        assert tier["storage_policy"] == "WARM" and "erasure_coding_policy" not in tier and tier["age_days"] > 300, tier
+        assert tier["space_before"] > tier["space_after"] > 0, tier  # 40 small files -> 1
+        assert tier["space_saved"] == tier["space_before"] - tier["space_after"] == items["tier_space_saved"], tier
+        assert not [t for t in s["tables"] if t["table"] == "pb.orders"][0].get("tiered"), s["tables"]
 
         # -- a second Spark process reads through the Metastore service: same rows, fewer files -
         after = tables("read")
@@ -877,6 +906,9 @@ def test_playbooks_on_the_testbed(collections_dir, testbed, tmp_path):
             assert {k: after[name][k] for k in ("rows", "sum", "distinct", "partitions")} == \
                 {k: before[name][k] for k in ("rows", "sum", "distinct", "partitions")}, (name, after[name])
             assert [len(f) for f in after[name]["files"].values()] == [1, 1], after[name]
+        assert before["items"]["storage"] == {"dt=2024-01-01": "HOT", "dt=2024-01-02": "HOT"}, before["items"]
+        assert after["items"]["storage"] == {"dt=2024-01-01": "WARM", "dt=2024-01-02": "HOT"}, after["items"]
+        assert after["orders"]["storage"] == before["orders"]["storage"], after["orders"]
         assert {k: after["cli.events"][k] for k in same} == {k: before["cli.events"][k] for k in same}
         assert [len(f) for f in after["cli.events"]["files"].values()] == [1, 1], after["cli.events"]
 
@@ -939,6 +971,7 @@ def test_playbooks_on_the_testbed(collections_dir, testbed, tmp_path):
                   + [[k, "c%d-1" % k, 1, "I", "c"] for k in range(2000, 2300)])
         assert final["mg.orders"] == sorted(merged, key=lambda r: [str(x) for x in r])
         assert final["orders"]["files"] == before["orders"]["files"], final["orders"]  # the original files
+        assert final["items"]["storage"] == after["items"]["storage"], final["items"]  # the cleanup kept the tier
         assert final["orders"]["rows"] == 10000 and final["orders"]["sum"] == before["orders"]["sum"]
         assert [len(f) for f in final["items"]["files"].values()] == [1, 1], final["items"]
         assert final["items"]["rows"] == 10000 and final["items"]["sum"] == before["items"]["sum"]

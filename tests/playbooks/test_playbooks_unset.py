@@ -43,7 +43,7 @@ SET = {
     "lakekeeper_verify": "rows", "lakekeeper_history": "3", "lakekeeper_allow_replicated": "true",
     "lakekeeper_log_level": "DEBUG", "lakekeeper_quiet_period": "2h", "lakekeeper_max_partitions_listed": "5",
     "lakekeeper_dedupe": {"keys": ["id"], "order_by": "ts"}, "lakekeeper_async": "0",
-    "lakekeeper_pause_guard_seconds": "600", "lakekeeper_order": "bytes-asc",
+    "lakekeeper_pause_guard_seconds": "600", "lakekeeper_order": "bytes-asc", "lakekeeper_max_file_size_mb": "256",
 }
 # the modules run the stand-in engine with their own interpreter when lakekeeper_python is not set, and check
 # that it imports pyspark: the project's (the ansible-core lanes' virtualenvs have no pyspark)
@@ -103,7 +103,7 @@ def _flags(argv):
 UNSET_FLAGS = {"--block-size", "--ratio-threshold", "--target-file-size", "--backup-prefix", "--log-level",
                "--parallelism", "--mode", "--verify", "--quiet-period", "--deadline", "--order", "--where", "--history",
                "--allow-replicated", "--fail-on-refused", "--sort-by", "--dedupe-keys", "--merge-from", "--pin",
-               "--unpin"}
+               "--unpin", "--max-file-size-mb"}
 
 
 def _value(argv, flag):
@@ -130,6 +130,7 @@ def test_compact(collection_path, tmp_path, check):
     for argv in given:
         assert _value(argv, "--block-size") in ("64", "64.0") and _value(argv, "--parallelism") == "2", argv
         assert _value(argv, "--mode") == "smart" and _value(argv, "--log-level") == "DEBUG", argv
+        assert _value(argv, "--max-file-size-mb") in ("256", "256.0"), argv  # a survey's string, as a float
         assert "--allow-replicated" in argv and _value(argv, "--dedupe-keys") == "id", argv
     assert _value(analyze, "--history") == "3", analyze
     assert _value(compact, "--verify") == "rows" and _value(compact, "--quiet-period") == "2h", compact

@@ -18,9 +18,23 @@ written by Spark:
 * ``disabled``: dt=2 under RS-3-2-1024k, which was disabled since: refused;
 * ``crash``: an XOR-2-1 table whose compaction is killed after its first
   move in (parking: the others finish first): its journal is readable and
-  ``recover`` finishes it.
+  ``recover`` finishes it;
+* ``tiered``: tiering (``lakekeeper.tier.older_than=30d``, XOR-2-1 and the
+  storage policy ALL_SSD - HDFS gives an erasure coded file only HOT, COLD
+  or ALL_SSD (it read WARM as HOT here: the engine's check failed the
+  unit, which the settings now refuse); the bed's DataNodes have DISK only:
+  COLD (ARCHIVE, no fallback) could not be written, ALL_SSD falls back to
+  DISK for new blocks, so the policy is asserted as set on the directory and
+  on every new file, not the blocks' storage): a replicated table
+  (replication 3, as a real cluster writes) whose partition written 90 days
+  ago is compacted into an erasure coded ALL_SSD directory (each new file's
+  policies read back, the space consumed smaller), the one written
+  yesterday as before; the rollback restores the original replicated
+  directory;
+* ``tier_bad``: a tiering storage policy the NameNode does not have
+  (FROZEN): refused ``tier_policy_unknown`` before anything is written.
 
-One engine spark-submit compacts all five; one plain-python process
+One engine spark-submit compacts all seven; one plain-python process
 (apps/ec_check.py) reads rows, policies and journals back (and shows the
 append log's behaviour in an erasure coded directory); then ``recover``,
 ``rollback`` and a last read-back.
@@ -77,14 +91,14 @@ def test_erasure_coded_partitions_tables_and_journals(testbed, tmp_path):
     assert proc.returncode != 0 and partial.exists(), (proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:])
     results = {t["table"].split(".")[-1]: t for t in json.loads(partial.read_text())}
     print(json.dumps(results, indent=1, default=str)[:20000])
-    assert set(results) == {"part_ec", "table_ec", "wrong", "disabled"}, sorted(results)
+    assert set(results) == {"part_ec", "table_ec", "wrong", "disabled", "tiered", "tier_bad"}, sorted(results)
     parts = {name: {p["spec"]: p for p in t["partitions"]} for name, t in results.items()}
 
     t0 = time.time()
     after = _check(testbed, probe=True)
     timings["check"] = round(time.time() - t0, 1)
     print(json.dumps(after, indent=1)[:20000])
-    for t in ("part_ec", "table_ec", "wrong", "disabled", "crash"):  # row content: the same
+    for t in ("part_ec", "table_ec", "wrong", "disabled", "crash", "tiered"):  # row content: the same
         assert (after[t]["rows"], after[t]["sum"]) == (made[t]["rows"], made[t]["sum"]), t
 
     # 1. the erasure coded partition under a replicated table: compacted, its new files XOR-2-1
@@ -109,6 +123,30 @@ def test_erasure_coded_partitions_tables_and_journals(testbed, tmp_path):
     # a policy that is not enabled any more: refused, with the reason
     d = parts["disabled"]["dt=2"]
     assert d["status"] == "refused" and d["code"] == "erasure_coding" and "RS-3-2-1024k is not enabled" in d["reason"], d
+
+    # tiering: the partition written 90 days ago compacted into XOR-2-1 under ALL_SSD, the space consumed smaller
+    # (replication 3 -> XOR-2-1's 1 + parity); the one written yesterday as before; the swap kept the policies
+    old, new = "dt=2026-08-31", "dt=2026-11-28"
+    assert made["tiered"]["replication"] == {old: [3], new: [3]}, made["tiered"]
+    assert made["tiered"]["storage"][old] == "HOT" and set(made["tiered"]["files"][old]) == {None}, made["tiered"]
+    t = results["tiered"]
+    assert t["status"] == "compacted" and t["tiered"] == 1 and t["tier_space_saved"] > 0, t
+    assert t["policy"]["lakekeeper.tier.storage_policy"] == "ALL_SSD", t
+    tier = parts["tiered"][old]["tiering"]
+    assert (tier["storage_policy"], tier["erasure_coding_policy"]) == ("ALL_SSD", XOR) and tier["age_days"] >= 89, tier
+    assert tier["space_before"] == made["tiered"]["space"][old], (tier, made["tiered"]["space"])
+    assert tier["space_after"] < tier["space_before"] and tier["space_saved"] == \
+        tier["space_before"] - tier["space_after"] == t["tier_space_saved"], tier
+    assert "tiering" not in parts["tiered"][new] and parts["tiered"][new]["status"] == "compacted", parts["tiered"]
+    got = after["tiered"]["parts"]
+    assert got[old]["dir"] == XOR and set(got[old]["files"]) == {XOR}, got[old]
+    assert got[old]["storage"] == "ALL_SSD" and set(got[old]["file_storage"]) == {"ALL_SSD"}, got[old]
+    assert got[old]["space"] == tier["space_after"], got[old]
+    assert len(got[old]["files"]) < len(made["tiered"]["files"][old]), got[old]
+    assert got[new]["dir"] is None and set(got[new]["files"]) == {None} and got[new]["storage"] == "HOT", got[new]
+    # a policy the NameNode does not have: the table refused, nothing written
+    b = results["tier_bad"]
+    assert b["status"] == "refused" and b["code"] == "tier_policy_unknown" and "FROZEN" in b["reason"], b
 
     # 2. the journal under an erasure coded table directory: replicated, its records appended and readable
     for t in ("table_ec", "crash"):
@@ -135,13 +173,17 @@ def test_erasure_coded_partitions_tables_and_journals(testbed, tmp_path):
     timings["recover_rollback"] = round(time.time() - t0, 1)
     rolled = {t["table"].split(".")[-1]: t["status"] for t in doc["tables"]}
     print(rolled)
-    assert {rolled[t] for t in ("part_ec", "table_ec", "crash")} == {"rolled_back"}, rolled
+    assert {rolled[t] for t in ("part_ec", "table_ec", "crash", "tiered")} == {"rolled_back"}, rolled
     t0 = time.time()
     back = _check(testbed)
     timings["check_rolled_back"] = round(time.time() - t0, 1)
-    for t in ("part_ec", "table_ec", "crash"):
+    for t in ("part_ec", "table_ec", "crash", "tiered"):
         assert (back[t]["rows"], back[t]["sum"]) == (made[t]["rows"], made[t]["sum"]), t
         for spec, files in made[t]["files"].items():
             assert sorted(back[t]["parts"][spec]["files"], key=str) == sorted(files, key=str), (t, spec)
+    # the rollback restored the original directory of the tiered partition, with its own policies and space
+    got = back["tiered"]["parts"][old]
+    assert got["dir"] is None and got["storage"] == "HOT" and set(got["file_storage"]) == {"HOT"}, got
+    assert got["space"] == made["tiered"]["space"][old], (got, made["tiered"]["space"])
     timings["total"] = round(time.time() - started, 1)
     print("TIMINGS", json.dumps(timings))

@@ -61,6 +61,7 @@ from ..catalog.tables import check_rewritable, leftovers, load_table, plan, reso
 from ..rewrite.unit_formats import read_facts
 from ..rewrite.unit_formats import resolve_units as resolve_unit_formats
 from ..rewrite.values import check_units as check_values
+from ..rewrite.tiering import finish_tiering, plan_tiering, tier_totals
 from ..rewrite.verify import verify_staging
 
 log = logging.getLogger(__name__)
@@ -92,6 +93,9 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     # keep: refused or skipped before anything is written; storage policy, xattrs, replication carried later
     check_hdfs_units(ctx.fs, p, ctx.settings,
                      f"{p.journal_dir}/.owner-probe-{ctx.run_id}" if ctx.lease is not None else None)
+    # tiering: units whose newest file is old enough get their copy written under the tier's policies; a policy
+    # the NameNode does not know or has not enabled refuses the table here, before anything is written
+    plan_tiering(ctx.fs, p, ctx.settings, info.format)
     # One footer/header per write job of each unit's files (a file that is not in the table's format fails
     # here, before anything is written): its columns, codec, Parquet layout, Avro writer schema.
     facts = read_facts(info.format or "", p.to_compact, lambda uri: file_facts(ctx.spark, info.format or "", uri))
@@ -130,6 +134,8 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
         base["verify"] = "sample"
         base["verify_sample"] = {"fraction": ctx.settings.verify_sample, "seed": seed, "units": len(todo),
                                  "sampled": chosen}
+    if ctx.settings.max_file_bytes:  # the split bound this table ran with (the run's, or its lakekeeper.* own)
+        base["max_file_size_mb"] = ctx.settings.max_file_size_mb
     if columns is not None and columns.sorted:
         base["sort"] = columns.sort_result()  # {strategy: linear|zorder, columns}
     if len(todo) > 1:
@@ -221,6 +227,9 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
         tried_again = retry_summary(done)  # units tried again after a failure that passes (policy/retries.py)
         if tried_again:
             base["retries"], base["retry_causes"] = tried_again["count"], tried_again["causes"]
+        split = sum(int(r.get("files_split") or 0) for r in done if r["status"] == "compacted")
+        if split:  # files above max_file_size_mb split into files of about the target size (planner.split_rule)
+            base["files_split"] = split
         not_repointed = repoints.flush() if repoints is not None else []
         stats.flush()
         if merge is not None:  # the partitions merged: this batch never goes into them again
@@ -453,6 +462,7 @@ def _finish_table(ctx: Context, info: TableInfo, p: TablePlan, journal: Journal,
             f"; {len(drifted)} refused ({SCHEMA_DRIFT})" if drifted else "") + (
             f"; {deferred} left for the next window ({DEADLINE})" if deferred else "")
         code = None
+    base.update(tier_totals(parts))  # tiering: partitions compacted under a tier's policy, the space saved
     return table_result(
         full_name,
         status,
@@ -612,6 +622,7 @@ def _compact_unit_once(
         carried = carry_attributes(fs, u, set(copied))  # HDFS: storage policy, xattrs, replication
         if carried:
             extra["carried"] = carried
+        extra.update(finish_tiering(fs, u))  # tiering: the new files' storage policy checked, the space consumed
         warnings = fs.copy_permissions(u.location, u.staging, keep_owner=u.hdfs is None or u.hdfs.keep_owner)
         if u.hdfs is not None and u.hdfs.owner_note:
             warnings.append(u.hdfs.owner_note)
@@ -630,9 +641,7 @@ def _compact_unit_once(
         result = partition_result(
             u,
             "compacted",
-            f"{u.stats.files} files -> {len(staged.files)}" + (
-                f" ({u.decision.rule}: {len(u.rewrite_files)} fragment files rewritten into "
-                f"{len(staged.files) - len(copied)}, {len(copied)} copied unchanged)" if copied else ""),
+            f"{u.stats.files} files -> {len(staged.files)}" + _rewrite_note(u, len(staged.files), len(copied)),
             files_after=len(staged.files) + len(late),
             bytes_after=staged.total_bytes,
             rows_before=rows_before,
@@ -672,6 +681,17 @@ def _compact_unit_once(
         if cause is not None:
             failed[_TRANSIENT] = cause
         return failed
+
+
+def _rewrite_note(u: Unit, staged: int, copied: int) -> str:
+    """What a compaction that kept files, or split some, did with which files."""
+    split = len(u.decision.split)
+    if not copied and not split:
+        return ""
+    what = (f"{len(u.rewrite_files)} file(s) rewritten into {staged - copied}, {split} of them above "
+            f"max_file_size split" if split else f"{len(u.rewrite_files)} fragment files rewritten into "
+                                                 f"{staged - copied}")
+    return f" ({u.decision.rule}: {what}" + (f", {copied} copied unchanged)" if copied else ")")
 
 
 def _verify_content(ctx: Context, info: TableInfo, p: TablePlan, u: Unit, written: Any,

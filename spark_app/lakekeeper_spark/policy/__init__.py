@@ -18,6 +18,8 @@ reading the config file): above storage (hidden names), below the catalog.
   group through the run's ``queues``); Amoro's quota, not read, and why
 - ``retries``          which failures of a unit compact tries again (transient: Metastore,
   NameNode, lost executors, IO timeouts; never a mismatch) and the backoff
+- ``tiering``          which units to compact are old enough (their newest file) to be written under
+  a colder storage policy or an erasure coding policy, and why one is not applied
 - ``retention``        which backups a cleanup deletes
 - ``reconcile``        the Metastore against the filesystem: analyze's findings, and the only
   ones cleanup's ``orphans`` may remove

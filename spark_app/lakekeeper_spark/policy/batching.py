@@ -90,6 +90,8 @@ def why_not(fmt: str | None, table_location: str, u: Unit, target_bytes: int, pa
     table-wide conditions are ``plan_batches``' caller's)."""
     if fmt not in ("parquet", "orc"):
         return f"format {fmt}"
+    if u.decision.split:  # written as the files it is split into (planner.split_rule), never one
+        return "it splits a file above max_file_size_mb"
     if not u.partition or not u.spec:
         return "not a partition"
     root = table_location.rstrip("/")
@@ -108,6 +110,8 @@ def why_not(fmt: str | None, table_location: str, u: Unit, target_bytes: int, pa
         return f"written as {layout.files} files"
     if u.hdfs is not None and u.hdfs.erasure_coding is not None:
         return "its staging needs an erasure coding policy of its own"
+    if u.hdfs is not None and u.hdfs.tier_storage_policy is not None:
+        return "its staging needs a storage policy of its own (tiering)"
     return None
 
 

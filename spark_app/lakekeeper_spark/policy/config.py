@@ -14,12 +14,15 @@ from .names import validate_ident
 from .order import DEFAULT as DEFAULT_ORDER
 from .order import parse_order
 from .retention import policy_error
+from .tiering import tiering_error
 from .retries import DEFAULT_BACKOFF_SECONDS, DEFAULT_RETRIES, MAX_BACKOFF_SECONDS, MAX_RETRIES
 from .queues import parse_queues
 from .upgrade import LEGACY_KEYS
 from .verify_sample import DEFAULT_FRACTION as DEFAULT_VERIFY_SAMPLE
 
 MB = 1024 * 1024
+# max_file_size_mb: at least this many times the target file size (a written file lands within +-25% of it)
+MIN_SPLIT_FACTOR = 1.5
 MODES = ("ratio", "minor", "major", "smart")
 # compact: what the staged copy is checked for before its swap (content.py)
 # (sample: content for a seeded subset of a table's units, rows for the others; verify_sample.py)
@@ -169,6 +172,9 @@ class Settings:
     min_input_files: int = 12  # minor: at least this many fragment files
     fragment_ratio: float = 0.125  # fragment: smaller than target x this
     min_target_ratio: float = 0.75  # undersized: smaller than target x this (and not a fragment)
+    # analyze/compact: a file above this many MB is split into files of about the target size (planner.split_rule,
+    # Iceberg's max-file-size-bytes, Amoro's split); None or 0: off (the default; no file is ever split)
+    max_file_size_mb: float | None = None
     where: str | None = None  # partition filter (partition_filter.py); analyze and compact only
     # compact: "content" (row checksums read back as readers decode them) or "rows" (metadata only)
     verify: str = "content"
@@ -198,6 +204,11 @@ class Settings:
     # cleanup: also remove the staging copies of killed runs that no journal or live run accounts for
     # (policy/reconcile.py: only those are provably ours and orphaned)
     orphans: bool = False
+    # compact: tiering (policy/tiering.py): units whose newest file is older than this are written under the
+    # storage policy and/or erasure coding policy below (rewrite/tiering.py); None: off
+    tier_older_than_seconds: int | None = None
+    tier_storage_policy: str | None = None
+    tier_erasure_coding_policy: str | None = None
 
     @property
     def dedupe(self) -> bool:
@@ -223,6 +234,11 @@ class Settings:
     @property
     def min_target_bytes(self) -> float:
         return self.target_file_bytes * self.min_target_ratio
+
+    @property
+    def max_file_bytes(self) -> int:
+        """The split bound in bytes; 0: off."""
+        return int(self.max_file_size_mb * MB) if self.max_file_size_mb else 0
 
     @property
     def small_file_threshold_bytes(self) -> float:
@@ -271,6 +287,12 @@ class Settings:
         if self.fragment_ratio > self.min_target_ratio:
             raise UsageError(f"fragment_ratio ({self.fragment_ratio:g}) must not exceed min_target_ratio "
                              f"({self.min_target_ratio:g})")
+        if self.max_file_size_mb is not None and self.max_file_size_mb < 0:
+            raise UsageError("max_file_size_mb must be >= 0 (0: no file is split)")
+        if self.max_file_bytes and self.max_file_bytes < MIN_SPLIT_FACTOR * self.target_file_bytes:
+            raise UsageError(f"max_file_size_mb ({self.max_file_size_mb:g}) must be at least {MIN_SPLIT_FACTOR:g} x "
+                             f"the target file size ({self.target_file_bytes / MB:g} MB): the files a rewrite "
+                             f"writes land within +-25% of the target and must never be split again")
         if self.where is not None:
             from .partition_filter import parse_where
 
@@ -287,6 +309,15 @@ class Settings:
             raise UsageError(f"invalid log_level {self.log_level!r}: DEBUG, INFO, WARNING or ERROR")
         self.log_level = level
         self._validate_rewrite_options()
+        for attr in ("tier_storage_policy", "tier_erasure_coding_policy"):
+            value = getattr(self, attr)
+            setattr(self, attr, None if value is None or not str(value).strip() else str(value).strip())
+        if self.tier_storage_policy is not None:
+            self.tier_storage_policy = self.tier_storage_policy.upper()  # HDFS's names: HOT, WARM, COLD, ...
+        tier_error = tiering_error(self.tier_older_than_seconds, self.tier_storage_policy,
+                                   self.tier_erasure_coding_policy)
+        if tier_error:
+            raise UsageError(tier_error)
         return self
 
     def _validate_rewrite_options(self) -> None:
@@ -454,6 +485,7 @@ _FILE_KEYS = {
     "min_input_files": int,
     "fragment_ratio": float,
     "min_target_ratio": float,
+    "max_file_size_mb": float,
     "where": str,
     "verify": str,
     "verify_sample": float,
@@ -470,6 +502,9 @@ _FILE_KEYS = {
 # ``dedupe:`` in the file is a mapping of these keys -> Settings attributes.
 _DEDUPE_KEYS = {"keys": "dedupe_keys", "order_by": "dedupe_order_by", "delete_marker": "dedupe_delete_marker",
                 "delete_marker_value": "dedupe_delete_value", "trigger_ratio": "dedupe_trigger_ratio"}
+# ``tiering:`` in the file is a mapping of these keys -> Settings keys (apply_values).
+_TIERING_KEYS = {"older_than": "tier_older_than", "storage_policy": "tier_storage_policy",
+                 "erasure_coding_policy": "tier_erasure_coding_policy"}
 _LAUNCHER_KEYS = {"spark_submit"}
 
 
@@ -496,12 +531,26 @@ def read_config_file(path: str) -> dict[str, Any]:
 def config_file_values(data: dict[str, Any], path: str) -> dict[str, Any]:
     """The settings of a config file's mapping; lakekeeper 0.0.x's own keys
     (upgrade.LEGACY_KEYS) are left to upgrade.py."""
-    unknown = sorted(set(data) - set(_FILE_KEYS) - _LAUNCHER_KEYS - {"dedupe"} - set(LEGACY_KEYS))
+    unknown = sorted(set(data) - set(_FILE_KEYS) - _LAUNCHER_KEYS - {"dedupe", "tiering"} - set(LEGACY_KEYS))
     if unknown:
         raise UsageError(f"config file {path}: unknown key(s) {', '.join(unknown)}")
     out = {k: v for k, v in data.items() if k in _FILE_KEYS}
     out.update(dedupe_file_values(data.get("dedupe"), f"config file {path}"))
+    out.update(tiering_file_values(data.get("tiering"), f"config file {path}"))
     return out
+
+
+def tiering_file_values(section: Any, where: str = "config file") -> dict[str, Any]:
+    """The ``tiering:`` mapping (older_than, storage_policy,
+    erasure_coding_policy) -> Settings keys (apply_values)."""
+    if section is None:
+        return {}
+    if not isinstance(section, dict):
+        raise UsageError(f"{where}: tiering must be a mapping (older_than, storage_policy, erasure_coding_policy)")
+    unknown = sorted(str(k) for k in set(section) - set(_TIERING_KEYS))
+    if unknown:
+        raise UsageError(f"{where}: unknown tiering key(s) {', '.join(unknown)}")
+    return {_TIERING_KEYS[k]: v for k, v in section.items()}
 
 
 def dedupe_file_values(section: Any, where: str = "config file") -> dict[str, Any]:
@@ -558,6 +607,12 @@ def apply_values(s: Settings, merged: dict[str, Any]) -> Settings:
             continue
         if key == "quiet_period":
             s.quiet_period_seconds = parse_duration(value)
+            continue
+        if key == "tier_older_than":
+            s.tier_older_than_seconds = parse_duration(value)
+            continue
+        if key in ("tier_storage_policy", "tier_erasure_coding_policy"):
+            setattr(s, key, None if value is None else str(value))  # checked by validate()
             continue
         if key in _DEDUPE_KEYS.values():
             setattr(s, key, value)  # checked by validate()

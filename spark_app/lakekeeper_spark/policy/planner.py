@@ -78,7 +78,19 @@ def _output_share(shrink: float) -> float:
     return min(1.0, max(0.05, shrink))
 
 
-def output_split(sizes: list[int], target_bytes: int, shrink: float = 1.0) -> tuple[int, int]:
+def split_pieces(size: int, target_bytes: int, max_file_bytes: int) -> int:
+    """How many files of about ``target_bytes`` a file of ``size`` becomes:
+    one when it is not above ``max_file_bytes`` (0: no bound), else the
+    nearest count (at least two), so that each lands within +-25% of the
+    target as ``output_split``'s files do (the bound is at least 1.5 x the
+    target: never an undersized file)."""
+    if not max_file_bytes or size <= max_file_bytes or target_bytes <= 0:
+        return 1
+    return max(2, int(size / target_bytes + 0.5))
+
+
+def output_split(sizes: list[int], target_bytes: int, shrink: float = 1.0,
+                 max_file_bytes: int = 0) -> tuple[int, int]:
     """How to pack a unit's files into read splits so that each split (one
     read task, one output file) writes about ``target_bytes``.
 
@@ -89,11 +101,15 @@ def output_split(sizes: list[int], target_bytes: int, shrink: float = 1.0) -> tu
     once there are two or more, and the smallest split size with which
     Spark's packing makes no more than ``n`` splits, so the files are even
     (no small remainder file).
+    A file above ``max_file_bytes`` (0: no bound) counts as the files it is
+    split into (``split_pieces``): without it no unit is written as more
+    files than it has (Spark cuts such a file at its row groups or stripes).
     """
     sizes = [s for s in sizes if s > 0]
     if not sizes or target_bytes <= 0:
         return 0, max(1, target_bytes)
-    n = max(1, min(len(sizes), int(sum(sizes) * _output_share(shrink) / target_bytes + 0.5)))
+    most = sum(split_pieces(s, target_bytes, max_file_bytes) for s in sizes)
+    n = max(1, min(most, int(sum(sizes) * _output_share(shrink) / target_bytes + 0.5)))
     return n, smallest_split(sizes, n)
 
 
@@ -114,7 +130,7 @@ class WriteLayout:
 
 
 def write_layout(sizes: list[int], target_bytes: int, shrink: float = 1.0, slots: int = 1,
-                 min_piece_bytes: int = 0) -> WriteLayout:
+                 min_piece_bytes: int = 0, max_file_bytes: int = 0) -> WriteLayout:
     """The output files (``output_split``) and how many pieces to write
     each in, given the task slots the unit can count on.
 
@@ -126,9 +142,10 @@ def write_layout(sizes: list[int], target_bytes: int, shrink: float = 1.0, slots
     the fewest rounds is taken, as long as each piece still holds
     ``min_piece_bytes`` (the pieces become the joined file's stripes or row
     groups) and Spark's packing makes exactly ``files * k`` even splits.
-    ``min_piece_bytes <= 0`` turns pieces off.
+    ``min_piece_bytes <= 0`` turns pieces off. ``max_file_bytes``: the split
+    bound (``output_split``); a unit that splits a file writes no pieces.
     """
-    files, split = output_split(sizes, target_bytes, shrink)
+    files, split = output_split(sizes, target_bytes, shrink, max_file_bytes)
     sizes = [s for s in sizes if s > 0]
     if files == 0 or slots <= 1 or min_piece_bytes <= 0:
         return WriteLayout(files, 1, split)
@@ -181,6 +198,16 @@ def group_pieces(sizes: list[int], files: int) -> list[list[int]]:
 
 def decide(stats: FileStats, settings: Settings, listing: Listing | None = None,
            fmt: str | None = None) -> Decision:
+    """Whether and how to compact one unit: the mode's rule (``size_rule``),
+    then, with a ``max_file_size_mb`` bound, ``split_rule``."""
+    decision = size_rule(stats, settings, listing, fmt)
+    if listing is not None and settings.max_file_bytes:
+        return split_rule(decision, listing, settings, fmt)
+    return decision
+
+
+def size_rule(stats: FileStats, settings: Settings, listing: Listing | None = None,
+              fmt: str | None = None) -> Decision:
     """Whether and how to compact one unit, by ``settings.mode``:
 
     ``ratio`` (default, the reference rule, made idempotent): compact when
@@ -357,6 +384,67 @@ def smart_rule(listing: Listing, settings: Settings, fmt: str | None = None) -> 
     if minor.action == "compact":
         return minor
     return Decision("skip", f"smart: {major.reason}; {minor.reason}", len(listing.files), "smart")
+
+
+# ---------------------------------------------------------------- files too large: the split bound
+#
+# Iceberg's max-file-size-bytes, Amoro's split: a file above max_file_size_mb
+# is rewritten into files of about the target size T through the ordinary
+# rewrite (its content verified as any rewrite's). Files within the band -
+# not a fragment and not above the bound - are left as they are where the
+# mode allows it (minor, and a split alone); ratio and major still rewrite
+# every file of a partition they compact, the large ones split with them.
+
+SPLIT = "split"
+
+
+def oversized(files: list[FileEntry], settings: Settings) -> list[FileEntry]:
+    """The files above the split bound (none when it is off)."""
+    bound = settings.max_file_bytes
+    return [f for f in files if bound and f.size > bound]
+
+
+def split_rule(decision: Decision, listing: Listing, settings: Settings, fmt: str | None = None) -> Decision:
+    """The mode's ``decision`` for a unit, with its files above
+    ``max_file_size_mb`` split into files of about the target size:
+
+    - a compaction that rewrites every file splits them anyway (the written
+      files are of about the target size): named in ``split`` and the reason;
+    - minor: they join the fragments it rewrites; the files in the band stay
+      as they are (copied into the staging, as minor's other files);
+    - a unit the size rule skipped (``a single file`` among them): compacted
+      with rule ``split``, only its large files rewritten and the others kept -
+      or every file where a partition is rewritten whole (text and Avro
+      through their SerDe, dedupe);
+    - refusals and the other skips (a missing directory, nested layouts, no
+      data files) are left as they are.
+    """
+    big = oversized(listing.files, settings)
+    if not big or not listing.exists or listing.subdirs:
+        return decision
+    T = settings.target_file_bytes
+    pieces = sum(split_pieces(f.size, T, settings.max_file_bytes) for f in big)
+    names = tuple(sorted(f.name for f in big))
+    what = (f"{len(big)} file(s) above max_file_size {human_bytes(settings.max_file_bytes)} "
+            f"({human_bytes(sum(f.size for f in big))}) split into about {pieces} of {human_bytes(T)}")
+    if decision.action == "compact":
+        if decision.rewrite is None:  # every file rewritten into files of about T: the large ones with them
+            return dataclasses.replace(decision, reason=f"{decision.reason}; {what}", split=names)
+        chosen = tuple(sorted(set(decision.rewrite) | set(names)))
+        return dataclasses.replace(decision, reason=f"{decision.reason}; {what}", rewrite=chosen, split=names,
+                                   target_files=decision.target_files - len(big) + pieces)
+    if decision.action != "skip" or decision.code is not None:
+        return decision
+    kept = len(listing.files) - len(big)
+    whole = fmt in ("text", "avro") or settings.dedupe
+    if whole or not kept:  # the whole unit read and written: every file rewritten
+        target = target_file_count(listing.total_bytes, T)
+        why = ("every file is rewritten (" + ("dedupe must see every row" if settings.dedupe else
+                                              f"{fmt} is rewritten whole through its SerDe") + ")") if kept else ""
+        return Decision("compact", f"{SPLIT}: {what}" + (f"; {why}, into {target}" if why else "") +
+                        f" (size rule: {decision.reason})", target, SPLIT, split=names)
+    return Decision("compact", f"{SPLIT}: {what}; the other {kept} file(s) kept unchanged "
+                               f"(size rule: {decision.reason})", pieces + kept, SPLIT, rewrite=names, split=names)
 
 
 # ---------------------------------------------------------------- dedupe: the delete-ratio trigger

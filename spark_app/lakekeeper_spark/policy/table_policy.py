@@ -16,6 +16,8 @@ table property                      what it sets (config key / engine flag)
 ``lakekeeper.min_input_files``      ``min_input_files``
 ``lakekeeper.fragment_ratio``       ``fragment_ratio``
 ``lakekeeper.min_target_ratio``     ``min_target_ratio``
+``lakekeeper.max_file_size_mb``     ``max_file_size_mb`` (a file above it is
+                                    split; planner.split_rule)
 ``lakekeeper.quiet_period``         ``quiet_period`` (a duration)
 ``lakekeeper.verify``               ``verify`` (content, rows, sample)
 ``lakekeeper.verify_sample``        ``verify_sample`` (verify sample: the share of
@@ -41,6 +43,10 @@ table property                      what it sets (config key / engine flag)
 ``lakekeeper.retries``              ``retries`` (compact: tries of a unit
                                     that failed for a reason that passes;
                                     retries.py)
+``lakekeeper.tier.older_than``      ``tiering.older_than`` (compact: units
+``lakekeeper.tier.storage_policy``  whose newest file is older are written
+``lakekeeper.tier.erasure_coding_policy``  under that HDFS storage policy /
+                                    erasure coding policy; tiering.py)
 ``lakekeeper.retention.keep_last``  ``keep_last`` (cleanup, analyze)
 ``lakekeeper.retention.older_than`` ``older_than`` (cleanup, analyze)
 ``lakekeeper.retention.grace_period``  ``grace_period`` (cleanup, analyze)
@@ -85,6 +91,7 @@ POLICY_KEYS = {
     "lakekeeper.min_input_files": "min_input_files",
     "lakekeeper.fragment_ratio": "fragment_ratio",
     "lakekeeper.min_target_ratio": "min_target_ratio",
+    "lakekeeper.max_file_size_mb": "max_file_size_mb",
     "lakekeeper.quiet_period": "quiet_period",
     "lakekeeper.verify": "verify",
     "lakekeeper.verify_sample": "verify_sample",
@@ -96,6 +103,9 @@ POLICY_KEYS = {
     "lakekeeper.dedupe.delete_marker_value": "dedupe_delete_value",
     "lakekeeper.dedupe.trigger_ratio": "dedupe_trigger_ratio",
     "lakekeeper.retries": "retries",
+    "lakekeeper.tier.older_than": "tier_older_than",
+    "lakekeeper.tier.storage_policy": "tier_storage_policy",
+    "lakekeeper.tier.erasure_coding_policy": "tier_erasure_coding_policy",
     "lakekeeper.retention.keep_last": "keep_last",
     "lakekeeper.retention.older_than": "older_than",
     "lakekeeper.retention.grace_period": "grace_period",

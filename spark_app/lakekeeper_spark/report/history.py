@@ -42,7 +42,7 @@ RESULT_UNITS = 20
 _TOUCHED = ("compacted", "rolled_back", "failed", "refused")
 _UNIT_KEYS = ("spec", "status", "code", "files_before", "files_after", "bytes_before", "bytes_after",
               "rows_before", "rows_after", "verified", "content_checksum", "duplicates_dropped", "deletes_dropped",
-              "rule", "retries", "retry_causes")
+              "rule", "retries", "retry_causes", "tiering", "files_rewritten", "files_copied", "files_split")
 _FIGURES = ("files_before", "files_after", "bytes_before", "bytes_after", "rows_before", "rows_after")
 _RECORD_NAME = re.compile(r"^\d{8}T\d{6}\.\d{3}Z-\d{8}T\d{6}-[0-9a-f]{6}(-\d+)?\.json$")
 _BACKUP_RUN = re.compile(r"_(\d{8})_(\d{6})_([0-9a-f]{6})$")
@@ -144,6 +144,12 @@ def build_record(command: str, result: dict[str, Any], started: float, ended: fl
     retries = sum(int(p.get("retries") or 0) for p in result.get("partitions") or [])
     if retries:  # compact: times its units were tried again after a failure that passes (policy/retries.py)
         totals["retries"] = retries
+    for key in ("tiered", "tier_space_saved"):  # compact: tiering (rewrite/tiering.py)
+        if result.get(key):
+            totals[key] = result[key]
+    split = sum(int(u.get("files_split") or 0) for u in done)
+    if split:  # compact: files above max_file_size_mb split into files of about the target size
+        totals["files_split"] = split
     rec: dict[str, Any] = {
         "version": VERSION,
         "run_id": result.get("run_id"),

@@ -118,6 +118,9 @@ class Decision:
     # action "refuse": the reason code (the unit cannot be rewritten faithfully); also a skip that is a
     # refusal (e.g. schema_drift)
     code: str | None = None
+    # the files above max_file_size_mb that the rewrite splits into files of about the target size
+    # (planner.split_rule); they are among the files rewritten
+    split: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass
@@ -138,6 +141,8 @@ class HdfsCarry:
     ec_check: bool = False
     ec_expected: str | None = None
     erasure_coding: str | None = None
+    # tiering (rewrite/tiering.py): the storage policy the staging is created with before the write
+    tier_storage_policy: str | None = None
 
 
 @dataclasses.dataclass
@@ -159,6 +164,9 @@ class Unit:
     hdfs: HdfsCarry | None = None
     # dedupe trigger_ratio: the share of its rows the dedupe would remove, where it was measured (delete_ratio.py)
     delete_ratio: float | None = None
+    # tiering (rewrite/tiering.py): the policies this unit's copy is written under, its age, why a policy is
+    # not applied, the space it consumed before; None: not old enough, or no tiering
+    tier: dict[str, Any] | None = None
 
     @property
     def rewrite_files(self) -> list[FileEntry]:

@@ -39,9 +39,11 @@ def partition_result(unit: Any, status: str, reason: str, **extra: Any) -> dict[
         "reason": reason,
         "rule": unit.decision.rule,
     }
-    if unit.decision.rewrite is not None:  # minor mode: fragments rewritten, the other files copied
+    if unit.decision.rewrite is not None or unit.decision.split:
+        # minor mode or a split: these files rewritten (the split ones among them), the other files copied
         d["files_rewritten"] = len(unit.rewrite_files)
         d["files_copied"] = len(unit.kept_files)
+        d["files_split"] = len(unit.decision.split)
     if getattr(unit, "delete_ratio", None) is not None:  # dedupe trigger_ratio: measured for this unit
         d["delete_ratio"] = unit.delete_ratio
     if unit.decision.code and status in ("skipped", "analyzed"):  # a refused unit (e.g. schema_drift)

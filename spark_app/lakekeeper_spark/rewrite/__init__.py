@@ -13,6 +13,8 @@ and verified, before the protocol swaps it in.
 - ``content``       content verification: the rows' checksum read back
 - ``verify``        row counts, schema and codec of the staged copy
 - ``merge``         merge mode's batch: located, routed, read beside each unit
+- ``tiering``       tiering while compacting: the staging of an old unit given the tier's storage and
+  erasure coding policies before the write, each new file checked after, the space consumed
 - ``delete_ratio``  dedupe's trigger_ratio: units the size rule skips, measured
   and selected (Spark jobs through the ``Context``, hence here, not in policy)
 """

@@ -285,13 +285,16 @@ def _write_native(spark: Any, fs: Any, table: TableInfo, unit: Unit, settings: S
     pieces_ok = not columns.sorted and not columns.dedupe
     sizes = [f.size for f in unit.rewrite_files]
     payload = float(codec.get("payload_fraction") or 1.0)
+    # a file above max_file_size_mb (planner.split_rule) is cut into files of about the target size
+    split_bound = settings.max_file_bytes if unit.decision.split else 0
     layout = write_layout(sizes, settings.target_file_bytes, payload, slots if pieces_ok else 1,
-                          settings.min_piece_bytes)
+                          settings.min_piece_bytes, split_bound)
     notes = []
     if layout.pieces > 1:
         joinable, why = join_support(spark, fmt)
         if not joinable:  # this Spark cannot join pieces: whole files, one task each
-            layout = write_layout(sizes, settings.target_file_bytes, payload, 1, settings.min_piece_bytes)
+            layout = write_layout(sizes, settings.target_file_bytes, payload, 1, settings.min_piece_bytes,
+                                  split_bound)
             notes.append(f"not written in pieces: {why}")
     s.conf.set("spark.sql.files.maxPartitionBytes", str(layout.split_bytes))
     s.conf.set("spark.sql.files.openCostInBytes", "1")

@@ -255,6 +255,41 @@ class Attributes:
                                    if str(i.getState()) == "ENABLED"}
         return self._fs_cache[key]
 
+    def erasure_coding_policy_states(self, uri: str) -> dict[str, str] | None:
+        """Every erasure coding policy the NameNode knows -> its state
+        (ENABLED, DISABLED, REMOVED), once per filesystem; None for a NameNode
+        (or client) without erasure coding (Hadoop 2: "Unknown method")."""
+        key = "ec_states:" + str(self.fs(uri).getUri().toString())
+        if key not in self._fs_cache:
+            try:
+                got = self.fs(uri).getAllErasureCodingPolicies()
+            except Exception as exc:  # noqa: BLE001
+                text = java_message(exc) + " " + str(exc)[:2000]
+                if "Unknown method" in text or "getAllErasureCodingPolicies" in text:
+                    self._fs_cache[key] = None
+                    return None
+                raise
+            self._fs_cache[key] = {str(i.getPolicy().getName()): str(i.getState()) for i in got}
+        return self._fs_cache[key]
+
+    def storage_policy_of(self, uri: str) -> str | None:
+        """The effective storage policy's name of a file or directory (its
+        own, else inherited; ``getStoragePolicy``, Hadoop 2.8+; on a Hadoop
+        2.7 NameNode, which answers "Unknown method", the id its status
+        carries, as ``dir_facts``); None where the filesystem has none."""
+        try:
+            pol = self.fs(uri).getStoragePolicy(self.path(uri))
+        except Exception as exc:  # noqa: BLE001
+            text = java_message(exc) + " " + str(exc)[:2000]
+            if "UnsupportedOperationException" in text:
+                return None
+            if "Unknown method" not in text:
+                raise
+            fs, p = self.fs(uri), self.path(uri)
+            policy = int(fs.getClient().getFileInfo(p.toUri().getPath()).getStoragePolicy())
+            return self.storage_policy_names(uri).get(policy)
+        return str(pol.getName()) if pol is not None else None
+
     def set_erasure_coding_policy(self, uri: str, name: str | None) -> None:
         """Give a directory an erasure coding policy for the files created in
         it from now on (files keep theirs, also when renamed); None: the

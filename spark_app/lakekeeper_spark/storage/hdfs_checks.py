@@ -261,26 +261,31 @@ def _copies_in_progress(fs: HadoopFS, p: TablePlan) -> None:
 
 def prepare_staging(fs: HadoopFS, u: Unit) -> bool:
     """Create the unit's staging directory with the unit's own erasure
-    coding policy where it differs from its parent's (``u.hdfs.erasure_coding``),
+    coding policy where it differs from its parent's (``u.hdfs.erasure_coding``;
+    or a tier's, rewrite/tiering.py, with its storage policy),
     before anything is written: a file takes its policy when it is created,
     from its nearest ancestor that has one, and keeps it. True when the
     directory was made here (the copy is then written into it); False when
     there is nothing to prepare (the writer makes the directory). A refusal
     by the NameNode fails the unit: nothing was written."""
     c = u.hdfs
-    if c is None or c.erasure_coding is None:
+    if c is None or (c.erasure_coding is None and c.tier_storage_policy is None):
         return False
     if fs.exists(u.staging):
         raise LakekeeperError("write_failed", f"the staging directory {u.staging} exists already; nothing was written")
     try:
         fs.mkdirs(u.staging)
-        fs.set_erasure_coding_policy(u.staging, c.erasure_coding)
+        if c.erasure_coding is not None:
+            fs.set_erasure_coding_policy(u.staging, c.erasure_coding)
+        if c.tier_storage_policy is not None:  # tiering: its blocks placed by it as they are written
+            fs.set_storage_policy(u.staging, c.tier_storage_policy)
     except Exception as exc:  # noqa: BLE001 - Py4JJavaError: the NameNode's refusal
         from ..report.errors import java_message
 
-        raise LakekeeperError("write_failed", f"could not give the staging directory {u.staging} the erasure coding "
-                                              f"policy {c.erasure_coding} of {u.location} ({java_message(exc)}); "
-                                              f"nothing was swapped") from exc
+        what = " and ".join(x for x in (c.erasure_coding and f"the erasure coding policy {c.erasure_coding}",
+                                        c.tier_storage_policy and f"the storage policy {c.tier_storage_policy}") if x)
+        raise LakekeeperError("write_failed", f"could not give the staging directory {u.staging} {what} for "
+                                              f"{u.location} ({java_message(exc)}); nothing was swapped") from exc
     return True
 
 

@@ -1,7 +1,8 @@
 """What test_erasure_coding.py checks after the engine's runs, from a
 separate Spark process (plain python, local, through the Metastore and the
 engine's own FileSystem adapter): per table the rows (count, sum) and each
-partition directory's policy and its files' policies; the journal
+partition directory's policy and its files' policies (for ``tiered``
+also their storage policies and the space consumed); the journal
 directories (their policy, their files' policies, each run's records as
 Journal.load reads them); with ``probe``, what an append log does in an
 erasure coded directory and in one given the replication policy (a second
@@ -22,7 +23,7 @@ spark = SparkSession.builder.master("local[1]").enableHiveSupport().getOrCreate(
 fs = HadoopFS(spark)
 base = fs.qualify(root)
 out = {}
-for t in ("part_ec", "table_ec", "wrong", "disabled", "crash"):
+for t in ("part_ec", "table_ec", "wrong", "disabled", "crash", "tiered"):
     spark.sql(f"REFRESH TABLE {db}.{t}")
     r = spark.sql(f"SELECT count(*) n, sum(id) s FROM {db}.{t}").first()
     parts = {}
@@ -31,6 +32,10 @@ for t in ("part_ec", "table_ec", "wrong", "disabled", "crash"):
             d = f"{base}/{t}/{name}"
             parts[name] = {"dir": fs.erasure_coding_policy(d),
                            "files": [fs.erasure_coding_policy(f"{d}/{f.name}") for f in fs.list_dir(d).files]}
+            if t == "tiered":  # tiering: the storage policy of the directory and its files, the space consumed
+                parts[name]["storage"] = fs.storage_policy_of(d)
+                parts[name]["file_storage"] = [fs.storage_policy_of(f"{d}/{f.name}") for f in fs.list_dir(d).files]
+                parts[name]["space"] = fs.content_summary(d)["space_consumed"]
     jdir = f"{base}/{t}/.lakekeeper"
     journal = {"exists": fs.exists(jdir)}
     if journal["exists"]:

@@ -2,7 +2,9 @@
 under spark-submit: partitioned EXTERNAL Parquet tables through the
 Metastore; an admin gives a directory its policy (setErasureCodingPolicy)
 before data lands; Spark writes the files (INSERT INTO a partition, or an
-ingest job writing into a partition's directory that is then added).
+ingest job writing into a partition's directory that is then added); a
+table with a tiering policy (``lakekeeper.tier.*``) whose partitions an
+ingest job wrote 90 days ago and yesterday.
 Prints RESULT {table: {"rows", "sum", "files": {partition: [policy of
 each file]}}}."""
 
@@ -70,13 +72,41 @@ landed("disabled", "2", ROWS)
 fs.enableErasureCodingPolicy("RS-3-2-1024k")
 fs.setErasureCodingPolicy(Path(f"{root}/disabled/dt=2"), "RS-3-2-1024k")  # files keep theirs: replicated
 fs.disableErasureCodingPolicy("RS-3-2-1024k")
+# tiering (lakekeeper.tier.*): a replicated table an ingest job fills (replication 3, a real cluster's default)
+# every day; its partition of 90 days ago is old enough (its files' times as they were written then), the one
+# of yesterday is not
+DAY_MS = 86400 * 1000
+
+
+def aged(name, dt, lo, days):
+    """An ingest job writes the partition's files; they get replication 3, as on a cluster whose dfs.replication
+    is 3 (this bed's clients write 1), and their times are set back ``days`` days, as a partition written then
+    has them."""
+    landed(name, dt, lo)
+    then = int(spark._jvm.System.currentTimeMillis()) - days * DAY_MS  # pylint: disable=protected-access
+    d = Path(f"{root}/{name}/dt={dt}")
+    for st in fs.listStatus(d):
+        fs.setReplication(st.getPath(), 3)
+        fs.setTimes(st.getPath(), then, then)
+
+
+table("tiered")
+aged("tiered", "2026-08-31", 0, 90)
+aged("tiered", "2026-11-28", ROWS, 1)
+spark.sql(f"ALTER TABLE {db}.tiered SET TBLPROPERTIES ('lakekeeper.tier.older_than'='30d', "
+          f"'lakekeeper.tier.storage_policy'='ALL_SSD', 'lakekeeper.tier.erasure_coding_policy'='{XOR}')")
+# a tiering policy this NameNode does not have: the table refused before anything is written
+table("tier_bad")
+aged("tier_bad", "2026-08-31", 0, 90)
+spark.sql(f"ALTER TABLE {db}.tier_bad SET TBLPROPERTIES ('lakekeeper.tier.older_than'='30d', "
+          f"'lakekeeper.tier.storage_policy'='FROZEN')")
 # an erasure coded table whose compaction is killed: its journal must be readable
 table("crash", XOR)
 insert("crash", "1", 0)
 insert("crash", "2", ROWS)
 
 out = {}
-for t in ("part_ec", "table_ec", "wrong", "disabled", "crash"):
+for t in ("part_ec", "table_ec", "wrong", "disabled", "crash", "tiered", "tier_bad"):
     r = spark.sql(f"SELECT count(*) n, sum(id) s FROM {db}.{t}").first()
     files = {}
     for st in fs.listStatus(Path(f"{root}/{t}")):
@@ -86,4 +116,9 @@ for t in ("part_ec", "table_ec", "wrong", "disabled", "crash"):
                     if not f.getPath().getName().startswith(("_", "."))]
             files[name] = [p.getName() if p is not None else None for p in pols]
     out[t] = {"rows": r.n, "sum": r.s, "files": files}
+    if t == "tiered":  # each partition's storage policy and space consumed before the compaction
+        out[t]["storage"] = {n: fs.getStoragePolicy(Path(f"{root}/{t}/{n}")).getName() for n in files}
+        out[t]["space"] = {n: fs.getContentSummary(Path(f"{root}/{t}/{n}")).getSpaceConsumed() for n in files}
+        out[t]["replication"] = {n: sorted({f.getReplication() for f in fs.listStatus(Path(f"{root}/{t}/{n}"))})
+                                 for n in files}
 print("RESULT " + json.dumps(out, sort_keys=True))

@@ -22,6 +22,7 @@ ANALYSIS = {"run_id": "20261124T230000-abc123", "tables": [
 COMPACTED = {"run_id": "20261124T230100-def456", "tables": [
     {"table": "e2e.events", "status": "compacted", "backup_table": "e2e.__bkp_events_20261124T230100_def456",
      "run_id": "20261124T230100-def456", "order": "files-desc", "sort": {"strategy": "zorder", "columns": ["a", "b"]},
+     "max_file_size_mb": 512.0, "files_split": 2,
      "partitions": [{"status": "compacted", "files_before": 30, "files_after": 1, "bytes_before": 3000,
                      "bytes_after": 2000},
                     {"status": "compacted", "files_before": 30, "files_after": 1, "bytes_before": 3000,
@@ -48,6 +49,9 @@ def test_a_compaction():
         ("e2e.users", "not_needed", None), ("e2e.view", "refused", "view")]
     assert [t.get("order") for t in s["tables"]] == ["files-desc", None, None, None]  # compact's order, as given
     assert [t.get("sort") for t in s["tables"]] == [{"strategy": "zorder", "columns": ["a", "b"]}, None, None, None]
+    # the split bound (max_file_size_mb) and the files it split, only where a bound was set
+    assert [(t.get("max_file_size_mb"), t.get("files_split")) for t in s["tables"]] == [
+        (512.0, 2), (None, None), (None, None), (None, None)]
     assert s["files_before"] == 60 + 1 + 0 and s["files_after"] == 2 + 1 + 0
     assert s["backup_tables"] == ["e2e.__bkp_events_20261124T230100_def456"]
     assert s["ingestion"] == {"hosts": ["ingest"], "run_id": "lakekeeper-paris", "paused": paused, "resumed": {},

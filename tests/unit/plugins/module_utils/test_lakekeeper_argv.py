@@ -307,6 +307,12 @@ def test_engine_args_compaction_modes_and_where():
         "--fragment-ratio", "0.25", "--min-target-ratio", "0.5", "--where=dt >= '2024-09-01' AND region IN ('eu','us')"]
 
 
+def test_engine_args_max_file_size():
+    for command in ("analyze", "compact"):
+        argv = lk.engine_args(command, ["--table", "db.t"], dict(max_file_size_mb=512.0))
+        assert argv == [command, "--table", "db.t", "--max-file-size-mb", "512.0"]
+
+
 def test_engine_args_where_is_one_argument_even_when_it_looks_like_a_flag():
     argv = lk.engine_args("analyze", ["--table", "db.t"], dict(where="-1 --dry-run"))
     assert argv == ["analyze", "--table", "db.t", "--where=-1 --dry-run"]

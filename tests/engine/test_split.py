@@ -1,0 +1,96 @@
+"""Files too large (issue 50 item 1): ``max_file_size_mb`` splits a file
+above it into files of about the target size through the ordinary rewrite
+(content verified), while minor mode keeps the files within the band as they
+are (copied byte for byte into the staging, as before: no file is moved by
+rename). Real local Spark and Metastore, the shared session; one small table."""
+
+from __future__ import annotations
+
+from engine_helpers import frozen, parent, same_rows
+
+T_MB = 1 / 16  # target 64 KB: fragment < 8 KB, undersized < 48 KB
+MAX_MB = 3 / 16  # split bound 192 KB (3 x the target: above the large file's row groups, see docs/modes.md)
+KB = 1024
+
+
+def test_minor_mode_splits_the_huge_file_keeps_the_band_and_rollback_restores_every_byte(
+        spark, engine, files, warehouse):
+    t = "lk.split_minor"
+    loc = f"{warehouse}/split_minor"
+    spark.sql(f"DROP TABLE IF EXISTS {t}")
+    spark.sql(f"CREATE EXTERNAL TABLE {t} (id BIGINT, payload STRING) PARTITIONED BY (dt STRING) "
+              f"STORED AS PARQUET LOCATION '{loc}'")
+    mixed, single = f"{loc}/dt=mixed", f"{loc}/dt=single"
+
+    def write(start: int, rows: int, nfiles: int, block: int | None = None) -> None:
+        """As a pipeline appends to a partition: a Spark job writing into its directory."""
+        df = spark.range(start, start + rows, numPartitions=nfiles).selectExpr(
+            "id", "concat(sha2(cast(id AS STRING), 256), sha2(cast(-id AS STRING), 256)) AS payload")
+        w = df.write.mode("append")
+        if block:  # the large file's row groups, as a writer with a smaller parquet.block.size leaves them
+            w = w.option("parquet.block.size", block)
+        w.parquet(mixed)
+
+    write(0, 144, 12)  # 12 fragments (an hourly micro-batch each)
+    write(1000, 1400, 2)  # 2 files within the band
+    write(10000, 4000, 1, block=32 * KB)  # one file far above the bound, several row groups
+    spark.sql(f"ALTER TABLE {t} ADD PARTITION (dt='mixed') LOCATION '{mixed}'")
+    big = max(files.fs.list_dir(mixed).files, key=lambda f: f.size)
+    files.mkdir(single)
+    files.fs.duplicate_file(f"{mixed}/{big.name}", f"{single}/{big.name}")  # a partition of one huge file
+    spark.sql(f"ALTER TABLE {t} ADD PARTITION (dt='single') LOCATION '{single}'")
+    sizes = sorted(f.size for f in files.fs.list_dir(mixed).files)
+    frag, low, bound = 64 * KB // 8, 64 * KB * 3 // 4, 192 * KB
+    assert len(sizes) == 15 and sizes[11] < frag and low <= sizes[12] <= sizes[13] <= bound < sizes[14], sizes
+    in_band = sorted(f.name for f in files.fs.list_dir(mixed).files if low <= f.size <= bound)
+    original = {d: files.snapshot(d) for d in (mixed, single)}
+    rows = frozen(spark, t)
+    opts = dict(mode="minor", target_file_size_mb=T_MB, max_file_size_mb=MAX_MB)
+
+    # without the bound: the single file is skipped, the large one copied as it is
+    plain = {p["spec"]: p for p in engine.one("analyze", t, mode="minor", target_file_size_mb=T_MB)["partitions"]}
+    assert plain["dt=single"]["decision"] == "skip" and plain["dt=single"]["reason"] == "a single file"
+    assert (plain["dt=mixed"]["files_rewritten"], plain["dt=mixed"]["files_copied"]) == (12, 3)
+
+    res = engine.one("compact", t, **opts)
+    assert res["status"] == "compacted" and res["changed"], res
+    by = {p["spec"]: p for p in res["partitions"]}
+    m, s = by["dt=mixed"], by["dt=single"]
+    assert m["status"] == "compacted" and m["rule"] == "minor", m
+    assert (m["files_rewritten"], m["files_split"], m["files_copied"]) == (13, 1, 2), m
+    assert "13 file(s) rewritten into" in m["reason"] and "1 of them above max_file_size split" in m["reason"]
+    assert "2 copied unchanged" in m["reason"] and m["verified"] == "content"
+    assert s["status"] == "compacted" and s["rule"] == "split" and s["files_split"] == 1, s
+    assert s["files_after"] >= 2 and s["rows_before"] == s["rows_after"] == 4000
+    now = {d: files.snapshot(d) for d in (mixed, single)}
+    for name in in_band:  # the band: the same files, byte for byte
+        assert now[mixed][name] == original[mixed][name], name
+    for d in (mixed, single):  # everything written is within the bound (about the target: the split worked)
+        written = [f for f in files.fs.list_dir(d).files if f.name not in in_band]
+        assert len(written) >= 2 and all(f.size <= bound for f in written), [f.size for f in written]
+    spark.sql(f"REFRESH TABLE {t}")
+    assert same_rows(spark.table(t), rows)
+    again = engine.one("compact", t, **opts)  # the files written are within the band: nothing to split again
+    assert again["status"] == "not_needed" and not again["changed"], again
+
+    # history: the split and the kept files are recorded per partition and in the totals
+    rec = engine.one("analyze", t, **opts)["history"][0]
+    assert rec["totals"]["files_split"] == 2
+    assert {(u["spec"], u.get("files_split"), u.get("files_copied")) for u in rec["units"]} == {
+        ("dt=mixed", 1, 2), ("dt=single", 1, 0)}
+
+    res = engine.one("rollback", t)
+    assert res["status"] == "rolled_back" and res["changed"], res
+    assert {d: files.snapshot(d) for d in (mixed, single)} == original  # every original file, byte for byte
+    spark.sql(f"REFRESH TABLE {t}")
+    assert same_rows(spark.table(t), rows)
+
+    engine.one("compact", t, **opts)
+    compacted = {d: files.snapshot(d) for d in (mixed, single)}
+    res = engine.one("cleanup", t, older_than="all")
+    assert res["status"] == "cleaned" and res["backups_removed"][0]["bytes"] > 0, res
+    assert {d: files.snapshot(d) for d in (mixed, single)} == compacted  # only the backup went
+    assert not [n for n in files.names(parent(mixed)) if n.startswith(".")
+                and ".lk_" in n], files.names(parent(mixed))
+    spark.sql(f"REFRESH TABLE {t}")
+    assert same_rows(spark.table(t), rows)
