@@ -431,6 +431,19 @@ options:
       - A table that is not partitioned, or that lacks a column of the filter, is refused (named or in a
         O(database) run alike; see O(fail_on_refused)); a syntax error fails the run before anything is read.
     type: str
+  queues:
+    description:
+      - Apache Amoro's optimizer groups mapped to YARN queues (C(--queues)), for example
+        group C(nightly) to queue C(root.etl.nightly). A table whose property C(self-optimizing.group) names a group is reported
+        with that group's queue in C(tables[].queue); a group not named here is a queue of the same name. A table's
+        own property C(lakekeeper.queue) names its queue directly and wins over its group.
+      - The engine only reports each table's queue (one application runs in one queue); the role
+        C(lakekeeper.hive.maintenance) groups the tables to compact by it and starts one application per queue
+        (filter C(lakekeeper.hive.queue_groups)).
+      - Amoro's C(self-optimizing.quota) is not read - the queue's capacity is the tables' share - and is named in
+        C(tables[].policy_not_read).
+      - When not set, the config file's C(queues) applies, else none.
+    type: dict
 """
 
     # The attributes of every module; each module adds its support and details.

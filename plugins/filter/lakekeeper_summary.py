@@ -196,6 +196,10 @@ def _records(action, analysis, results, todo, error, tables):
         if isinstance(r.get("sort"), Mapping):  # compact with sort_by: {strategy: linear|zorder, columns}
             rec["sort"] = {"strategy": _str(r["sort"].get("strategy", "")),
                            "columns": [_str(c) for c in r["sort"].get("columns") or []]}
+        if isinstance(r.get("verify_sample"), Mapping):  # compact, verify sample: the units verified by content
+            rec["verify_sample"] = [_str(u) for u in r["verify_sample"].get("sampled") or []]
+        if r.get("queue"):  # the YARN queue its properties name (lakekeeper.queue, Amoro's self-optimizing.group)
+            rec["queue"] = _str(r["queue"])
         if r.get("max_file_size_mb"):  # compact: the split bound the table ran with, and the files it split
             rec["max_file_size_mb"] = r["max_file_size_mb"]
             rec["files_split"] = _int(r.get("files_split", 0))
@@ -254,6 +258,28 @@ def _records(action, analysis, results, todo, error, tables):
     return records
 
 
+def _applications(analysis_result, module_result, queue_runs, run_queue):
+    """The Spark applications of the run, in the order they started: each
+    ``run_id``, ``queue`` (the YARN queue it was submitted to; "" for the
+    cluster's default), ``what`` it did and the ``tables`` it compacted."""
+    apps = []
+    analysis_id, main_id = analysis_result.get("run_id"), module_result.get("run_id")
+    main_tables = [_str(t.get("table")) for t in module_result.get("tables") or [] if isinstance(t, Mapping)]
+    if analysis_id and analysis_id != main_id:
+        apps.append({"run_id": _str(analysis_id), "queue": run_queue, "what": "analysis", "tables": []})
+    if main_id:
+        apps.append({"run_id": _str(main_id), "queue": run_queue, "tables": main_tables,
+                     "what": "analysis and compaction" if main_id == analysis_id else "compaction"})
+    for q in queue_runs:
+        item = q.get("item") if isinstance(q.get("item"), Mapping) else {}
+        tables = [_str(t.get("table")) for t in q.get("tables") or [] if isinstance(t, Mapping)]
+        apps.append({"run_id": _str(q.get("run_id") or ""), "queue": _str(item.get("queue", "")),
+                     "what": "compaction", "tables": tables or [_str(t) for t in item.get("tables") or []]})
+        if q.get("application_id"):
+            apps[-1]["application_id"] = _str(q["application_id"])
+    return apps
+
+
 def maintenance_summary(run):
     """The summary of a maintenance run from a dict of its facts: action,
     error, resume_errors, analysis (lakekeeper_analyze's result), result (the
@@ -269,7 +295,12 @@ def maintenance_summary(run):
     analysis_result = run.get("analysis") or {}
     module_result = run.get("result") or {}
     host = run.get("host", "")
-    results = module_result.get("tables") or _left_behind(module_result, error)
+    run_queue = _str(run.get("run_queue", ""))
+    # the applications of the other YARN queues (one each, after the run's own: tasks/main.yml, queue_groups)
+    queue_runs = [q for q in run.get("queue_runs") or [] if isinstance(q, Mapping) and not q.get("skipped")]
+    results = list(module_result.get("tables") or _left_behind(module_result, error))
+    for q in queue_runs:
+        results.extend(t for t in q.get("tables") or [] if isinstance(t, Mapping))
     records = _records(action, analysis_result.get("tables") or [], results,
                        run.get("todo") or [], error, run.get("tables") or [])
 
@@ -294,8 +325,11 @@ def maintenance_summary(run):
         "error": error, "resume_errors": resume_errors,
         "run_id": module_result.get("run_id", analysis_result.get("run_id", "")),
         # the Spark applications (drivers) the run started, by their run ids: 1 when the compaction analyzed
-        # in its own application (lakekeeper_compact's analyze_first), 2 for an analysis and a compaction
-        "applications": len(set(r for r in (analysis_result.get("run_id"), module_result.get("run_id")) if r)),
+        # in its own application (lakekeeper_compact's analyze_first), 2 for an analysis and a compaction,
+        # one more for each other YARN queue the tables' properties name
+        "applications": len(set(r for r in [analysis_result.get("run_id"), module_result.get("run_id")]
+                                + [q.get("run_id") for q in queue_runs] if r)),
+        "application_list": _applications(analysis_result, module_result, queue_runs, run_queue),
         "handoff": module_result.get("handoff") or {},
         "counts": counts,
         "tables": records,
@@ -345,6 +379,11 @@ def maintenance_summary(run):
         if r["reason"]:
             line += " (" + r["reason"] + ")"
         lines.append(line)
+    if queue_runs:  # more than one queue: each application with its queue
+        for app in summary["application_list"]:
+            lines.append("application %s in queue %s: %s%s" % (
+                app["run_id"] or "-", app["queue"] or "(default)", app["what"],
+                (" of " + ", ".join(app["tables"])) if app["tables"] else ""))
     lines.extend(earlier_run_lines)
     lines.extend(earlier_lines)
     for h, p in paused.items():

@@ -115,6 +115,7 @@ def compaction_options():
         min_target_ratio=dict(type="float"),
         max_file_size_mb=dict(type="float"),
         where=dict(type="str"),
+        queues=dict(type="dict"),
     )
 
 

@@ -87,6 +87,13 @@ def absolute_deadline(value, now=None):
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
 
 
+def _mapping_text(value):
+    """``{a: b, c: d}`` -> ``a=b,c=d`` (sorted by key); a text is kept as it is."""
+    if isinstance(value, dict):
+        return ",".join("%s=%s" % (_text(k), _text(v)) for k, v in sorted(value.items()))
+    return _text(value)
+
+
 def _comma_list(name):
     """``name a,b``."""
     return lambda value: [name, ",".join(str(v) for v in value)]
@@ -134,6 +141,10 @@ ENGINE_FLAGS = (
     # which tables and partitions start first, with or without a deadline (Iceberg's rewrite-job-order)
     ("order", "--order", "order", "lower", ("compact",), "value"),
     ("verify", "--verify", "verify", "lower", ("compact",), "value"),
+    # verify: sample: the share of each table's units verified by content (policy/verify_sample.py)
+    ("verify_sample", "--verify-sample", "verify_sample", "float", ("compact",), "value"),
+    # Amoro optimizer group -> YARN queue (policy/queues.py): each table's queue, reported for the split by queue
+    ("queues", "--queues", "queues", "str", ("analyze", "compact"), "mapping"),
     # bounded retries of a unit that failed for a reason that passes (policy/retries.py; Amoro's num-retries)
     ("retries", "--retries", "retries", "int", ("compact",), "value"),
     ("retry_backoff", "--retry-backoff", "retry_backoff", "float", ("compact",), "value"),
@@ -187,6 +198,8 @@ RENDER = {
     "joined": lambda flag, value: ["%s=%s" % (flag, _text(value))],
     "switch": lambda flag, value: [flag] if value else [],
     "deadline": lambda flag, value: [flag, absolute_deadline(value)],
+    # a mapping {a: b} as ``flag=a=b,c=d`` (sorted; the engine checks the names); text as it is
+    "mapping": lambda flag, value: ["%s=%s" % (flag, _mapping_text(value))] if value else [],
 }
 # The engine flag of each option (and dedupe key).
 FLAG_OF = dict((row[0], row[1]) for row in ENGINE_FLAGS)

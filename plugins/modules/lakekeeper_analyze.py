@@ -309,6 +309,31 @@ tables:
         RV(tables[].needs_compaction) is false).
       type: bool
       returned: when the table has a policy
+    queue:
+      description:
+        - The YARN queue the table's properties name - C(lakekeeper.queue), or Apache Amoro's C(self-optimizing.group)
+          mapped through O(queues). The role C(lakekeeper.hive.maintenance) compacts the tables of each queue in an
+          application of their own (filter C(lakekeeper.hive.queue_groups)).
+      type: str
+      returned: when the table names a queue or an optimizer group
+      sample: root.etl.nightly
+    queue_from:
+      description: The property RV(tables[].queue) was read from - V(lakekeeper.queue) or V(self-optimizing.group).
+      type: str
+      returned: when the table names a queue or an optimizer group
+      sample: lakekeeper.queue
+    optimizer_group:
+      description: The Amoro optimizer group the table's C(self-optimizing.group) names.
+      type: str
+      returned: when RV(tables[].queue_from) is V(self-optimizing.group)
+      sample: nightly
+    policy_not_read:
+      description:
+        - Properties of other tools the table sets that lakekeeper does not read, each with why - Amoro's
+          C(self-optimizing.quota) (the YARN queue's capacity is the share; see RV(tables[].queue)).
+      type: dict
+      returned: when the table sets one
+      sample: {self-optimizing.quota: "not read: one application runs in one YARN queue, ..."}
     needs_compaction:
       description: Whether a partition (or the table) would be compacted.
       type: bool

@@ -128,9 +128,21 @@ options:
         wrote them; any difference leaves the partition untouched with code C(content_mismatch). It costs one
         read of the compacted copy.
       - V(rows) checks row counts, schema and codec from the files' metadata only.
+      - V(sample) verifies a seeded random share of each table's partitions (O(verify_sample), at least one) by
+        content and the others by rows - a weaker check, for runs that cannot afford a read-back of every
+        partition; a changed value in a partition outside the sample is not seen. RV(tables[].verify_sample) says
+        which were sampled; each partition's C(verified) says how it was checked.
+      - A table's property C(lakekeeper.verify) (and C(lakekeeper.verify_sample)) sets it for that table.
       - When not set, the config file's value or the engine's default (V(content)) applies.
     type: str
-    choices: [content, rows]
+    choices: [content, rows, sample]
+  verify_sample:
+    description:
+      - With O(verify=sample), the share of each table's partitions to compact that is verified by content
+        (C(--verify-sample)), greater than 0 and at most 1; rounded up, at least one partition a table. The choice
+        is random, seeded by the run id and the table's name (RV(tables[].verify_sample)).
+      - When not set, the config file's value or the engine's default (V(0.1)) applies.
+    type: float
   retries:
     description:
       - How many times a partition that failed for a reason that passes is tried again (C(--retries)) - the Hive
@@ -650,6 +662,43 @@ tables:
       type: dict
       returned: when O(sort_by) or the table property C(lakekeeper.sort_by) is set
       sample: {strategy: zorder, columns: [customer_id, event_date]}
+    verify:
+      description: V(sample) when the table's partitions were verified by a sample (O(verify)).
+      type: str
+      returned: with O(verify=sample) (or the table's C(lakekeeper.verify)), when partitions were to be compacted
+      sample: sample
+    verify_sample:
+      description:
+        - With O(verify=sample) - C(fraction) (O(verify_sample)), C(seed) (the run id and the table), C(units) (the
+          partitions to compact) and C(sampled) (the C(spec) of those verified by content; the others by rows).
+      type: dict
+      returned: with O(verify=sample), when partitions were to be compacted
+      sample: {fraction: 0.1, seed: 20261129T010000-3f9a1c/db.events, units: 12, sampled: [dt=2024-09-07, dt=2024-09-11]}
+    queue:
+      description:
+        - The YARN queue the table's properties name - C(lakekeeper.queue), or Apache Amoro's C(self-optimizing.group)
+          mapped through O(queues) - in which the role C(lakekeeper.hive.maintenance) compacts it (one application
+          per queue). This module runs in the queue of its O(spark_submit) alone; the engine only reports it.
+      type: str
+      returned: when the table names a queue or an optimizer group
+      sample: root.etl.nightly
+    queue_from:
+      description: The property RV(tables[].queue) was read from - V(lakekeeper.queue) or V(self-optimizing.group).
+      type: str
+      returned: when the table names a queue or an optimizer group
+      sample: self-optimizing.group
+    optimizer_group:
+      description: The Amoro optimizer group the table's C(self-optimizing.group) names.
+      type: str
+      returned: when RV(tables[].queue_from) is V(self-optimizing.group)
+      sample: nightly
+    policy_not_read:
+      description:
+        - Properties of other tools the table sets that lakekeeper does not read, each with why - Amoro's
+          C(self-optimizing.quota) (the YARN queue's capacity is the share; see RV(tables[].queue)).
+      type: dict
+      returned: when the table sets one
+      sample: {self-optimizing.quota: "not read: one application runs in one YARN queue, ..."}
     start_order:
       description: The partitions to compact (their C(spec)), in the order they start (or, in check mode, would).
       type: list
@@ -1002,7 +1051,8 @@ def main():
         quiet_period=dict(type="str"),
         deadline=dict(type="str"),
         order=dict(type="str", choices=["default", "bytes-asc", "bytes-desc", "files-asc", "files-desc"]),
-        verify=dict(type="str", choices=["content", "rows"]),
+        verify=dict(type="str", choices=["content", "rows", "sample"]),
+        verify_sample=dict(type="float"),
         retries=dict(type="int"),
         retry_backoff=dict(type="float"),
         tiering=tiering_option(),

@@ -51,7 +51,14 @@ HELP: dict[str, tuple[str | None, str | None]] = {
                     "deadline the most useful first), bytes-asc, bytes-desc, files-asc or files-desc (smallest, "
                     "largest, fewest or most files first)"),
     "verify": (None, "compact: content (default: row checksums of the copy read back as readers decode it) "
-                     "or rows (row counts, schema and codec from metadata only)"),
+                     "or rows (row counts, schema and codec from metadata only), or sample (content for a "
+                     "seeded random share of each table's units, --verify-sample, at least one; rows for the "
+                     "others)"),
+    "verify_sample": ("F", "compact, verify sample: the share of each table's units verified by content "
+                           "(0 < F <= 1, default 0.1; at least one unit)"),
+    "queues": ("G=Q[,G=Q]", "analyze/compact: Amoro optimizer group -> YARN queue, for tables whose "
+                            "self-optimizing.group names one (a group not named is a queue of its name); "
+                            "reported as each table's queue"),
     "retries": ("N", "compact: try a partition that failed for a reason that passes (Metastore or NameNode "
                      "unreachable, lost executors, IO timeouts) again up to N times, each from the state "
                      "recovery left (default 2; 0: never); a verification mismatch is never tried again"),

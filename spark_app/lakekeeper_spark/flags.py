@@ -25,6 +25,8 @@ ENGINE_FLAGS = (
     ("deadline", "--deadline", "deadline", "str", ("compact",), "deadline"),
     ("order", "--order", "order", "lower", ("compact",), "value"),
     ("verify", "--verify", "verify", "lower", ("compact",), "value"),
+    ("verify_sample", "--verify-sample", "verify_sample", "float", ("compact",), "value"),
+    ("queues", "--queues", "queues", "str", ("analyze", "compact"), "mapping"),
     ("retries", "--retries", "retries", "int", ("compact",), "value"),
     ("retry_backoff", "--retry-backoff", "retry_backoff", "float", ("compact",), "value"),
     ("allow_by_name_projection", "--allow-by-name-projection", "allow_by_name_projection", "switch", ("compact",), "switch"),

@@ -118,7 +118,9 @@ def create_mixed(spark, database, data):
       transactional_table);
     * ``zorder``: EXTERNAL Parquet, 30 small part- files of a Spark job (every file spans the whole range of
       ``a`` and ``b``, uncorrelated), its owner's ``lakekeeper.sort_by=zorder(a, b)`` and a small
-      ``lakekeeper.target_file_size_mb`` (compacted into a few Z-ordered files);
+      ``lakekeeper.target_file_size_mb`` (compacted into a few Z-ordered files); tuned for Apache Amoro too,
+      its optimizer group ``self-optimizing.group=nightly`` and ``self-optimizing.quota=0.4`` (issue 50 item 5:
+      compacted in the application of that group's YARN queue; the quota not read);
     * ``zavro``: EXTERNAL Avro, 5 files, ``lakekeeper.sort_by=zorder(id, v)`` (refused, unsupported_format);
     * ``bigfile``: EXTERNAL Parquet partitioned by ``dt``, as Spark jobs appending to partition directories leave
       it: ``dt=mixed`` 12 fragments, 2 files of about the target and one large file of several row groups,
@@ -147,7 +149,8 @@ def create_mixed(spark, database, data):
         .repartition(30).write.mode("overwrite").parquet("file://" + loc)
     spark.sql("CREATE EXTERNAL TABLE %s.zorder (id BIGINT, a BIGINT, b BIGINT, pad STRING) STORED AS PARQUET "
               "LOCATION 'file://%s' TBLPROPERTIES ('lakekeeper.sort_by'='zorder(a, b)', "
-              "'lakekeeper.target_file_size_mb'='0.15')" % (database, loc))
+              "'lakekeeper.target_file_size_mb'='0.15', 'self-optimizing.group'='nightly', "
+              "'self-optimizing.quota'='0.4')" % (database, loc))
     out["zorder"] = {"location": loc, "rows": 20000}
     loc = os.path.join(data, "zavro")
     spark.sql("CREATE EXTERNAL TABLE %s.zavro (id BIGINT, v STRING) STORED AS AVRO LOCATION 'file://%s' "

@@ -46,6 +46,39 @@ def test_a_changed_value_is_caught_by_content_and_missed_by_rows(
     spark.sql(f"DROP TABLE {t}")
 
 
+def test_verify_sample_catches_a_change_in_a_sampled_unit_and_misses_one_outside_it(
+        spark, engine, files, warehouse, monkeypatch):
+    """``verify: sample`` (here from the table's own properties) reads back a
+    seeded share of the units (at least one) and checks the others by rows
+    only: the same changed value in every staged copy fails the sampled unit
+    (content_mismatch) and is swapped in, unseen, in the others - the
+    trade-off the contract documents. The same table's Amoro group and quota
+    are reported (queue through the run's queues; the quota not read)."""
+    name = "sampled"
+    loc = make_table(spark, warehouse, name, rows=40, partitions={"a": 6, "b": 6, "c": 6},
+                     props={"lakekeeper.verify": "sample", "lakekeeper.verify_sample": "0.2",
+                            "self-optimizing.group": "etl", "self-optimizing.quota": "0.5"})
+    t = f"lk.{name}"
+    original = files.snapshot(loc)
+    monkeypatch.setenv("LAKEKEEPER_FAULT_AT", "alter_staged_value")
+
+    res = engine.one("compact", t, queues={"etl": "root.etl"})
+    chosen = res["verify_sample"]
+    assert res["verify"] == "sample" and chosen["units"] == 3 and chosen["fraction"] == 0.2, res
+    assert len(chosen["sampled"]) == 1 and chosen["seed"] == f"{res['run_id']}/{t}", chosen
+    by_spec = {p["spec"]: p for p in res["partitions"]}
+    (caught,) = [p for p in res["partitions"] if p["status"] == "failed"]
+    assert [caught["spec"]] == chosen["sampled"] and caught["code"] == "content_mismatch", res
+    missed = [p for spec, p in by_spec.items() if spec not in chosen["sampled"]]
+    assert len(missed) == 2 and all(p["status"] == "compacted" and p["verified"] == "rows" for p in missed), res
+    assert (res["queue"], res["queue_from"], res["optimizer_group"]) == ("root.etl", "self-optimizing.group", "etl")
+    assert "self-optimizing.quota" in res["policy_not_read"], res
+    monkeypatch.delenv("LAKEKEEPER_FAULT_AT")
+    assert engine.one("rollback", t)["status"] == "rolled_back"
+    assert files.snapshot(loc) == original
+    spark.sql(f"DROP TABLE {t}")
+
+
 def test_content_is_verified_by_default_and_sees_null_apart_from_empty(spark, engine, files, warehouse):
     """NULL, '' and the text NULL marker are different checksums: a copy
     whose NULLs came back as empty strings is a mismatch, not a pass."""

@@ -28,7 +28,7 @@ SCRIPT = _load("flag_contract", ROOT / "scripts" / "flag_contract.py")
 SAMPLE = {"float": "0.5", "int": "3", "str": "x", "lower": "x", "upper": "info"}
 # Values the settings accept, where the type's sample is not one.
 VALUES = {"older_than": "7d", "grace_period": "1d", "quiet_period": "10m", "deadline": "2h", "lease_timeout": "30m",
-          "verify": "rows", "order": "files-desc", "mode": "ratio", "where": "dt = '1'", "sort_by": "id", "dedupe_keys": "id",
+          "verify": "rows", "queues": "etl=root.etl", "order": "files-desc", "mode": "ratio", "where": "dt = '1'", "sort_by": "id", "dedupe_keys": "id",
           "dedupe_order_by": "v", "dedupe_delete_marker": "d", "dedupe_trigger_ratio": "0.5",
           "rollback_run": "20240101T000000-abcdef", "pin": "20240101T000000-abcdef",
           "unpin": "20240101T000000-abcdef", "tier_older_than": "30d", "tier_storage_policy": "COLD",

@@ -58,6 +58,16 @@ def test_a_compaction_record():
     assert not H.is_record_name("table.json") and not H.is_record_name(H.record_name(rec) + ".crc")
 
 
+def test_a_sampled_verification_is_recorded():
+    """verify: sample (issue 49): the record keeps which units were read back, and the queue (issue 50)."""
+    sampled = {"fraction": 0.5, "seed": f"{RUN1}/db.t", "units": 2, "sampled": ["dt=a"]}
+    rec = H.build_record("compact", dict(COMPACTED, verify="sample", verify_sample=sampled, queue="root.etl"),
+                         T0, T0 + 1)
+    assert rec["verify"] == "sample" and rec["verify_sample"] == sampled and rec["queue"] == "root.etl"
+    assert rec["verification"]["content"] == 1 and rec["verification"]["rows"] == 1
+    assert "verify_sample" not in H.build_record("compact", COMPACTED, T0, T0 + 1)
+
+
 def test_a_failed_compaction_after_a_swap_and_a_dedupe():
     res = dict(COMPACTED, status="failed", code="write_failed", reason="1 of 2 unit(s) failed: boom",
                recovered_after_error=[{"action": "restored_original", "spec": "dt=b", "run_id": RUN1}],

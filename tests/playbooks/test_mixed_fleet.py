@@ -29,6 +29,12 @@ asks for the same; tests/e2e/create_tables.py ``mixed:``):
   and ``lakekeeper.max_file_size_mb`` has its two large files split into files
   within the bound, its two files in the band kept byte for byte, every row
   kept (read with pyarrow), and is not split again by the strict run;
+  the Z-ordered table also names its Amoro optimizer group, mapped by
+  ``lakekeeper_queues`` to a YARN queue (issue 50 item 5): it is compacted by
+  an application of its own in that queue (on local master the queue is only
+  recorded), the other in the run's own, and the summary lists both with
+  their queues; with ``lakekeeper_verify=sample`` each table's one partition
+  is the sample (issue 49), and the quota it sets is reported as not read;
 * with ``lakekeeper_fail_on_refused=true`` (and lakekeeper's own backup table
   named too) the same list fails the job, still saying what each table is.
 
@@ -148,10 +154,26 @@ def test_a_mixed_list_is_green_with_refusals_reported_and_red_on_request(collect
     run = run_playbook(os.path.join(PLAYBOOKS, "compact.yml"), inventory, collections_dir, tmp_path,
                        [json.dumps({"lakekeeper_tables": ", ".join(MIXED), "lakekeeper_order": "files-desc",
                                     "lakekeeper_environment": fault, "lakekeeper_retries": 1,
-                                    "lakekeeper_max_file_size_mb": 512})])
+                                    "lakekeeper_max_file_size_mb": 512,
+                                    "lakekeeper_queues": {"nightly": "root.etl.nightly"},
+                                    "lakekeeper_verify": "sample", "lakekeeper_verify_sample": 0.5})])
     assert run.rc == 0, run
     s = run.summary("edge")
     assert s["ok"] and not s["error"], s
+    # one application a YARN queue (lakekeeper_queues -> maintenance_queues -> queues -> --queues; the table's
+    # self-optimizing.group=nightly): the run's own (default queue) analyzed and compacted e2e.events (and
+    # refused mx.zavro, whose zorder the analysis cannot judge, and compacted mx.bigfile), a second in
+    # root.etl.nightly compacted mx.zorder
+    apps = [(a["queue"], a["what"], sorted(a["tables"])) for a in s["application_list"]]
+    expected = [("", "analysis and compaction", ["e2e.events", "mx.bigfile", "mx.zavro"]),
+                ("root.etl.nightly", "compaction", ["mx.zorder"])]
+    assert s["applications"] == 2 and apps == expected, s["application_list"]
+    assert "in queue root.etl.nightly: compaction of mx.zorder" in run.output, run
+    # verify sample (lakekeeper_verify[_sample] -> ... -> --verify sample --verify-sample 0.5): one unit of each
+    # (mx.bigfile: one of its two partitions)
+    sampled = {t["table"]: t.get("verify_sample") for t in s["tables"] if t["status"] == "compacted"}
+    assert sampled["e2e.events"] == sampled["mx.zorder"] == [""], s["tables"]
+    assert len(sampled["mx.bigfile"]) == 1 and sampled["mx.bigfile"][0] in ("dt=mixed", "dt=single"), sampled
     # the retry reached the module's result and the summary (lakekeeper_retries -> maintenance_retries -> retries)
     retried = {t["table"]: (t.get("retries"), t.get("retry_causes")) for t in s["tables"] if t.get("retries")}
     assert retried == {"e2e.events": (1, {"namenode": 1})}, s["tables"]

@@ -33,6 +33,7 @@ from ..report.results import partition_result, table_result
 from ..policy.retention import backup_verdicts
 from ..policy.replication import check_replication
 from ..storage.space import space_check
+from ..policy.queues import queue_facts
 from ..policy.table_policy import excluded, exclusion_property, policy_sources
 from ..catalog.tables import check_rewritable, leftovers, load_table, plan, with_policy
 
@@ -112,6 +113,7 @@ def history_facts(ctx: Context, info: TableInfo) -> dict[str, Any]:
 def analyze_table(ctx: Context, full_name: str) -> dict[str, Any]:
     info = load_table(ctx, full_name)
     ctx, policy = with_policy(ctx, info)  # the table owner's lakekeeper.* properties
+    queue = queue_facts(info.properties, ctx.settings.queues)  # its YARN queue (lakekeeper.queue, Amoro's group)
     check_replication(info, ctx.settings.allow_replicated)  # repl.* properties: a replica of Hive replication
     check_rewritable(info)  # text properties a rewrite cannot honour
     p = plan(ctx, info)
@@ -173,4 +175,5 @@ def analyze_table(ctx: Context, full_name: str) -> dict[str, Any]:
         **({"where": ctx.settings.where} if ctx.settings.where else {}),
         **({"policy": policy, "excluded": out} if policy else {}),
         **({"policy_from": policy_from} if policy_from else {}),
+        **queue,
     )

@@ -12,6 +12,7 @@ they call lives in the layers below (catalog, protocol, rewrite).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
@@ -53,7 +54,9 @@ from ..policy.retries import backoff_seconds, retry_summary, transient_cause
 from ..storage.layout import batch_root
 from ..storage.space import space_check
 from ..protocol.swap import adopt_late_files, check_unchanged, swap_in
+from ..policy.queues import queue_facts
 from ..policy.table_policy import excluded, exclusion_reason, policy_sources
+from ..policy.verify_sample import choose_sample, sample_seed
 from ..catalog.tables import check_rewritable, leftovers, load_table, plan, resolve_storage, with_policy
 from ..rewrite.unit_formats import read_facts
 from ..rewrite.unit_formats import resolve_units as resolve_unit_formats
@@ -72,6 +75,7 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
     ctx, policy = with_policy(ctx, info)  # the table owner's lakekeeper.* properties
     if excluded(policy):
         raise Refused("excluded", exclusion_reason(full_name, info.properties))
+    queue = queue_facts(info.properties, ctx.settings.queues)  # its YARN queue (lakekeeper.queue, Amoro's group)
     check_replication(info, ctx.settings.allow_replicated)  # repl.* properties: a replica of Hive replication
     check_rewritable(info)  # text properties a rewrite cannot honour
     columns = resolve_columns(ctx.settings, info)  # sort_by / dedupe columns: refused before anything runs
@@ -121,6 +125,15 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
                 leftovers=leftovers(ctx, p, known))
     base["mode"] = ctx.settings.mode
     base["order"] = ctx.settings.order
+    base.update(queue)
+    sampled: set[str] | None = None
+    if ctx.settings.verify == "sample" and todo:  # content for a seeded share of the units, rows for the others
+        seed = sample_seed(ctx.run_id, full_name)
+        chosen = choose_sample([u.spec for u in todo], ctx.settings.verify_sample, seed)
+        sampled = set(chosen)
+        base["verify"] = "sample"
+        base["verify_sample"] = {"fraction": ctx.settings.verify_sample, "seed": seed, "units": len(todo),
+                                 "sampled": chosen}
     if ctx.settings.max_file_bytes:  # the split bound this table ran with (the run's, or its lakekeeper.* own)
         base["max_file_size_mb"] = ctx.settings.max_file_size_mb
     if columns is not None and columns.sorted:
@@ -205,7 +218,7 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
         runs = {b.number: BatchRun(lambda b=b: _run_batch(ctx, info, journal, todo, b, codecs, backup))
                 for b in batches.batches}
         batch_of = {i: runs[b.number] for i, b in batches.batch_of().items()}
-        jobs = [(lambda job, i=i, u=u: _compact_unit(ctx, info, p, journal, i, u,
+        jobs = [(lambda job, i=i, u=u: _compact_unit(_unit_verify(ctx, u, sampled), info, p, journal, i, u,
                                                      dict(codecs[u.spec], payload_fraction=payload), columns, backup,
                                                      slots, merge, stats=stats, exists=exists, repoints=repoints,
                                                      job=job, batch=batch_of.get(i)))
@@ -248,6 +261,15 @@ def compact_table(ctx: Context, full_name: str) -> dict[str, Any]:
             raise after_swaps(exc, p, done, skipped, swapped) from exc
 
 
+def _unit_verify(ctx: Context, u: Unit, sampled: set[str] | None) -> Context:
+    """``verify: sample``: the unit's own context, verified by content when
+    it is in the sample (policy/verify_sample.py), by rows otherwise."""
+    if sampled is None:
+        return ctx
+    verify = "content" if u.spec in sampled else "rows"
+    return dataclasses.replace(ctx, settings=dataclasses.replace(ctx.settings, verify=verify))
+
+
 def batch_units_setting(ctx: Context) -> int:
     """Units a batch holds at most: ``spark.lakekeeper.batch.units`` (``--conf``), 0 or 1 for none."""
     try:
@@ -269,7 +291,7 @@ def plan_unit_batches(ctx: Context, info: TableInfo, todo: list[Unit], codecs: d
     if merge is not None or (columns is not None and (columns.dedupe or columns.sorted)):
         table_wide = "sort, dedupe or merge"
     elif settings.verify != "content":
-        table_wide = "verify: rows"
+        table_wide = f"verify: {settings.verify}"
     elif ctx.budget is not None:
         table_wide = "a deadline (units in benefit order, each timed)"
     elif not info.is_partitioned:

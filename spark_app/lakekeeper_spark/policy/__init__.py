@@ -13,6 +13,9 @@ reading the config file): above storage (hidden names), below the catalog.
 - ``order``            which tables and units start first (``order``: bytes/files asc/desc)
 - ``batching``         which units of a table are written together in one scan and one job (a batch)
   and why the others go alone
+- ``verify_sample``    ``verify: sample``: which units of a table are verified by content (a seeded share)
+- ``queues``           which YARN queue a table's properties name (``lakekeeper.queue``, Amoro's optimizer
+  group through the run's ``queues``); Amoro's quota, not read, and why
 - ``retries``          which failures of a unit compact tries again (transient: Metastore,
   NameNode, lost executors, IO timeouts; never a mismatch) and the backoff
 - ``tiering``          which units to compact are old enough (their newest file) to be written under

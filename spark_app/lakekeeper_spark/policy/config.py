@@ -16,14 +16,17 @@ from .order import parse_order
 from .retention import policy_error
 from .tiering import tiering_error
 from .retries import DEFAULT_BACKOFF_SECONDS, DEFAULT_RETRIES, MAX_BACKOFF_SECONDS, MAX_RETRIES
+from .queues import parse_queues
 from .upgrade import LEGACY_KEYS
+from .verify_sample import DEFAULT_FRACTION as DEFAULT_VERIFY_SAMPLE
 
 MB = 1024 * 1024
 # max_file_size_mb: at least this many times the target file size (a written file lands within +-25% of it)
 MIN_SPLIT_FACTOR = 1.5
 MODES = ("ratio", "minor", "major", "smart")
 # compact: what the staged copy is checked for before its swap (content.py)
-VERIFY_MODES = ("content", "rows")
+# (sample: content for a seeded subset of a table's units, rows for the others; verify_sample.py)
+VERIFY_MODES = ("content", "rows", "sample")
 # The shortest lease a run may take (protocol/lease.py: its heartbeat comes every timeout / 6).
 MIN_LEASE_TIMEOUT_SECONDS = 30
 
@@ -175,6 +178,11 @@ class Settings:
     where: str | None = None  # partition filter (partition_filter.py); analyze and compact only
     # compact: "content" (row checksums read back as readers decode them) or "rows" (metadata only)
     verify: str = "content"
+    # verify: sample: the share of each table's units verified by content (at least one; verify_sample.py)
+    verify_sample: float = DEFAULT_VERIFY_SAMPLE
+    # analyze/compact: Amoro optimizer group -> YARN queue, for the tables whose self-optimizing.group names
+    # one (queues.py); a group not named here is a queue of its name. Reported only: the role splits by queue
+    queues: dict[str, str] = dataclasses.field(default_factory=dict)
     # compact: compact units whose files' columns drift from the table's (renamed/dropped columns) by name
     # anyway, as Spark and Hive read them (schema_drift.py); off: such units are refused
     allow_by_name_projection: bool = False
@@ -265,6 +273,9 @@ class Settings:
         self.order = parse_order(self.order)
         if self.verify not in VERIFY_MODES:
             raise UsageError(f"invalid verify {self.verify!r}: {', '.join(VERIFY_MODES)}")
+        if not 0 < self.verify_sample <= 1:
+            raise UsageError("verify_sample must be > 0 and <= 1 (the share of each table's units verified by "
+                             "content with verify: sample)")
         if self.mode not in MODES:
             raise UsageError(f"invalid mode {self.mode!r}: {', '.join(MODES)}")
         if self.min_input_files < 2:
@@ -477,6 +488,8 @@ _FILE_KEYS = {
     "max_file_size_mb": float,
     "where": str,
     "verify": str,
+    "verify_sample": float,
+    "queues": dict,
     "allow_by_name_projection": bool,
     "allow_owner_change": bool,
     "allow_replicated": bool,
@@ -606,6 +619,9 @@ def apply_values(s: Settings, merged: dict[str, Any]) -> Settings:
             continue
         if key == "merge_from":  # command line only (the batch of one run)
             s.merge_from = str(value)
+            continue
+        if key == "queues":  # a mapping (config file), or group=queue,... (--queues)
+            s.queues = parse_queues(value)
             continue
         if key not in _FILE_KEYS:
             continue

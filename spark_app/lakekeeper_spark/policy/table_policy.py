@@ -19,7 +19,13 @@ table property                      what it sets (config key / engine flag)
 ``lakekeeper.max_file_size_mb``     ``max_file_size_mb`` (a file above it is
                                     split; planner.split_rule)
 ``lakekeeper.quiet_period``         ``quiet_period`` (a duration)
-``lakekeeper.verify``               ``verify`` (content, rows)
+``lakekeeper.verify``               ``verify`` (content, rows, sample)
+``lakekeeper.verify_sample``        ``verify_sample`` (verify sample: the share of
+                                    the table's units verified by content)
+``lakekeeper.queue``                the YARN queue the table's compaction runs
+                                    in (not a setting: reported as ``queue``;
+                                    the maintenance role starts one application
+                                    per queue; queues.py)
 ``lakekeeper.order``                ``order`` (the order of the table's
                                     partitions: default, bytes-asc,
                                     bytes-desc, files-asc, files-desc; the
@@ -70,6 +76,7 @@ import copy
 from typing import Any, Callable
 
 from .config import Settings, apply_values
+from .queues import QUEUE
 from .retries import MAX_RETRIES
 from ..report.errors import Refused, UsageError
 
@@ -87,6 +94,7 @@ POLICY_KEYS = {
     "lakekeeper.max_file_size_mb": "max_file_size_mb",
     "lakekeeper.quiet_period": "quiet_period",
     "lakekeeper.verify": "verify",
+    "lakekeeper.verify_sample": "verify_sample",
     "lakekeeper.order": "order",
     "lakekeeper.sort_by": "sort_by",
     "lakekeeper.dedupe.keys": "dedupe_keys",
@@ -184,8 +192,8 @@ def table_policy(properties: dict[str, Any]) -> dict[str, str]:
         name = str(key).strip().lower()
         if not name.startswith(PREFIX) or name in INTERNAL_KEYS:
             continue
-        if name != EXCLUDE and name not in POLICY_KEYS:
-            known = ", ".join([EXCLUDE] + sorted(POLICY_KEYS))
+        if name not in (EXCLUDE, QUEUE) and name not in POLICY_KEYS:
+            known = ", ".join([EXCLUDE, QUEUE] + sorted(POLICY_KEYS))
             raise Refused("invalid_policy", f"unknown table property {key} (lakekeeper's table properties: {known})")
         out[name] = str(value)
     out.update(mapped_policy(properties)[0])

@@ -172,7 +172,7 @@ def build_record(command: str, result: dict[str, Any], started: float, ended: fl
         rec["units_not_listed"] = len(units) - MAX_UNITS
     if result.get("retry_causes"):  # compact: what its retried units failed with first (policy/retries.py)
         rec["retry_causes"] = result["retry_causes"]
-    for key in ("mode", "where", "backup_table", "order", "sort"):
+    for key in ("mode", "where", "backup_table", "order", "sort", "verify", "verify_sample", "queue"):
         if result.get(key) is not None:
             rec[key] = result[key]
     if command == "compact":

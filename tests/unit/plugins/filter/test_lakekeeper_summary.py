@@ -301,3 +301,35 @@ def test_what_an_earlier_compaction_left():
     assert "is still running (job j1.2): no table finished or begun" in running["lines"][-1] or any(
         "is still running (job j1.2): no table finished or begun" in line for line in running["lines"])
     assert run()["earlier_run"] == {}
+
+
+def test_each_application_is_listed_with_its_queue():
+    """Issue 50 item 5: the tables of another YARN queue compacted by an
+    application of their own (tasks/main.yml's loop over queue_groups)."""
+    analysis = {"run_id": "20261124T230000-abc123", "tables": [
+        {"table": "e2e.events", "status": "analyzed", "needs_compaction": True, "files": 60, "bytes": 6000},
+        {"table": "e2e.clicks", "status": "analyzed", "needs_compaction": True, "files": 60, "bytes": 3000,
+         "queue": "root.etl.nightly"}]}
+    main = {"run_id": "20261124T230000-abc123", "tables": [
+        {"table": "e2e.events", "status": "compacted", "run_id": "20261124T230000-abc123", "partitions": [],
+         "verify_sample": {"fraction": 0.1, "seed": "x", "units": 3, "sampled": ["dt=1"]}}]}
+    nightly = {"run_id": "20261124T230500-fed987", "application_id": "application_1_0002",
+               "item": {"queue": "root.etl.nightly", "tables": ["e2e.clicks"], "own": False},
+               "tables": [{"table": "e2e.clicks", "status": "compacted", "queue": "root.etl.nightly",
+                           "run_id": "20261124T230500-fed987", "partitions": []}]}
+    s = run(analysis=analysis, result=main, todo=["e2e.events", "e2e.clicks"], run_queue="maintenance",
+            queue_runs=[nightly, {"skipped": True}])
+    assert s["applications"] == 2 and s["counts"]["compacted"] == 2, s
+    assert s["application_list"] == [
+        {"run_id": "20261124T230000-abc123", "queue": "maintenance", "what": "analysis and compaction",
+         "tables": ["e2e.events"]},
+        {"run_id": "20261124T230500-fed987", "queue": "root.etl.nightly", "what": "compaction",
+         "tables": ["e2e.clicks"], "application_id": "application_1_0002"}]
+    assert "application 20261124T230500-fed987 in queue root.etl.nightly: compaction of e2e.clicks" in s["lines"]
+    tables = {t["table"]: t for t in s["tables"]}
+    assert tables["e2e.events"]["verify_sample"] == ["dt=1"] and tables["e2e.clicks"]["queue"] == "root.etl.nightly"
+    # one queue: no application lines, the list still there
+    one = run(analysis=analysis, result=main, todo=["e2e.events"])
+    assert one["applications"] == 1 and not [x for x in one["lines"] if x.startswith("application ")]
+    assert one["application_list"] == [
+        {"run_id": "20261124T230000-abc123", "queue": "", "what": "analysis and compaction", "tables": ["e2e.events"]}]
