@@ -250,12 +250,13 @@ def move_kept(fs: HadoopFS, journal: Journal, idx: int, unit: Unit, staged: List
 
 
 def check_moved(fs: HadoopFS, src_dir: str, dst_dir: str, moves: list[dict[str, Any]], back: bool = False) -> None:
-    """Each moved file is in ``dst_dir`` with its journaled length and no
+    """Each moved file is in ``dst_dir`` with its journaled length (moved
+    back: of any length, a writer may have appended to it meanwhile) and no
     longer in ``src_dir`` (two listings), or raises."""
     there = {f.name: f.size for f in fs.list_dir(dst_dir).files}
     left = {f.name for f in fs.list_dir(src_dir).files}
     for m in moves:
-        if there.get(m["name"]) != m["length"] or m["name"] in left:
+        if m["name"] not in there or (not back and there[m["name"]] != m["length"]) or m["name"] in left:
             raise LakekeeperError("fs_error", f"moving {m['name']} {'back ' if back else ''}into {dst_dir}: "
                                               f"{there.get(m['name'])} bytes there, {m['length']} expected, "
                                               f"{'still' if m['name'] in left else 'not'} in {src_dir}")
@@ -267,17 +268,14 @@ def move_back_kept(fs: HadoopFS, live: str, staging: str, moves: list[dict[str, 
     back into the live directory, before the staging may be deleted. A file
     found in both places or in neither: nothing is moved (``recovery_failed``,
     everything kept as it is). Returns the names moved back."""
-    at_live = {f.name: f.size for f in fs.list_dir(live).files} if fs.exists(live) else {}
-    at_staging = {f.name: f.size for f in fs.list_dir(staging).files} if fs.exists(staging) else {}
+    at_live = {f.name for f in fs.list_dir(live).files} if fs.exists(live) else set()
+    at_staging = {f.name for f in fs.list_dir(staging).files} if fs.exists(staging) else set()
     back, wrong = [], []
     for m in moves:
         name = m["name"]
         if name in at_staging and name not in at_live:
             back.append(m)
-        elif name in at_live and name not in at_staging:
-            if at_live[name] != m["length"]:
-                wrong.append(f"{name} ({at_live[name]} bytes in {live}, {m['length']} journaled)")
-        else:
+        elif name not in at_live or name in at_staging:
             wrong.append(f"{name} ({'in both' if name in at_live else 'in neither'} {live} and {staging})")
     if wrong:
         raise LakekeeperError("recovery_failed", f"the kept files moved into {staging} cannot be put back into "
