@@ -30,7 +30,7 @@ class MemFS:
     def exists(self, uri):
         if uri in self.dirs:
             return True
-        d, _, n = uri.rpartition("/")
+        d, n = uri.rsplit("/", 1)
         return n in self.dirs.get(d, {})
 
     def list_dir(self, uri):
@@ -48,8 +48,8 @@ class MemFS:
         if src in self.dirs:
             self.dirs[dst] = self.dirs.pop(src)
             return
-        sd, _, sn = src.rpartition("/")
-        dd, _, dn = dst.rpartition("/")
+        sd, sn = src.rsplit("/", 1)
+        dd, dn = dst.rsplit("/", 1)
         if dd not in self.dirs:
             raise LakekeeperError("fs_error", f"rename target's parent {dd} does not exist")
         self.dirs[dd][dn] = self.dirs[sd].pop(sn)
@@ -92,7 +92,7 @@ def _moved_world():
 
 def test_move_kept_journals_before_any_rename_and_moves_only_the_kept_files():
     fs, j, _u, moves = _moved_world()
-    assert [s for s, _ in j.steps] == ["moving_kept", "moving_kept:after"]
+    assert [s for s, _extra in j.steps] == ["moving_kept", "moving_kept:after"]
     assert j.steps[0][1]["kept_moves"] == moves
     assert [(m["name"], m["length"]) for m in moves] == [("big-1", 500), ("big-2", 400)]
     assert sorted(fs.dirs[L]) == ["frag-0", "frag-1", "frag-2"]
@@ -169,7 +169,7 @@ def test_recovery_refuses_when_the_live_directory_vanished_with_kept_files_in_th
 def test_after_the_swap_recovery_completes_forward_with_the_kept_files_live():
     fs, j, u, moves = _moved_world()
     fs.rename(L, O)  # moving_aside done, killed before moving_in
-    (action, swapped), _ = _settle(fs, moves, "moving_aside")
+    (action, swapped), _j = _settle(fs, moves, "moving_aside")
     assert swapped and action["action"] == "completed_swap"
     assert {"big-1", "big-2", "part-new"} == set(fs.dirs[L]) and sorted(fs.dirs[O]) == ["frag-0", "frag-1", "frag-2"]
 

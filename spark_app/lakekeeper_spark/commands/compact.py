@@ -640,8 +640,8 @@ def _compact_unit_once(
         result = partition_result(
             u,
             "compacted",
-            f"{u.stats.files} files -> {len(staged.files) + len(moved)}" + _rewrite_note(u, len(staged.files),
-                                                                                        len(moved)),
+            f"{u.stats.files} files -> {len(staged.files) + len(moved)}"
+            + _rewrite_note(u, len(staged.files), len(moved)),
             files_after=len(staged.files) + len(moved) + len(late),
             bytes_after=staged.total_bytes + sum(m["length"] for m in moved),
             rows_before=rows_before,

@@ -33,6 +33,8 @@ MINOR_PROPERTIES = {"lakekeeper.mode": "minor", "lakekeeper.target_file_size_mb"
 def kept_template_dir(base: str) -> str:
     """The files a table of kind "minor" keeps (copied into it beside the fragments)."""
     return f"{base}/minor/kept"
+
+
 # the units a compaction rewrites (more than one small file), in plan order
 COMPACTED = {
     "flat": [""],
