@@ -412,9 +412,10 @@ options:
         Iceberg's C(max-file-size-bytes) and Apache Amoro's split do, in every O(mode).
       - It goes through the ordinary rewrite, its content verified as any rewrite's. A partition of one such file is
         compacted with rule V(split) instead of skipped as a single file; a partition that no size rule compacts
-        has only its large files rewritten and its other files copied unchanged (text, Avro and O(lakekeeper.hive.lakekeeper_compact#module:dedupe)
-        rewrite the whole partition); V(minor) rewrites them with its fragments. Each partition reports
-        C(files_split), C(files_rewritten) and C(files_copied).
+        has only its large files rewritten and its other files kept unchanged, moved by rename (text, Avro and
+        O(lakekeeper.hive.lakekeeper_compact#module:dedupe) rewrite the whole partition); V(minor) rewrites them with
+        its fragments. Each partition reports C(files_split), C(files_rewritten) and C(files_copied) (the files
+        kept, in analyze; a compaction reports them in C(files_moved)).
       - Parquet and ORC are cut at their row groups and stripes - a file of one row group is written as one file.
       - At least 1.5 x the target file size (the files a rewrite writes land within 25% of the target and are
         never split again); a table's property C(lakekeeper.max_file_size_mb) sets it for that table.

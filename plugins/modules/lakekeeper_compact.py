@@ -749,9 +749,11 @@ tables:
           (those no size rule selected) has it in C(delete_ratio), from 0 to 1.
         - In minor mode, or when O(max_file_size_mb) splits files, C(files_rewritten) files are rewritten (the
           fragments, and the files split), C(files_split) of them above O(max_file_size_mb) split into files of about
-          the target size, and C(files_copied) copied unchanged into the staging directory (byte for byte, checked by
-          length and checksum; no file is moved by rename); C(rule) is V(split) when only the split selected the
-          partition. C(rows_before) and C(rows_after) count the rows of the rewritten files.
+          the target size, and C(files_moved) kept unchanged, moved by rename from the live directory into the
+          staging directory right before the swap (metadata only, checked by presence and length; C(files_copied) is
+          0). The backup's original directory lacks the moved files (they stay live; a rollback brings them back into
+          the restored original). C(rule) is V(split) when only the split selected the partition. C(rows_before)
+          and C(rows_after) count the rows of the rewritten files.
         - C(verified) is the check the staged copy passed (V(content) or V(rows), O(verify)); with V(content) a
           compacted entry has C(content_checksum), the checksum of its rows as read back, and a partition whose copy
           does not read back as the original fails with C(code) V(content_mismatch) and both figures in C(reason).

@@ -98,6 +98,44 @@ def test_errors_injected_at_every_step(file_world, request):
     assert not W.failures(rows), W.failures(rows)
 
 
+def test_minor_mode_moves_kept_files_and_every_crash_keeps_them(file_world, request):
+    """Minor mode moves the files it keeps by rename into the staging right
+    before the swap (``moving_kept``, journaled first, then
+    ``moving_kept:after``). Killed at each step around it and recovered by
+    ``recover`` or by a new compact, an exception there, a rollback killed
+    and a cleanup of its backup: every original file is live byte for byte
+    (the kept ones under their own names), or the compaction completed
+    forward with every kept file live; the backup's original directory
+    never holds a kept file; nothing is lost (world_verify: rows both ways)."""
+    rows = W.crash_rows(file_world, W.MINOR_GROUPS)
+    W.report(request.config, file_world, rows, "minor mode: kept files moved by rename, killed around the moves",
+             "crash-minor-file.json")
+    by_group: dict = {}
+    for r in rows:
+        by_group.setdefault(r["group"], []).append(r)
+    assert {r["step"] for r in by_group["minor_crash"]} == set(W.MINOR_STEPS)
+    assert len(by_group["minor_rollback"]) == len(W.MINOR_ROLLBACK_STEPS)
+    assert len(by_group["minor_auto"]) == len(by_group["minor_raise"]) == 2 and len(by_group["minor_cleanup"]) == 1
+    for r in by_group["minor_crash"] + by_group["minor_rollback"]:
+        assert r["recovery_status"] == "recovered" and r["actions"], r
+    moved_back = {r["step"]: file_world.stages["recover"]["results"][r["table"]]["actions"]
+                  for r in by_group["minor_crash"] if r["step"] in ("moving_kept", "moving_kept:after")}
+    for step, actions in moved_back.items():  # recovery moved the kept files back before deleting the staging
+        unit = [a for a in actions if a.get("action") == "rolled_back_unswapped"]
+        assert unit and len(unit[0]["kept_moved_back"]) == (2 if step == "moving_kept:after" else 0), actions
+    results = file_world.stages["compact"]["results"]
+    for r in by_group["minor_auto"]:
+        res = results[r["table"]]
+        assert res["recovered"] and res["status"] == "compacted", res
+        assert res["partitions"][0]["files_moved"] == 2 and res["partitions"][0]["files_copied"] == 0, res
+    for r in by_group["minor_raise"]:
+        res = results[r["table"]]
+        assert res["status"] == "failed" and "injected fault" in res["partitions"][0]["reason"], res
+    cleaned = file_world.stages["cleanup"]["results"]["cx.minor_cleaned"]
+    assert cleaned["status"] == "cleaned" and not cleaned["backups_removed"][0].get("moved_to_live"), cleaned
+    assert not W.failures(rows), W.failures(rows)
+
+
 def test_cleanup_recovers_first_and_never_deletes_foreign_files(file_world):
     """cleanup deletes the originals for good: it finishes an interrupted
     run first, and a file found among the originals that the compaction did

@@ -89,9 +89,15 @@ ROLLBACK_STEPS = ["table:rolling_back", "rolling_back", "rollback_moved_compacte
 # the unit (index in plan order) at which unit-level steps interrupt: the
 # partitioned table at its first unit (the second still untouched), the
 # table with a partition outside its root at that partition (the first done)
-CRASH_UNIT = {"flat": 0, "part": 0, "outside": 1}
-ROLLBACK_UNIT = {"flat": 0, "part": 1, "outside": 1}
-APPEND_UNIT = {"flat": "", "part": "dt=c", "outside": "y=2024/m=03"}
+CRASH_UNIT = {"flat": 0, "part": 0, "outside": 1, "minor": 0}
+ROLLBACK_UNIT = {"flat": 0, "part": 1, "outside": 1, "minor": 0}
+APPEND_UNIT = {"flat": "", "part": "dt=c", "outside": "y=2024/m=03", "minor": ""}
+# Minor mode (kind "minor", world_common.MINOR_KEPT): the kept files are moved by rename into the staging
+# after the journaled step ``moving_kept`` (``moving_kept:after``: all of them moved), right before the swap
+MINOR_STEPS = ["verifying", "moving_kept", "moving_kept:after", "moving_aside", "moving_aside:after",
+               "moving_in", "done"]
+MINOR_ROLLBACK_STEPS = ["rolling_back", "rollback_moved_compacted:after", "rollback_restored:after"]
+MINOR_GROUPS = ("minor_crash", "minor_auto", "minor_raise", "minor_rollback", "minor_cleanup")
 
 
 def code(step: str) -> str:
@@ -481,6 +487,28 @@ def build_file_world(work: Path) -> World:
                w.add("cx", "crashed", "flat", cleaned=True, group="cleanup", step="moving_in", recover_by="cleanup",
                      expect={"": "fwd"})]
     kill_specs.append(hook("moving_in", cleaned[1], 0))
+    # minor mode: the kept files moved by rename (killed, recovered by `recover` or a new compact; an
+    # exception; a rollback killed; a cleanup of its backup)
+    for step in MINOR_STEPS:
+        t = w.add("cm", f"minor_{code(step)}", "minor", step=step, group="minor_crash", recover_by="recover",
+                  expect=expected_units("minor", step))
+        crash.append(t)
+        kill_specs.append(hook(step, t, CRASH_UNIT["minor"]))
+    for step in ("moving_kept", "moving_kept:after"):
+        t = w.add("ca", f"minor_{code(step)}", "minor", step=step, group="minor_auto", recover_by="compact",
+                  expect={"": "fwd"})
+        auto.append(t)
+        kill_specs.append(hook(step, t, CRASH_UNIT["minor"]))
+        t = w.add("ce", f"minor_{code(step)}", "minor", step=step, group="minor_raise", expect={"": "back"})
+        errs.append(t)
+        raise_specs.append(hook(step, t, 0, "raise"))
+    for step in MINOR_ROLLBACK_STEPS:
+        t = w.add("cr", f"minor_{code(step)}", "minor", step=step, group="minor_rollback", recover_by="recover",
+                  precompact=True, append=[{"unit": "", "template": 0}], expect={"": "back"})
+        rb.append(t)
+        rb_specs.append(hook(step, t, ROLLBACK_UNIT["minor"]))
+    minor_cleaned = w.add("cx", "minor_cleaned", "minor", precompact=True, cleaned=True, group="minor_cleanup",
+                          expect={"": "fwd"})
     bad = []
     for variant, _what, _status, _code in BAD_INPUT:
         bad.append(w.add("bi", variant, f"bad:{variant}", group="bad"))
@@ -499,7 +527,7 @@ def build_file_world(work: Path) -> World:
         w.stages["kill_compact"]["results"] = {r["table"]: r for r in json.loads(finished.read_text())}
     w.engine("kill_rollback", "rollback", rb, env={"LAKEKEEPER_FAULT_AT": ";".join(rb_specs)})
     w.engine("recover", "recover", crash + late + rb[1:])
-    w.engine("cleanup", "cleanup", cleaned, extra=["--older-than", "all"])
+    w.engine("cleanup", "cleanup", cleaned + [minor_cleaned], extra=["--older-than", "all"])
     with free_writer(w, free, "compact"):
         w.engine("compact", "compact", free + auto + errs + writers + [owned] + ["nodb.t", "bi.nope"] + bad,
                  env=dict(w.pause_env(pause_specs), LAKEKEEPER_FAULT_AT=";".join(raise_specs)),

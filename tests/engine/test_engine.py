@@ -720,6 +720,7 @@ def test_modes_and_where_smart_compaction(spark, engine, files, warehouse):
     assert len(us) == 3 and all(frag <= x < low for x in us) and us[0] + us[1] < 65536, us
     assert len(us2) == 4 and us2[1] < frag and us2[2] >= low, us2
     original = {s: files.snapshot(d) for s, d in dirs.items()}
+    sizes_by_name = {f.name: f.size for f in files.fs.list_dir(dirs["dt=2024-09-01/region=eu"]).files}
     rows = frozen(spark, t)
     locations = partition_locations(spark, t)
     unfiltered = engine.one("analyze", t, mode="smart", target_file_size_mb=1 / 16)
@@ -744,17 +745,21 @@ def test_modes_and_where_smart_compaction(spark, engine, files, warehouse):
     minor, major, skipped = by["dt=2024-09-01/region=eu"], by["dt=2024-09-01/region=us"], by["dt=2024-09-02/region=us"]
     assert minor["status"] == "compacted" and minor["rule"] == "minor" and minor["files_after"] == 2, minor
     assert minor["rows_before"] == minor["rows_after"] == 144  # the rewritten fragments
-    assert "12 fragment files rewritten into 1, 1 copied unchanged" in minor["reason"]
+    assert "12 fragment files rewritten into 1, 1 kept unchanged, moved by rename" in minor["reason"]
+    assert (minor["files_moved"], minor["files_copied"]) == (1, 0), minor
     assert major["status"] == "compacted" and major["rule"] == "major" and major["files_after"] == 1
     assert major["rows_before"] == major["rows_after"] == 450
     assert skipped["status"] == "not_needed" and skipped["reason"].startswith("smart: major: 0 undersized")
     assert "minor: 2 fragment file(s), fewer than min_input_files 12" in skipped["reason"]
-    # the large file of the minor partition is the same file, byte for byte
+    # the large file of the minor partition is the same file, byte for byte, moved by rename: the original
+    # directory (the backup's) holds the 12 fragments only
     now = files.snapshot(dirs["dt=2024-09-01/region=eu"])
-    large = max(files.fs.list_dir(f"{parent(dirs['dt=2024-09-01/region=eu'])}/"
-                                  + [n for n in files.names(parent(dirs["dt=2024-09-01/region=eu"]))
-                                     if n.startswith(".region=eu.lk_old_")][0]).files, key=lambda f: f.size)
-    assert now[large.name] == original["dt=2024-09-01/region=eu"][large.name]
+    old_eu = files.fs.list_dir(f"{parent(dirs['dt=2024-09-01/region=eu'])}/"
+                               + [n for n in files.names(parent(dirs["dt=2024-09-01/region=eu"]))
+                                  if n.startswith(".region=eu.lk_old_")][0])
+    large_name = max(original["dt=2024-09-01/region=eu"], key=lambda n: sizes_by_name[n])
+    assert now[large_name] == original["dt=2024-09-01/region=eu"][large_name]
+    assert large_name not in {f.name for f in old_eu.files} and len(old_eu.files) == 12
     assert len(now) == 2
     for s in ("dt=2024-09-02/region=us", "dt=2024-08-01/region=eu", "dt=2024-09-02/region=apac"):
         assert files.snapshot(dirs[s]) == original[s], s  # skipped or filtered out: untouched

@@ -1,8 +1,9 @@
 """Files too large (issue 50 item 1): ``max_file_size_mb`` splits a file
 above it into files of about the target size through the ordinary rewrite
 (content verified), while minor mode keeps the files within the band as they
-are (copied byte for byte into the staging, as before: no file is moved by
-rename). Real local Spark and Metastore, the shared session; one small table."""
+are (moved by rename into the staging right before the swap: their bytes
+never move, the backup's original directory lacks them and a rollback
+brings them back from the live directory). Real local Spark and Metastore, the shared session; one small table."""
 
 from __future__ import annotations
 
@@ -57,14 +58,17 @@ def test_minor_mode_splits_the_huge_file_keeps_the_band_and_rollback_restores_ev
     by = {p["spec"]: p for p in res["partitions"]}
     m, s = by["dt=mixed"], by["dt=single"]
     assert m["status"] == "compacted" and m["rule"] == "minor", m
-    assert (m["files_rewritten"], m["files_split"], m["files_copied"]) == (13, 1, 2), m
+    assert (m["files_rewritten"], m["files_split"], m["files_moved"], m["files_copied"]) == (13, 1, 2, 0), m
     assert "13 file(s) rewritten into" in m["reason"] and "1 of them above max_file_size split" in m["reason"]
-    assert "2 copied unchanged" in m["reason"] and m["verified"] == "content"
+    assert "2 kept unchanged, moved by rename" in m["reason"] and m["verified"] == "content"
     assert s["status"] == "compacted" and s["rule"] == "split" and s["files_split"] == 1, s
     assert s["files_after"] >= 2 and s["rows_before"] == s["rows_after"] == 4000
     now = {d: files.snapshot(d) for d in (mixed, single)}
     for name in in_band:  # the band: the same files, byte for byte
         assert now[mixed][name] == original[mixed][name], name
+    olds = [n for n in files.names(parent(mixed)) if n.startswith(".dt=mixed.lk_old_")]
+    kept_in_old = {f.name for f in files.fs.list_dir(f"{parent(mixed)}/{olds[0]}").files}
+    assert len(olds) == 1 and not kept_in_old & set(in_band) and len(kept_in_old) == 13, kept_in_old  # moved
     for d in (mixed, single):  # everything written is within the bound (about the target: the split worked)
         written = [f for f in files.fs.list_dir(d).files if f.name not in in_band]
         assert len(written) >= 2 and all(f.size <= bound for f in written), [f.size for f in written]
@@ -76,11 +80,13 @@ def test_minor_mode_splits_the_huge_file_keeps_the_band_and_rollback_restores_ev
     # history: the split and the kept files are recorded per partition and in the totals
     rec = engine.one("analyze", t, **opts)["history"][0]
     assert rec["totals"]["files_split"] == 2
-    assert {(u["spec"], u.get("files_split"), u.get("files_copied")) for u in rec["units"]} == {
-        ("dt=mixed", 1, 2), ("dt=single", 1, 0)}
+    assert {(u["spec"], u.get("files_split"), u.get("files_moved"), u.get("files_copied"))
+            for u in rec["units"]} == {("dt=mixed", 1, 2, 0), ("dt=single", 1, 0, 0)}
 
     res = engine.one("rollback", t)
     assert res["status"] == "rolled_back" and res["changed"], res
+    rb = {p["spec"]: p for p in res["partitions"]}
+    assert not rb["dt=mixed"].get("carried_over") and rb["dt=mixed"]["files_after"] == 15, rb  # not "late"
     assert {d: files.snapshot(d) for d in (mixed, single)} == original  # every original file, byte for byte
     spark.sql(f"REFRESH TABLE {t}")
     assert same_rows(spark.table(t), rows)

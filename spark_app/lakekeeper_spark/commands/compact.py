@@ -53,7 +53,7 @@ from ..policy.replication import check_replication
 from ..policy.retries import backoff_seconds, retry_summary, transient_cause
 from ..storage.layout import batch_root
 from ..storage.space import space_check
-from ..protocol.swap import adopt_late_files, check_unchanged, swap_in
+from ..protocol.swap import adopt_late_files, check_unchanged, move_kept, swap_in
 from ..policy.queues import queue_facts
 from ..policy.table_policy import excluded, exclusion_reason, policy_sources
 from ..policy.verify_sample import choose_sample, sample_seed
@@ -612,14 +612,12 @@ def _compact_unit_once(
                 extra["notes"] = list(written.notes)
             extra.update(_verify_content(ctx, info, p, u, written, codec, scratch))
         scratch.close()
-        copied = copy_kept_files(fs, u)
         tamper_staging(fs, u.staging)  # test hook: a bad copy
         journal.unit_mark(idx, "verifying")  # recovered as planned: no record needed
-        staged, rows_after = verify_staging(ctx.spark, fs, info, u, written.rows_expected, codec, columns.keys,
-                                            copied)
+        staged, rows_after = verify_staging(ctx.spark, fs, info, u, written.rows_expected, codec, columns.keys)
         if job is not None:  # no Spark job after this: the next unit writes while this one swaps
             job.release()
-        carried = carry_attributes(fs, u, set(copied))  # HDFS: storage policy, xattrs, replication
+        carried = carry_attributes(fs, u, set())  # HDFS: storage policy, xattrs, replication (of the new files)
         if carried:
             extra["carried"] = carried
         extra.update(finish_tiering(fs, u))  # tiering: the new files' storage policy checked, the space consumed
@@ -630,7 +628,8 @@ def _compact_unit_once(
             backup.wait()
         recheck_before_swap(ctx, p, exists)
         check_unchanged(fs, u)
-        swap_in(fs, journal, idx, u, staged)
+        moved = move_kept(fs, journal, idx, u, staged)  # minor mode: the kept files, by rename (journaled first)
+        swap_in(fs, journal, idx, u, staged)  # ``staged``: the verified new files, journaled as compacted
         late = adopt_late_files(fs, u, u.listing)
         journal.unit_mark(idx, "repointing_backup")  # recovered from the directories, as moving_aside: no record
         if repoints is None:  # a table: its backup now (a partition: with its group, after its done record)
@@ -641,15 +640,18 @@ def _compact_unit_once(
         result = partition_result(
             u,
             "compacted",
-            f"{u.stats.files} files -> {len(staged.files)}" + _rewrite_note(u, len(staged.files), len(copied)),
-            files_after=len(staged.files) + len(late),
-            bytes_after=staged.total_bytes,
+            f"{u.stats.files} files -> {len(staged.files) + len(moved)}"
+            + _rewrite_note(u, len(staged.files), len(moved)),
+            files_after=len(staged.files) + len(moved) + len(late),
+            bytes_after=staged.total_bytes + sum(m["length"] for m in moved),
             rows_before=rows_before,
             rows_after=rows_after,
             late_files=late,
             warnings=warnings,
             **extra,
         )
+        if u.decision.rewrite is not None or u.decision.split:  # the kept files were moved, none copied
+            result.update(files_moved=len(moved), files_copied=0)
         stats.add(u, result)  # its Metastore figures, written with its group (while other units still write)
         if ctx.budget is not None:
             ctx.budget.record(u.stats.bytes, time.time() - started)
@@ -683,22 +685,24 @@ def _compact_unit_once(
         return failed
 
 
-def _rewrite_note(u: Unit, staged: int, copied: int) -> str:
-    """What a compaction that kept files, or split some, did with which files."""
+def _rewrite_note(u: Unit, written: int, moved: int) -> str:
+    """What a compaction that kept files, or split some, did with which files
+    (``written``: the new files, ``moved``: the kept files moved by rename)."""
     split = len(u.decision.split)
-    if not copied and not split:
+    if not moved and not split:
         return ""
-    what = (f"{len(u.rewrite_files)} file(s) rewritten into {staged - copied}, {split} of them above "
+    what = (f"{len(u.rewrite_files)} file(s) rewritten into {written}, {split} of them above "
             f"max_file_size split" if split else f"{len(u.rewrite_files)} fragment files rewritten into "
-                                                 f"{staged - copied}")
-    return f" ({u.decision.rule}: {what}" + (f", {copied} copied unchanged)" if copied else ")")
+                                                 f"{written}")
+    return f" ({u.decision.rule}: {what}" + (f", {moved} kept unchanged, moved by rename)" if moved else ")")
 
 
 def _verify_content(ctx: Context, info: TableInfo, p: TablePlan, u: Unit, written: Any,
                     codec: dict[str, Any], scratch: UnitTable | None = None) -> dict[str, Any]:
     """``verify: content``: the staged copy, read back as readers will read
     it, has the checksum of the rows written (content.py); before the kept
-    files of minor mode are copied in (those are checked byte for byte)."""
+    files of minor mode are moved in by rename (their bytes never move:
+    checked by presence and length, ``swap.move_kept``)."""
     alter_staged_value(ctx.spark, ctx.fs, info, u.staging, spark_codec_name(info.format, codec.get("codec")))  # test hook
     if written.content is None:
         return {"verified": "rows"}
@@ -718,24 +722,6 @@ def _dedupe_result(written: Any) -> dict[str, Any]:
     keys = written.keys_source or 0
     return {"keys_before": keys, "duplicates_dropped": written.rows_source - keys,
             "deletes_dropped": written.deletes or 0}
-
-
-def copy_kept_files(fs: Any, u: Unit) -> dict[str, dict[str, Any]]:
-    """Minor mode: the files that are not rewritten are copied byte for byte
-    into the staging next to the compacted fragments, so that the swap (a
-    directory rename) brings in a complete partition. Names are kept; a
-    clash with a newly written file fails the unit."""
-    copied: dict[str, dict[str, Any]] = {}
-    for f in u.kept_files:
-        dst = f"{u.staging}/{f.name}"
-        if fs.exists(dst):
-            raise LakekeeperError("write_failed", f"{dst} already exists: a compacted file has the name of a "
-                                                  f"file to keep; nothing was swapped")
-        copied[f.name] = fs.copy_file(f"{u.location}/{f.name}", dst)
-    if copied:
-        log.info("%s: copied %d file(s) (%d bytes) unchanged into %s", u.spec or u.location, len(copied),
-                 sum(c["length"] for c in copied.values()), u.staging)
-    return copied
 
 
 def _undo_unit(ctx: Context, p: TablePlan, journal: Journal, idx: int, u: Unit, code: str,

@@ -143,10 +143,13 @@ def rollback_table(ctx: Context, full_name: str) -> dict[str, Any]:
     record = backup_record(ctx, info, b)
     for u in units:
         u["compacted"] = record.compacted.get(u["location"])
+        kept = record.kept.get(u["location"]) or {}
+        if kept:  # minor mode: the files it kept were moved into the live directory (not in the original)
+            u["kept"] = sorted(kept)
         if u["compacted"] is None:
             continue
         live = {f.name for f in ctx.fs.list_dir(u["location"]).files}
-        gone = sorted(set(u["compacted"]) - live)
+        gone = sorted((set(u["compacted"]) | set(kept)) - live)
         if gone:
             raise LakekeeperError(
                 "live_changed",
@@ -158,8 +161,9 @@ def rollback_table(ctx: Context, full_name: str) -> dict[str, Any]:
         now, orig = listings[u["location"]], listings[u["old"]]
         parts.append({
             "spec": u["spec"], "location": u["location"],
-            "files_before": len(now.files), "files_after": len(orig.files),
-            "bytes_before": now.total_bytes, "bytes_after": orig.total_bytes,
+            "files_before": len(now.files), "files_after": len(orig.files) + len(u.get("kept") or []),
+            "bytes_before": now.total_bytes,
+            "bytes_after": orig.total_bytes + sum((record.kept.get(u["location"]) or {}).values()),
             "rows_before": record.rows.get(u["location"]), "rows_after": record.rows.get(u["location"]),
             "status": "planned" if ctx.settings.dry_run else "rolled_back",
             "reason": f"restore {u['old']}",

@@ -27,7 +27,8 @@ renames.
 
 Steps: every step of the journal, recorded or marked (``journal``: ``table:compacting``,
 ``verifying``, ...) and, right after the swap's renames,
-``moving_aside:after``, ``moving_in:after``, a batch's ``batch_writing``,
+``moving_aside:after``, ``moving_in:after``, ``moving_kept:after`` (minor
+mode: once every kept file is moved into the staging), a batch's ``batch_writing``,
 ``batch_reading``, ``batch_renaming`` and ``batch_renaming:after`` (with the
 index of the batch's first unit: ``rewrite/batch.py``),
 ``rollback_moved_compacted:after``, ``rollback_restored:after``; in merge

@@ -20,12 +20,15 @@ holds the units itself, load as they are.
 
 Steps: ``table:creating_backup``, ``table:compacting``, ``table:finished``,
 ``table:rolling_back``, ``table:rolled_back`` (table level); unit level
-``writing_staging``, ``verifying``, ``moving_aside``, ``moving_in``,
+``writing_staging``, ``verifying``, ``moving_kept``, ``moving_aside``, ``moving_in``,
 ``repointing_backup``, ``done``, ``rolling_back``, ``rolled_back``. Every
 step is also a fault point of the crash tests' hooks (``faults``).
 A compaction unit records two steps: ``moving_aside`` (from there on its
 staged copy may be the only copy of its data, never deleted by recovery)
-and ``done``. ``writing_staging``, ``verifying``, ``moving_in`` and
+and ``done``; in minor mode (and a split) a third before them,
+``moving_kept``: the files the unit keeps (name, from, to, length), moved by
+rename into the staging next; recovery of a unit not swapped moves them back
+before the staging is deleted. ``writing_staging``, ``verifying``, ``moving_in`` and
 ``repointing_backup`` are marked, not recorded (``unit_mark``): recovery
 decides them from the filesystem exactly as the step recorded before each
 (the plan names the staging directory: a staged copy and nothing moved is
@@ -76,6 +79,7 @@ log = logging.getLogger(__name__)
 UNIT_STEPS = (
     "writing_staging",
     "verifying",
+    "moving_kept",
     "moving_aside",
     "moving_in",
     "repointing_backup",

@@ -46,7 +46,7 @@ from ..report.errors import LakekeeperError, java_message
 from .journal import Journal
 from ..storage.layout import journal_dir, parse_hidden_name, split_path
 from ..report.model import TableInfo
-from .swap import adopt_files, finish_trash, remove_empty_dir, swap_back
+from .swap import adopt_files, finish_trash, move_back_kept, remove_empty_dir, swap_back
 
 log = logging.getLogger(__name__)
 
@@ -147,6 +147,7 @@ def settle_unit(ctx: Context, journal: Journal, u: dict[str, Any], record: dict[
     part = u.get("partition")
     planned = {f[0] for f in u.get("files") or []}
     compacted = record.get("compacted")
+    moves = record.get("kept_moves") or []  # minor mode: kept files moved into the staging (``moving_kept``)
     has_l, has_s, has_o = fs.exists(L), fs.exists(S), fs.exists(O)
     why = reason or f"interrupted at {step}"
 
@@ -169,16 +170,18 @@ def settle_unit(ctx: Context, journal: Journal, u: dict[str, Any], record: dict[
                                                      f"after moving {len(moved)} file(s) aside; try again")
         has_l = False
     if has_l and not has_o:
+        moved_back = move_back_kept(fs, L, S, moves) if moves and step not in _FINAL else []
         if has_s:
             fs.delete(S)
         drop_from_backup()
         if step in _FINAL and not has_s:
             return None, False
         journal.unit_step(idx, "aborted", code=code, reason=why)
-        return act("rolled_back_unswapped"), False
+        return act("rolled_back_unswapped", **({"kept_moved_back": moved_back} if moves else {})), False
     if not has_l and has_o and has_s:
         if compacted is None:
-            compacted = sorted(f.name for f in fs.list_dir(S).files)
+            kept = {m["name"] for m in moves}
+            compacted = sorted(f.name for f in fs.list_dir(S).files if f.name not in kept)
         fs.rename(S, L)
         # without the planned list every original would look "late": adopt nothing then
         late = adopt_files(fs, O, L, planned, what="files written during the swap") if planned else []
@@ -187,6 +190,8 @@ def settle_unit(ctx: Context, journal: Journal, u: dict[str, Any], record: dict[
         return act("completed_swap", late_files=late), True
     if not has_l and has_o:
         fs.rename(O, L)
+        if moves:  # the staging that held the kept files is gone: each must be back live, else reported
+            move_back_kept(fs, L, S, moves)
         drop_from_backup()
         journal.unit_step(idx, "aborted", code=code, reason=why)
         return act("restored_original"), False
@@ -197,7 +202,12 @@ def settle_unit(ctx: Context, journal: Journal, u: dict[str, Any], record: dict[
         repoint()
         journal.unit_step(idx, "done", recovered=True, compacted=compacted, late_files=late)
         return act("completed_backup", late_files=late), True
-    if step in _BEFORE_MOVE_ASIDE:
+    if moves and has_s and any(f.name in {m["name"] for m in moves} for f in fs.list_dir(S).files):
+        raise LakekeeperError(
+            "recovery_failed",
+            f"{L} and its moved-aside original {O} are both missing and the staging {S} holds kept files moved "
+            f"there; not touching anything")
+    if step in _BEFORE_MOVE_ASIDE or (step == "moving_kept" and moves):
         # The source went away before this run moved anything (a partition dropped and its directory
         # deleted during the run): the staged copy of data nobody wants any more goes, the unit is
         # aborted. (At ``moving_aside`` or later the staging may be the only copy left: untouched.)
@@ -324,7 +334,7 @@ def finish_rollback(ctx: Context, info: TableInfo, journal: Journal, doc: dict[s
         step = units.get(idx, {}).get("step", "planned")
         if step == "rolled_back":
             continue
-        compacted = u.get("compacted")
+        compacted, kept = u.get("compacted"), u.get("kept")
         has_l, has_o, has_t = fs.exists(L), fs.exists(O), fs.exists(T)
         journal.unit_step(idx, "rolling_back", location=L, old=O, trash=T)
         if has_o and has_l and has_t:
@@ -334,16 +344,16 @@ def finish_rollback(ctx: Context, info: TableInfo, journal: Journal, doc: dict[s
                 raise LakekeeperError("rollback_failed", f"{L} was re-created during the rollback and is not empty")
             has_l = False
         if has_o and has_l:
-            kept = swap_back(fs, L, O, T, compacted, journal, idx)
+            done = swap_back(fs, L, O, T, compacted, journal, idx, kept=kept)
         elif has_o:
             fs.rename(O, L)
-            kept = finish_trash(fs, L, T, compacted)
+            done = finish_trash(fs, L, T, compacted, kept)
         elif has_l:
-            kept = finish_trash(fs, L, T, compacted)  # original already back in place
+            done = finish_trash(fs, L, T, compacted, kept)  # original already back in place
         else:
             raise LakekeeperError("rollback_failed", f"cannot restore {L}: original {O} and live data both missing")
-        journal.unit_step(idx, "rolled_back", **kept)
-        actions.append({"spec": u["spec"], "action": "rolled_back", "was_at": step, **kept})
+        journal.unit_step(idx, "rolled_back", **done)
+        actions.append({"spec": u["spec"], "action": "rolled_back", "was_at": step, **done})
     bdb, bname = doc["backup_table"].split(".")
     if doc.get("partial") or doc.get("skipped"):
         # The backup keeps the units not restored here (not selected by where, or whose partition was dropped:
@@ -411,6 +421,9 @@ class BackupRecord:
     compacted: dict[str, list[str]]
     rows: dict[str, int]
     planned: dict[str, set[str]]
+    # minor mode: the files the unit kept, moved by rename into the live directory (name -> length); the
+    # original directory lacks them, a rollback brings them back from the live directory (``finish_trash``)
+    kept: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
 
 
 def backup_record(ctx: Context, info: TableInfo, b: BackupRef) -> BackupRecord:
@@ -426,6 +439,8 @@ def backup_record(ctx: Context, info: TableInfo, b: BackupRef) -> BackupRecord:
             record.rows[location] = int(unit["rows"])
         if u.get("files"):
             record.planned[location] = {f[0] for f in u["files"]}
+        if unit.get("kept_moves") and unit.get("step") == "done":
+            record.kept[location] = {m["name"]: int(m["length"]) for m in unit["kept_moves"]}
     return record
 
 

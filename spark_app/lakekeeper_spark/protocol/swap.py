@@ -173,9 +173,11 @@ def adopt_late_files(fs: HadoopFS, unit: Unit, planned: Listing) -> list[str]:
 
 
 def swap_back(fs: HadoopFS, live: str, old: str, trash: str, compacted: list[str] | None = None,
-              journal: Journal | None = None, idx: int | None = None) -> dict[str, Any]:
+              journal: Journal | None = None, idx: int | None = None,
+              kept: list[str] | None = None) -> dict[str, Any]:
     """Rollback of one unit: compacted data aside, original back in place,
-    files written after the compaction carried over, compacted data deleted."""
+    files written after the compaction carried over (and the files minor
+    mode kept, ``kept``, moved back), compacted data deleted."""
     table = journal.table_name if journal else None
     if not fs.exists(old):  # never move a live directory aside without what replaces it
         raise LakekeeperError("rollback_failed", f"the original {old} is gone (restored or removed by another "
@@ -194,19 +196,93 @@ def swap_back(fs: HadoopFS, live: str, old: str, trash: str, compacted: list[str
             fs.rename(trash, live)  # the first rename undone: the table as it was before this unit
         raise
     fault_point("rollback_restored", "after", table, idx)
-    return finish_trash(fs, live, trash, compacted)
+    return finish_trash(fs, live, trash, compacted, kept)
 
 
-def finish_trash(fs: HadoopFS, live: str, trash: str, compacted: list[str] | None) -> dict[str, Any]:
+def finish_trash(fs: HadoopFS, live: str, trash: str, compacted: list[str] | None,
+                 kept: list[str] | None = None) -> dict[str, Any]:
     """Once the original is back: files of the trash that the compaction did
-    not write (appended afterwards) go back into the live directory, then
-    the trash is deleted. Without the list of compacted files the trash is
-    kept, never deleted blind."""
+    not write (appended afterwards, and the files minor mode kept and moved
+    there by rename, ``kept``: part of the original) go back into the live
+    directory, then the trash is deleted. Without the list of compacted
+    files the trash is kept, never deleted blind. The kept files moved back
+    are reported in ``kept_restored``, not as carried over."""
+    kept_set = set(kept or [])
     if not fs.exists(trash):
-        return {"carried_over": [], "trash_kept": None}
+        return {"carried_over": [], "trash_kept": None, **({"kept_restored": []} if kept_set else {})}
     if compacted is None:
         log.warning("%s: the compacted files of this unit are not journaled; %s kept", live, trash)
         return {"carried_over": [], "trash_kept": trash}
-    carried = adopt_files(fs, trash, live, set(compacted), what="files written after the compaction")
+    moved = adopt_files(fs, trash, live, set(compacted), what="files written after the compaction")
     fs.delete(trash)
-    return {"carried_over": carried, "trash_kept": None}
+    out: dict[str, Any] = {"carried_over": [m for m in moved if m not in kept_set], "trash_kept": None}
+    if kept_set:
+        out["kept_restored"] = [m for m in moved if m in kept_set]
+    return out
+
+
+def move_kept(fs: HadoopFS, journal: Journal, idx: int, unit: Unit, staged: Listing) -> list[dict[str, Any]]:
+    """Minor mode and a split: the files the unit keeps (``unit.kept_files``)
+    are moved by rename from the live directory into the verified staging,
+    right before the swap (after the last check of the live directory), so
+    that the swap brings in a complete partition without a byte copied. The
+    moves (name, from, to, length) are journaled first (``moving_kept``);
+    each is then checked, never trusting a rename: the planned length at the
+    destination, nothing left at the source. Recovery moves them back into
+    the live directory of a unit that was not swapped (``move_back_kept``).
+    Returns the moves."""
+    moves = [{"name": f.name, "from": f"{unit.location.rstrip('/')}/{f.name}",
+              "to": f"{unit.staging.rstrip('/')}/{f.name}", "length": f.size} for f in unit.kept_files]
+    if not moves:
+        return []
+    clash = sorted({m["name"] for m in moves} & {f.name for f in staged.files})
+    if clash:
+        raise LakekeeperError("write_failed", f"{unit.staging}/{clash[0]} already exists: a compacted file has "
+                                              f"the name of a file to keep; nothing was moved or swapped")
+    journal.unit_step(idx, "moving_kept", kept_moves=moves)
+    for m in moves:
+        fs.rename(m["from"], m["to"])
+    check_moved(fs, unit.location, unit.staging, moves)
+    journal.fault("moving_kept", idx)
+    log.info("%s: moved %d kept file(s) (%d bytes) into %s", unit.spec or unit.location, len(moves),
+             sum(m["length"] for m in moves), unit.staging)
+    return moves
+
+
+def check_moved(fs: HadoopFS, src_dir: str, dst_dir: str, moves: list[dict[str, Any]], back: bool = False) -> None:
+    """Each moved file is in ``dst_dir`` with its journaled length (moved
+    back: of any length, a writer may have appended to it meanwhile) and no
+    longer in ``src_dir`` (two listings), or raises."""
+    there = {f.name: f.size for f in fs.list_dir(dst_dir).files}
+    left = {f.name for f in fs.list_dir(src_dir).files}
+    for m in moves:
+        if m["name"] not in there or (not back and there[m["name"]] != m["length"]) or m["name"] in left:
+            raise LakekeeperError("fs_error", f"moving {m['name']} {'back ' if back else ''}into {dst_dir}: "
+                                              f"{there.get(m['name'])} bytes there, {m['length']} expected, "
+                                              f"{'still' if m['name'] in left else 'not'} in {src_dir}")
+
+
+def move_back_kept(fs: HadoopFS, live: str, staging: str, moves: list[dict[str, Any]]) -> list[str]:
+    """Recovery of a unit that was not swapped after ``moving_kept``: every
+    kept file found in the staging (and not in the live directory) is moved
+    back into the live directory, before the staging may be deleted. A file
+    found in both places or in neither: nothing is moved (``recovery_failed``,
+    everything kept as it is). Returns the names moved back."""
+    at_live = {f.name for f in fs.list_dir(live).files} if fs.exists(live) else set()
+    at_staging = {f.name for f in fs.list_dir(staging).files} if fs.exists(staging) else set()
+    back, wrong = [], []
+    for m in moves:
+        name = m["name"]
+        if name in at_staging and name not in at_live:
+            back.append(m)
+        elif name not in at_live or name in at_staging:
+            wrong.append(f"{name} ({'in both' if name in at_live else 'in neither'} {live} and {staging})")
+    if wrong:
+        raise LakekeeperError("recovery_failed", f"the kept files moved into {staging} cannot be put back into "
+                                                 f"{live}: {', '.join(wrong[:3])}; nothing moved or deleted")
+    for m in back:
+        fs.rename(m["to"], m["from"])
+    check_moved(fs, staging, live, back, back=True)
+    if back:
+        log.warning("%s: %d kept file(s) moved back from %s", live, len(back), staging)
+    return [m["name"] for m in back]

@@ -179,7 +179,8 @@ class Unit:
 
     @property
     def kept_files(self) -> list[FileEntry]:
-        """The files copied unchanged into the staging (minor mode)."""
+        """The files kept unchanged (minor mode, a split): moved by rename into
+        the staging right before the swap (``swap.move_kept``)."""
         chosen = self.decision.rewrite
         if chosen is None:
             return []

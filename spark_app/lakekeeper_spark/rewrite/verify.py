@@ -47,9 +47,12 @@ def verify_staging(
     (dedupe), ``rows_before`` is the expected row count after deduplication
     and the staged copy must also hold that many distinct keys.
 
-    ``copied`` (minor mode): name -> what ``HadoopFS.copy_file`` returned for
-    the files copied unchanged into the staging; they are checked by length
-    and checksum (``verify_copies``), the other staged files by rows."""
+    ``copied``: name -> what ``HadoopFS.copy_file`` returned for files
+    copied unchanged into the staging, checked by length and checksum
+    (``verify_copies``), the other staged files by rows. Minor mode no
+    longer copies: its kept files are moved into the staging by rename
+    after this check, right before the swap, and checked there by presence
+    and length (``swap.move_kept``; their bytes never move)."""
     staged = fs.list_dir(unit.staging)
     if copied:
         verify_copies(fs, unit, copied)

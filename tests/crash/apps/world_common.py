@@ -19,8 +19,22 @@ KINDS = {
     "outside": {"y=2024/m=01": (0, 300, 6), "y=2024/m=02": (300, 350, 1), "y=2024/m=03": (350, 650, 6)},
     "quiet": {"dt=old": (0, 400, 8), "dt=new": (400, 800, 8)},
     "merge": {"dt=a": (0, 300, 6), "dt=b": (300, 400, 4), "dt=c": (400, 700, 6)},
+    "minor": {"": (0, 600, 12)},  # 12 fragments, and the files minor mode keeps (MINOR_KEPT)
 }
-PARTITION_COLUMNS = {"flat": [], "part": ["dt"], "outside": ["y", "m"], "quiet": ["dt"], "merge": ["dt"]}
+PARTITION_COLUMNS = {"flat": [], "part": ["dt"], "outside": ["y", "m"], "quiet": ["dt"], "merge": ["dt"],
+                     "minor": []}
+# Kind "minor": a table compacted in minor mode (its table properties, MINOR_PROPERTIES): beside its 12
+# fragments (about 2 KB each, below the fragment bound of 8 KB) two files of MINOR_KEPT rows (first id,
+# end id, files: tens of KB each) that it keeps, moved by rename into the staging (``moving_kept``).
+MINOR_KEPT = (600, 4600, 2)
+MINOR_PROPERTIES = {"lakekeeper.mode": "minor", "lakekeeper.target_file_size_mb": "0.0625"}
+
+
+def kept_template_dir(base: str) -> str:
+    """The files a table of kind "minor" keeps (copied into it beside the fragments)."""
+    return f"{base}/minor/kept"
+
+
 # the units a compaction rewrites (more than one small file), in plan order
 COMPACTED = {
     "flat": [""],
@@ -28,6 +42,7 @@ COMPACTED = {
     "outside": ["y=2024/m=01", "y=2024/m=03"],
     "quiet": ["dt=old", "dt=new"],
     "merge": ["dt=a", "dt=c"],  # the partitions the merge batch touches (MERGE_BATCH)
+    "minor": [""],
 }
 # Merge mode (test_crash_merge.py): the batch merged into each "merge" table, a flat directory of
 # (first id, end id, what, partition) rows, partition column dt as an ordinary column. ts orders the

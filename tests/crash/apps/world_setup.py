@@ -30,7 +30,8 @@ sys.path.insert(0, os.path.abspath(os.path.join(HERE, "..", "..", "..", "spark_a
 sys.path.insert(0, HERE)
 
 from world_common import (COLUMNS, DATA_TYPES, KINDS, LATE_ROWS, LATE_TEMPLATES, MERGE_BATCH,  # noqa: E402
-                          MERGE_SELECT, SELECT, run_app, template_dir, units_of)
+                          MERGE_SELECT, MINOR_KEPT, MINOR_PROPERTIES, SELECT, kept_template_dir, run_app,
+                          template_dir, units_of)
 
 DAY_MS = 86400 * 1000
 POOL = None  # a thread pool for file copies and hashes (set in main)
@@ -119,6 +120,11 @@ def make_templates(spark, fs, base, kinds):
                 continue
             spark.range(lo, hi, 1, files).selectExpr(*SELECT).write.parquet(d)
             made += 1
+    kept = kept_template_dir(base)
+    if "minor" in kinds and not fs.exists(kept):
+        lo, hi, files = MINOR_KEPT
+        spark.range(lo, hi, 1, files).selectExpr(*SELECT).write.parquet(kept)
+        made += 1
     late = f"{base}/late"
     if not fs.exists(late):
         n = LATE_TEMPLATES * LATE_ROWS
@@ -148,13 +154,19 @@ def create_table(spark, fs, t, templates):
     layout = units_of(kind, t["root"], t.get("outside"))
     part_cols = layout["partition_columns"]
     part_sql = f"PARTITIONED BY ({', '.join(f'{c} STRING' for c in part_cols)})" if part_cols else ""
+    props = ""
+    if kind == "minor":
+        props = " TBLPROPERTIES (" + ", ".join(f"'{k}'='{v}'" for k, v in MINOR_PROPERTIES.items()) + ")"
     spark.sql(f"CREATE EXTERNAL TABLE {full} ({ddl_columns(kind)}) {part_sql} STORED AS PARQUET "
-              f"LOCATION '{t['root']}'")
+              f"LOCATION '{t['root']}'{props}")
     jobs = []
     for spec, loc in layout["units"].items():
         src = template_dir(templates, kind, spec)
         fs.mkdirs(loc)
         jobs += [(f"{src}/{n}", f"{loc}/{n}") for n in fs.data_files(src)]
+        if kind == "minor":
+            kept = kept_template_dir(templates)
+            jobs += [(f"{kept}/{n}", f"{loc}/kept-{n}") for n in fs.data_files(kept)]
     list(POOL.map(lambda j: fs.copy(*j), jobs))
     if part_cols:
         clauses = " ".join(f"{partition_clause(spec)} LOCATION '{loc}'" for spec, loc in layout["units"].items())

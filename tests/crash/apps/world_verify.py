@@ -27,7 +27,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.abspath(os.path.join(HERE, "..", "..", "..", "spark_app")))
 sys.path.insert(0, HERE)
 
-from world_common import COLUMNS, KINDS, PARTITION_COLUMNS, run_app, template_dir, units_of  # noqa: E402
+from world_common import (COLUMNS, KINDS, PARTITION_COLUMNS, kept_template_dir, run_app, template_dir,  # noqa: E402
+                          units_of)
+
+KEPT_PREFIX = "kept-"  # kind "minor": the files minor mode keeps (world_setup.create_table)
 from world_setup import FS, perms, tree  # noqa: E402
 
 LK_TAGS = ("lk_staging", "lk_old", "lk_trash")
@@ -97,14 +100,21 @@ def expected_visible_dirs(tree_):
     return sorted(p for p, v in tree_.items() if v == "dir" and not any(x.startswith((".", "_")) for x in p.split("/")))
 
 
-def unit_state(live, originals, extra_shas):
+def unit_state(live, originals, extra_shas, kept=()):
     """original | compacted | mixed, comparing file contents (names may
-    change when a late file is adopted)."""
+    change when a late file is adopted). ``kept``: the names of the original
+    files a compaction keeps as they are (minor mode): live in either state,
+    byte for byte (else mixed)."""
     live_c = collections.Counter(live.values())
     extra_c = collections.Counter(extra_shas)
     missing_extras = sum((extra_c - live_c).values())
     rest = live_c - extra_c
     orig_c = collections.Counter(originals.values())
+    kept_c = collections.Counter(originals[n] for n in kept)
+    if kept_c:
+        if any(live.get(n) != originals[n] for n in kept):  # a kept file is not live, byte for byte, by its name
+            return "mixed", missing_extras, sum(rest.values())
+        rest, orig_c = rest - kept_c, orig_c - kept_c
     if rest == orig_c:
         state = "original"
     elif rest and not (set(rest) & set(orig_c)):
@@ -209,6 +219,9 @@ def check_table(spark, ctx, fs, full, exp, extras, late, templates, prefix):
                 spec = loc_to_spec.get(u["location"], u["location"])
                 old_files = {n: fs.sha(f"{u['old']}/{n}") for n in fs.data_files(u["old"])} if fs.exists(u["old"]) else {}
                 orig = exp["units"].get(spec, {}).get("files", {})
+                if kind == "minor":  # the files it keeps were moved live: the original directory lacks them
+                    orig = {n: v for n, v in orig.items() if not n.startswith(KEPT_PREFIX)}
+                    planned = {k: {n for n in v if not n.startswith(KEPT_PREFIX)} for k, v in planned.items()}
                 # every original, byte for byte; anything else only a file a writer added before the
                 # run planned (it was compacted with the rest); exactly what that run planned
                 others = collections.Counter(v for n, v in old_files.items() if orig.get(n) != v)
@@ -237,7 +250,8 @@ def check_table(spark, ctx, fs, full, exp, extras, late, templates, prefix):
             f["units"][spec] = {"state": "missing"}
             problems.append(f"unit {spec!r}: {loc} is missing")
             continue
-        state, missing_extras, other = unit_state(live, exp["units"][spec]["files"], extra_shas.get(spec, []))
+        kept = [n for n in exp["units"][spec]["files"] if n.startswith(KEPT_PREFIX)] if kind == "minor" else []
+        state, missing_extras, other = unit_state(live, exp["units"][spec]["files"], extra_shas.get(spec, []), kept)
         u = {"state": state, "files": len(live), "backed_up": spec in backed, "missing_extras": missing_extras}
         f["units"][spec] = u
         if state == "mixed":
@@ -304,6 +318,8 @@ def expected_rows(spark, full, kind, templates, extras, late):
     out = []
     for spec in KINDS[kind]:
         out += [(full, *r, spec) for r in _template_rows(spark, template_dir(templates, kind, spec))]
+        if kind == "minor":
+            out += [(full, *r, spec) for r in _template_rows(spark, kept_template_dir(templates))]
     for e in extras:
         out += [(full, *r, e["unit"]) for r in _template_rows(spark, late[e["template"]])]
     return out
