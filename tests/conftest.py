@@ -20,9 +20,11 @@ import sys
 
 import pytest
 
-_E2E = os.path.join(os.path.dirname(os.path.abspath(__file__)), "e2e")
-if _E2E not in sys.path:
-    sys.path.insert(0, _E2E)
+_TESTS = os.path.dirname(os.path.abspath(__file__))
+_E2E = os.path.join(_TESTS, "e2e")
+for _path in (_E2E, _TESTS):  # e2e_helpers, cpu_meter (ansible-test units imports this file from its own tree)
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
 
 from e2e_helpers import BIN, ROOT, run, tool_env  # noqa: E402  pylint: disable=import-error,wrong-import-position
 
