@@ -20,7 +20,6 @@ end of the run ("timings of the steps"), passed or failed.
 from __future__ import annotations
 
 import os
-import time
 
 
 def _suite_cgroup_counter():
@@ -64,21 +63,6 @@ def cpu_now():
                 return int(line.split()[1]) / 1e6
         return None
     return int(text) / 1e9
-
-
-class Step:
-    """``with Step("compact.yml"):`` appends "compact.yml: 41 s, 36.2 CPU s" to TIMINGS."""
-
-    def __init__(self, label):
-        self.label, self.started, self.cpu = label, None, None
-
-    def __enter__(self):
-        self.started, self.cpu = time.time(), cpu_now()
-        return self
-
-    def __exit__(self, *exc):
-        record(self.label, time.time() - self.started, self.cpu)
-        return False
 
 
 def record(label, seconds, cpu_before=None):
