@@ -248,12 +248,11 @@ class Attributes:
     def enabled_erasure_coding_policies(self, uri: str) -> set[str]:
         """The names of the erasure coding policies enabled on the NameNode
         (``getAllErasureCodingPolicies``, state ENABLED), once per
-        filesystem: the ones a directory can be given."""
-        key = "ec_enabled:" + str(self.fs(uri).getUri().toString())
-        if key not in self._fs_cache:
-            self._fs_cache[key] = {str(i.getPolicy().getName()) for i in self.fs(uri).getAllErasureCodingPolicies()
-                                   if str(i.getState()) == "ENABLED"}
-        return self._fs_cache[key]
+        filesystem (read from ``erasure_coding_policy_states``, one NameNode call
+        for both): the ones a directory can be given; none on a NameNode
+        without erasure coding."""
+        states = self.erasure_coding_policy_states(uri)
+        return {name for name, state in (states or {}).items() if state == "ENABLED"}
 
     def erasure_coding_policy_states(self, uri: str) -> dict[str, str] | None:
         """Every erasure coding policy the NameNode knows -> its state
