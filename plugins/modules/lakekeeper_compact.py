@@ -753,7 +753,8 @@ tables:
           staging directory right before the swap (metadata only, checked by presence and length; C(files_copied) is
           0). The backup's original directory lacks the moved files (they stay live; a rollback brings them back into
           the restored original). C(rule) is V(split) when only the split selected the partition. C(rows_before)
-          and C(rows_after) count the rows of the rewritten files.
+          and C(rows_after) count the rows of the rewritten files, C(rows_kept) those of the moved files (from their
+          footers); the partition's C(numRows) statistics count both.
         - C(verified) is the check the staged copy passed (V(content) or V(rows), O(verify)); with V(content) a
           compacted entry has C(content_checksum), the checksum of its rows as read back, and a partition whose copy
           does not read back as the original fails with C(code) V(content_mismatch) and both figures in C(reason).

@@ -673,6 +673,9 @@ def test_dedupe_keeps_the_latest_version_per_partition(spark, engine, files, war
     res = engine.one("rollback", t)  # the first run's backup: duplicates and delete markers come back
     assert res["status"] == "rolled_back" and res["changed"]
     assert {dt: files.snapshot(f"{loc}/dt={dt}") for dt in ("a", "b")} == original  # byte for byte
+    rb = {p["spec"]: p for p in res["partitions"]}
+    assert (rb["dt=b"]["rows_before"], rb["dt=b"]["rows_after"]) == (100, 110), rb  # the original's rows come back
+    assert metastore_stats(spark, t, {"dt": "b"})["numRows"] == "110"
 
 
 def test_modes_and_where_smart_compaction(spark, engine, files, warehouse):

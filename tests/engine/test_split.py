@@ -63,6 +63,9 @@ def test_minor_mode_splits_the_huge_file_keeps_the_band_and_rollback_restores_ev
     assert "2 kept unchanged, moved by rename" in m["reason"] and m["verified"] == "content"
     assert s["status"] == "compacted" and s["rule"] == "split" and s["files_split"] == 1, s
     assert s["files_after"] >= 2 and s["rows_before"] == s["rows_after"] == 4000
+    # the Metastore's numRows counts the whole partition: the rewritten rows and the kept files' (their footers)
+    assert (m["rows_before"], m["rows_after"], m["rows_kept"], s["rows_kept"]) == (4144, 4144, 1400, 0), m
+    assert [_stats(spark, t, d)["numRows"] for d in ("mixed", "single")] == ["5544", "4000"]
     now = {d: files.snapshot(d) for d in (mixed, single)}
     for name in in_band:  # the band: the same files, byte for byte
         assert now[mixed][name] == original[mixed][name], name
@@ -88,6 +91,8 @@ def test_minor_mode_splits_the_huge_file_keeps_the_band_and_rollback_restores_ev
     rb = {p["spec"]: p for p in res["partitions"]}
     assert not rb["dt=mixed"].get("carried_over") and rb["dt=mixed"]["files_after"] == 15, rb  # not "late"
     assert {d: files.snapshot(d) for d in (mixed, single)} == original  # every original file, byte for byte
+    assert (rb["dt=mixed"]["rows_before"], rb["dt=mixed"]["rows_after"]) == (5544, 5544), rb
+    assert [_stats(spark, t, d)["numRows"] for d in ("mixed", "single")] == ["5544", "4000"]
     spark.sql(f"REFRESH TABLE {t}")
     assert same_rows(spark.table(t), rows)
 
@@ -100,3 +105,11 @@ def test_minor_mode_splits_the_huge_file_keeps_the_band_and_rollback_restores_ev
                 and ".lk_" in n], files.names(parent(mixed))
     spark.sql(f"REFRESH TABLE {t}")
     assert same_rows(spark.table(t), rows)
+
+
+def _stats(spark, table: str, dt: str) -> dict[str, str]:
+    """The partition's statistics as the Metastore holds them."""
+    from lakekeeper_spark.catalog.catalog import Catalog
+
+    db, name = table.split(".")
+    return Catalog(spark).statistics(db, name, {"dt": dt})

@@ -47,6 +47,7 @@ from ..report.results import partition_result, table_result
 from ..rewrite.batch import discard as discard_batch
 from ..rewrite.batch import write_batch
 from ..rewrite.rewrite import WriteResult, write_staging
+from ..rewrite.verify import kept_rows
 from ..rewrite.schema_drift import CODE as SCHEMA_DRIFT
 from ..rewrite.schema_drift import check_units as check_schema_drift
 from ..policy.replication import check_replication
@@ -615,6 +616,7 @@ def _compact_unit_once(
         tamper_staging(fs, u.staging)  # test hook: a bad copy
         journal.unit_mark(idx, "verifying")  # recovered as planned: no record needed
         staged, rows_after = verify_staging(ctx.spark, fs, info, u, written.rows_expected, codec, columns.keys)
+        rows_kept = kept_rows(ctx.spark, info, u)  # minor mode: the kept files' rows (their footers), for numRows
         if job is not None:  # no Spark job after this: the next unit writes while this one swaps
             job.release()
         carried = carry_attributes(fs, u, set())  # HDFS: storage policy, xattrs, replication (of the new files)
@@ -634,7 +636,11 @@ def _compact_unit_once(
         journal.unit_mark(idx, "repointing_backup")  # recovered from the directories, as moving_aside: no record
         if repoints is None:  # a table: its backup now (a partition: with its group, after its done record)
             repoint(ctx.catalog, info, p, u)
-        journal.unit_step(idx, "done", files_after=len(staged.files), rows=rows_after)
+        # the partition's rows after and before (the kept files' too), for the statistics of a rollback:
+        # before is unknown when the source rows were not only the partition's (a merge's batch rows)
+        whole = None if rows_kept is None else rows_after + rows_kept
+        journal.unit_step(idx, "done", files_after=len(staged.files), rows=whole,
+                          rows_original=None if rows_kept is None or merge is not None else rows_before + rows_kept)
         if repoints is not None:
             repoints.add(u)
         result = partition_result(
@@ -651,7 +657,7 @@ def _compact_unit_once(
             **extra,
         )
         if u.decision.rewrite is not None or u.decision.split:  # the kept files were moved, none copied
-            result.update(files_moved=len(moved), files_copied=0)
+            result.update(files_moved=len(moved), files_copied=0, rows_kept=rows_kept)
         stats.add(u, result)  # its Metastore figures, written with its group (while other units still write)
         if ctx.budget is not None:
             ctx.budget.record(u.stats.bytes, time.time() - started)

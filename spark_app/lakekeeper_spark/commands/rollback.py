@@ -164,7 +164,8 @@ def rollback_table(ctx: Context, full_name: str) -> dict[str, Any]:
             "files_before": len(now.files), "files_after": len(orig.files) + len(u.get("kept") or []),
             "bytes_before": now.total_bytes,
             "bytes_after": orig.total_bytes + sum((record.kept.get(u["location"]) or {}).values()),
-            "rows_before": record.rows.get(u["location"]), "rows_after": record.rows.get(u["location"]),
+            "rows_before": record.rows.get(u["location"]),
+            "rows_after": record.original_rows.get(u["location"], record.rows.get(u["location"])),
             "status": "planned" if ctx.settings.dry_run else "rolled_back",
             "reason": f"restore {u['old']}",
         })

@@ -424,6 +424,8 @@ class BackupRecord:
     # minor mode: the files the unit kept, moved by rename into the live directory (name -> length); the
     # original directory lacks them, a rollback brings them back from the live directory (``finish_trash``)
     kept: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
+    # the rows of each unit's original (what a rollback restores; None: unknown, e.g. a merge's)
+    original_rows: dict[str, int | None] = dataclasses.field(default_factory=dict)
 
 
 def backup_record(ctx: Context, info: TableInfo, b: BackupRef) -> BackupRecord:
@@ -437,6 +439,8 @@ def backup_record(ctx: Context, info: TableInfo, b: BackupRef) -> BackupRecord:
             record.compacted[location] = list(unit["compacted"])
         if unit.get("rows") is not None:
             record.rows[location] = int(unit["rows"])
+        if "rows_original" in unit:  # the original's rows (None: unknown); older journals: ``rows`` stands for it
+            record.original_rows[location] = unit["rows_original"]
         if u.get("files"):
             record.planned[location] = {f[0] for f in u["files"]}
         if unit.get("kept_moves") and unit.get("step") == "done":
@@ -457,6 +461,8 @@ def update_statistics(ctx: Context, info: TableInfo, units: list[tuple[Any, dict
     items = []
     for u, r in units:
         rows = r.get("rows_after") if not r.get("late_files") and not r.get("carried_over") else None
+        if rows is not None and "rows_kept" in r:  # minor mode: the partition also holds the files it kept
+            rows = None if r["rows_kept"] is None else rows + r["rows_kept"]
         spec = u["partition"] if isinstance(u, dict) else u.partition
         items.append((spec if info.is_partitioned else None, r["files_after"], r["bytes_after"], rows))
     outcomes: list[Any] | None = None

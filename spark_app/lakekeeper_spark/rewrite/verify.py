@@ -16,7 +16,7 @@ import logging
 from typing import Any
 
 from ..report.errors import LakekeeperError
-from ..storage.formats import data_file_footer, detect_codec, input_format_rows
+from ..storage.formats import data_file_footer, detect_codec, input_format_rows, orc_footer, parquet_footer
 from ..storage.fs import HadoopFS
 from ..storage.hdfs_checks import verify_erasure_coding
 from ..report.model import Listing, TableInfo, Unit
@@ -154,3 +154,17 @@ def _distinct_keys(spark: Any, fmt: str, uris: list[str], keys: tuple[str, ...])
         F.countDistinct(*cols).alias("keys"),  # count(DISTINCT ...) leaves out a tuple with a NULL
         F.sum(F.when(null_key(keys), 1).otherwise(0)).alias("nulls")).collect()[0]
     return int(row["keys"] or 0) + int(row["nulls"] or 0)
+
+
+def kept_rows(spark: Any, table: TableInfo, unit: Unit) -> int | None:
+    """Minor mode and a split: the rows of the files the unit keeps (moved
+    by rename, never read), from their footers (one metadata read a file on
+    the driver), so that the partition's ``numRows`` counts them too; 0 when
+    it keeps none, None when their format has no row count in metadata."""
+    if not unit.kept_files:
+        return 0
+    if table.format not in ("parquet", "orc"):
+        return None
+    footer = parquet_footer if table.format == "parquet" else orc_footer
+    base = unit.location.rstrip("/")
+    return sum(int(footer(spark, f"{base}/{f.name}")["rows"]) for f in unit.kept_files)
