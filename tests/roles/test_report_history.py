@@ -35,10 +35,13 @@ HISTORY = [  # newest first, as analyze returns it
             backups_kept=[{"backup_table": "shop.__bkp_events_20261120_013000_eeeeee", "rule": "pinned",
                            "reason": "pinned"}]),
     _record(RUN_C2, "compact", "compacted", "2026-11-23T01:31:00.000Z", dict(_totals(10, 2, 4096, 2048), retries=2),
-            backup_table="shop.__bkp_events_20261123_013000_cccccc", retry_causes={"metastore": 1, "namenode": 1}),
+            backup_table="shop.__bkp_events_20261123_013000_cccccc", retry_causes={"metastore": 1, "namenode": 1},
+            verification={"units": 2, "content": 1, "rows": 1}, verify_sample={"fraction": 0.5, "sampled": ["dt=a"]},
+            queue="maintenance"),
     _record(RUN_RB, "rollback", "rolled_back", "2026-11-22T01:30:30.000Z", _totals(2, 10, 2048, 4096),
             backup_run_id=RUN_C1),
-    _record(RUN_C1, "compact", "compacted", "2026-11-21T01:31:00.000Z", _totals(10, 2, 4096, 2048)),
+    _record(RUN_C1, "compact", "compacted", "2026-11-21T01:31:00.000Z",
+            dict(_totals(10, 2, 4096, 2048), files_split=1, tiered=2, tier_space_saved=1536)),
     _record("20261120T013000-ffffff", "compact", "failed", "2026-11-20T01:30:10.000Z", code="write_failed",
             reason="1 of 1 unit(s) failed: disk full"),
 ]
@@ -103,7 +106,10 @@ def test_the_report_draws_each_tables_history(playbook, tmp_path):
     assert "failed</span> (write_failed)" in table and "disk full" in table
     assert "10 &rarr; 2" in table and "4.00 KB &rarr; 2.00 KB" in table
     # a compaction whose units were tried again (issue 50 item 2): how many times, and why
-    assert "shop.__bkp_events_20261123_013000_cccccc; 2 retries (metastore 1, namenode 1)</td>" in table, table
+    assert "shop.__bkp_events_20261123_013000_cccccc; 2 retries (metastore 1, namenode 1); verified 1 by content, " \
+           "1 by rows (sample 0.5); queue maintenance</td>" in table, table
+    # a split and tiering (issue 50 items 1 and 7): files split, units tiered and the space saved
+    assert "; 1 large file(s) split; 2 unit(s) tiered, 1.50 KB saved</td>" in table, table
 
 
 def report_of(playbook, tmp_path, tables_doc):

@@ -43,7 +43,7 @@ _TOUCHED = ("compacted", "rolled_back", "failed", "refused")
 _UNIT_KEYS = ("spec", "status", "code", "files_before", "files_after", "bytes_before", "bytes_after",
               "rows_before", "rows_after", "verified", "content_checksum", "duplicates_dropped", "deletes_dropped",
               "rule", "retries", "retry_causes", "tiering", "files_rewritten", "files_copied", "files_split",
-              "files_moved")
+              "files_moved", "rows_kept")
 _FIGURES = ("files_before", "files_after", "bytes_before", "bytes_after", "rows_before", "rows_after")
 _RECORD_NAME = re.compile(r"^\d{8}T\d{6}\.\d{3}Z-\d{8}T\d{6}-[0-9a-f]{6}(-\d+)?\.json$")
 _BACKUP_RUN = re.compile(r"_(\d{8})_(\d{6})_([0-9a-f]{6})$")
