@@ -40,6 +40,11 @@ def test_minor_mode_splits_the_huge_file_keeps_the_band_and_rollback_restores_ev
     files.mkdir(single)
     files.fs.duplicate_file(f"{mixed}/{big.name}", f"{single}/{big.name}")  # a partition of one huge file
     spark.sql(f"ALTER TABLE {t} ADD PARTITION (dt='single') LOCATION '{single}'")
+    onegroup = f"{loc}/dt=onegroup"  # as a writer with the default 128 MB row groups leaves a large file: one
+    spark.range(20000, 24000, numPartitions=1).selectExpr(
+        "id", "concat(sha2(cast(id AS STRING), 256), sha2(cast(-id AS STRING), 256)) AS payload").write.parquet(onegroup)
+    spark.sql(f"ALTER TABLE {t} ADD PARTITION (dt='onegroup') LOCATION '{onegroup}'")
+    one_files = files.snapshot(onegroup)
     sizes = sorted(f.size for f in files.fs.list_dir(mixed).files)
     frag, low, bound = 64 * KB // 8, 64 * KB * 3 // 4, 192 * KB
     assert len(sizes) == 15 and sizes[11] < frag and low <= sizes[12] <= sizes[13] <= bound < sizes[14], sizes
@@ -63,6 +68,10 @@ def test_minor_mode_splits_the_huge_file_keeps_the_band_and_rollback_restores_ev
     assert "2 kept unchanged, moved by rename" in m["reason"] and m["verified"] == "content"
     assert s["status"] == "compacted" and s["rule"] == "split" and s["files_split"] == 1, s
     assert s["files_after"] >= 2 and s["rows_before"] == s["rows_after"] == 4000
+    # a file of one row group above the bound cannot be cut below it: not split (else rewritten by every run)
+    g = by["dt=onegroup"]
+    assert g["status"] == "not_needed" and "1 file(s) above max_file_size" in g["reason"], g
+    assert "not split: a row group or stripe of up to" in g["reason"] and files.snapshot(onegroup) == one_files, g
     # the Metastore's numRows counts the whole partition: the rewritten rows and the kept files' (their footers)
     assert (m["rows_before"], m["rows_after"], m["rows_kept"], s["rows_kept"]) == (4144, 4144, 1400, 0), m
     assert [_stats(spark, t, d)["numRows"] for d in ("mixed", "single")] == ["5544", "4000"]

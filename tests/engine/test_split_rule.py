@@ -73,6 +73,24 @@ def test_the_bound_itself_is_not_above_it_and_the_band_stays():
     assert (r["files_rewritten"], r["files_copied"], r["files_split"]) == (1, 2, 1)
 
 
+def test_a_file_whose_row_group_is_above_the_bound_is_not_split():
+    """Rewriting reads and writes whole row groups and stripes: a file whose
+    largest one is above the bound would come out above it again (and be
+    rewritten by every run). Only the files a rewrite can cut are split."""
+    s = settings("minor", max_file_size_mb=256)
+    lst = named(300 * MB, 640 * MB, 200 * MB)  # one file of one 300 MB row group, one of 128 MB row groups
+    d = planner.decide(planner.file_stats(lst), s, lst, "parquet", {"f000": 300 * MB, "f001": 128 * MB})
+    assert (d.action, d.rule, d.rewrite, d.split) == ("compact", "split", ("f001",), ("f001",)), d
+    assert "1 file(s) above max_file_size 256.0 MB not split: a row group or stripe of up to 300.0 MB" in d.reason
+    assert planner.unsplittable(lst.files, s, {"f000": 300 * MB, "f001": 128 * MB}) == {"f000": 300 * MB}
+    # nothing else to do: the unit is left as the size rule decided, and says why (not split forever after)
+    alone = named(300 * MB)
+    d = planner.decide(planner.file_stats(alone), s, alone, "parquet", {"f000": 300 * MB})
+    assert (d.action, d.split) == ("skip", ()) and "not split: a row group or stripe" in d.reason, d
+    # a footer that was not read: planned as splittable, as before
+    assert planner.decide(planner.file_stats(alone), s, alone, "parquet", {}).split == ("f000",)
+
+
 def test_minor_rewrites_the_fragments_and_splits_the_large_file_keeping_the_band():
     s = settings("minor", max_file_size_mb=256)
     lst = named(*[MB] * 12, 100 * MB, 120 * MB, 640 * MB)  # 12 fragments, 2 in the band, 1 above the bound

@@ -4,17 +4,20 @@ we may touch it, and list and plan its units."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 from types import SimpleNamespace
 from typing import Any
 
 from .context import Context
 from .legacy import is_legacy_backup
-from ..report.errors import Refused, UsageError
-from ..storage.formats import detect_format, reader_properties, unfaithful_properties
+from ..report.errors import Refused, UsageError, java_message
+from ..storage.formats import detect_format, largest_piece_bytes, reader_properties, unfaithful_properties
 from ..storage.layout import BACKUP_OF_PROPERTY, SCRATCH_OF_PROPERTY, parse_hidden_name, split_path
 from ..report.model import Decision, Listing, TableInfo, TablePlan
-from ..policy.planner import plan_table
+from ..policy.planner import oversized, plan_table
 from ..policy.table_policy import apply_policy, policy_sources, table_policy
+
+log = logging.getLogger(__name__)
 
 
 def check_eligible(info: TableInfo) -> None:
@@ -150,7 +153,28 @@ def list_units(ctx: Context, info: TableInfo) -> list[tuple[str, dict[str, str] 
 
 
 def plan(ctx: Context, info: TableInfo) -> TablePlan:
-    return plan_table(info, list_units(ctx, info), ctx.settings, ctx.run_id)
+    units = list_units(ctx, info)
+    return plan_table(info, units, ctx.settings, ctx.run_id, oversized_pieces(ctx, info, units))
+
+
+def oversized_pieces(ctx: Context, info: TableInfo,
+                     units: list[tuple[str, dict[str, str] | None, str, Listing]]) -> dict[str, dict[str, int]]:
+    """With a split bound, on Parquet and ORC: the largest row group or
+    stripe of each file above it (one footer read each; such files are few),
+    location -> name -> bytes, so that the planner splits only the files a
+    rewrite can cut below the bound (``planner.split_rule``). A footer that
+    cannot be read is left out: the rewrite reads that file and says why."""
+    if not ctx.settings.max_file_bytes or info.format not in ("parquet", "orc"):
+        return {}
+    out: dict[str, dict[str, int]] = {}
+    for _spec, _part, loc, listing in units:
+        for f in oversized(listing.files, ctx.settings):
+            try:
+                out.setdefault(loc, {})[f.name] = largest_piece_bytes(ctx.spark, info.format,
+                                                                      f"{loc.rstrip('/')}/{f.name}")
+            except Exception as exc:  # noqa: BLE001 - planned as splittable; the write fails it if unreadable
+                log.warning("%s: footer of %s/%s not read: %s", info.full_name, loc, f.name, java_message(exc))
+    return out
 
 
 def leftovers(ctx: Context, p: TablePlan, known_runs: set[str]) -> list[dict[str, str]]:

@@ -197,12 +197,13 @@ def group_pieces(sizes: list[int], files: int) -> list[list[int]]:
 
 
 def decide(stats: FileStats, settings: Settings, listing: Listing | None = None,
-           fmt: str | None = None) -> Decision:
+           fmt: str | None = None, pieces: dict[str, int] | None = None) -> Decision:
     """Whether and how to compact one unit: the mode's rule (``size_rule``),
-    then, with a ``max_file_size_mb`` bound, ``split_rule``."""
+    then, with a ``max_file_size_mb`` bound, ``split_rule`` (``pieces``: its
+    files' largest row group or stripe, where they were read)."""
     decision = size_rule(stats, settings, listing, fmt)
     if listing is not None and settings.max_file_bytes:
-        return split_rule(decision, listing, settings, fmt)
+        return split_rule(decision, listing, settings, fmt, pieces)
     return decision
 
 
@@ -404,7 +405,19 @@ def oversized(files: list[FileEntry], settings: Settings) -> list[FileEntry]:
     return [f for f in files if bound and f.size > bound]
 
 
-def split_rule(decision: Decision, listing: Listing, settings: Settings, fmt: str | None = None) -> Decision:
+def unsplittable(files: list[FileEntry], settings: Settings, pieces: dict[str, int] | None) -> dict[str, int]:
+    """The files above the split bound whose largest row group (Parquet) or
+    stripe (ORC), ``pieces[name]`` in bytes, is above it too: the rewrite
+    reads and writes whole row groups and stripes (no shuffle), so such a
+    file would come out above the bound again, and be rewritten by every
+    run. Name -> that piece's size."""
+    bound = settings.max_file_bytes
+    return {f.name: pieces[f.name] for f in oversized(files, settings)
+            if pieces and pieces.get(f.name, 0) > bound}
+
+
+def split_rule(decision: Decision, listing: Listing, settings: Settings, fmt: str | None = None,
+               pieces: dict[str, int] | None = None) -> Decision:
     """The mode's ``decision`` for a unit, with its files above
     ``max_file_size_mb`` split into files of about the target size:
 
@@ -417,9 +430,18 @@ def split_rule(decision: Decision, listing: Listing, settings: Settings, fmt: st
       or every file where a partition is rewritten whole (text and Avro
       through their SerDe, dedupe);
     - refusals and the other skips (a missing directory, nested layouts, no
-      data files) are left as they are.
+      data files) are left as they are;
+    - a file that cannot be cut below the bound (``unsplittable``) is not
+      split: the reason says so, and a unit with nothing else to do is left
+      as the size rule decided.
     """
-    big = oversized(listing.files, settings)
+    stuck = unsplittable(listing.files, settings, pieces)
+    big = [f for f in oversized(listing.files, settings) if f.name not in stuck]
+    if stuck and listing.exists and not listing.subdirs:
+        decision = dataclasses.replace(decision, reason=(
+            f"{decision.reason}; {len(stuck)} file(s) above max_file_size {human_bytes(settings.max_file_bytes)} "
+            f"not split: a row group or stripe of up to {human_bytes(max(stuck.values()))} is above it "
+            f"(rewriting cannot cut one; lower the writers' row group or stripe size)"))
     if not big or not listing.exists or listing.subdirs:
         return decision
     T = settings.target_file_bytes
@@ -514,10 +536,13 @@ def plan_table(
     units: list[tuple[str, dict[str, str] | None, str, Listing]],
     settings: Settings,
     run_id: str,
+    pieces: dict[str, dict[str, int]] | None = None,
 ) -> TablePlan:
     """Build the plan of one table from its units' listings.
 
     ``units``: (spec, partition spec dict or None, location, listing).
+    ``pieces``: location -> file name -> its largest row group or stripe
+    (bytes), for the files above the split bound (``split_rule``).
     """
     planned = []
     for spec, part, location, listing in units:
@@ -529,7 +554,7 @@ def plan_table(
                 location=location,
                 listing=listing,
                 stats=stats,
-                decision=decide(stats, settings, listing, table.format),
+                decision=decide(stats, settings, listing, table.format, (pieces or {}).get(location)),
                 staging=staging_path(location, run_id),
                 old=old_path(location, run_id),
             )

@@ -200,6 +200,28 @@ def orc_footer(spark: Any, uri: str, spark_schema: bool = False) -> dict[str, An
         reader.close()
 
 
+def largest_piece_bytes(spark: Any, fmt: str, uri: str) -> int:
+    """The largest Parquet row group or ORC stripe of a file, in bytes on
+    disk (one read of its footer): no rewrite cuts a file inside one."""
+    conf = spark._jsc.hadoopConfiguration()
+    if fmt == "parquet":
+        reader = _parquet_reader(spark, _jpath(spark, uri), conf)
+        try:
+            blocks = reader.getFooter().getBlocks()
+            return max((int(blocks.get(i).getCompressedSize()) for i in range(blocks.size())), default=0)
+        finally:
+            reader.close()
+    if fmt == "orc":
+        orc = java_class(spark._jvm, "org.apache.orc.OrcFile")
+        reader = orc.createReader(_jpath(spark, uri), orc.readerOptions(conf))
+        try:
+            stripes = reader.getStripes()
+            return max((int(stripes.get(i).getLength()) for i in range(stripes.size())), default=0)
+        finally:
+            reader.close()
+    raise ValueError(f"no row groups or stripes in {fmt}")
+
+
 # Physical schema text -> its columns as Spark reads them (converted once per distinct schema).
 _CONVERTED: dict[tuple[str, str], list[tuple[str, str]]] = {}
 
