@@ -100,7 +100,7 @@ def _run_tables(ctx: Any, command: str, tables: list[str], database: str | None,
     def run_table(name: str) -> dict[str, Any]:
         started = time.time()
         log.info("%s %s", command, name)
-        tctx = dataclasses.replace(ctx, run_id=table_run_id(), lease=None)
+        tctx = dataclasses.replace(ctx, run_id=table_run_id(), lease=None, loaded={})
         fence = None
         try:
             try:

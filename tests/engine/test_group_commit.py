@@ -353,3 +353,25 @@ def test_a_hive_table_is_repointed_and_its_statistics_written_through_the_client
     assert cat.get_table("lk", "gc_source").location.rstrip("/").endswith("/gc_flat/old")
     assert spark.table("lk.gc_source").count() == 3
     spark.sql("DROP TABLE lk.gc_source")
+
+
+def test_a_tables_run_loads_it_from_the_metastore_once(spark, engine, warehouse, monkeypatch):
+    """The lease, the compaction and the history record of one table's run
+    work on one ``getTable`` (issue 49: the fixed cost before the first job);
+    a second run loads it again (nothing is kept between runs)."""
+    from lakekeeper_spark.catalog.catalog import Catalog
+
+    make_table(spark, warehouse, "gc_once", rows=40, files=8)
+    loads: list[tuple[str, str]] = []
+    real = Catalog.get_table
+
+    def counted(self, db, name):
+        loads.append((db, name))
+        return real(self, db, name)
+
+    monkeypatch.setattr(Catalog, "get_table", counted)
+    res = engine.one("compact", "lk.gc_once")
+    assert res["status"] == "compacted" and res.get("history_record"), res
+    assert loads.count(("lk", "gc_once")) == 1, loads
+    res = engine.one("rollback", "lk.gc_once")
+    assert res["status"] == "rolled_back" and loads.count(("lk", "gc_once")) == 2, loads

@@ -38,6 +38,9 @@ class Context:
     _cores: int | None = dataclasses.field(default=None, repr=False)  # cores(), once read; copied by replace()
     # the run's unit threads, shared by its tables (unit_pool); None: each table its own
     units: Any = dataclasses.field(default=None, repr=False)
+    # a table's run: its Metastore entry as loaded once (tables.load_table), for the lease, the command and the
+    # history record alike (name -> TableInfo); None: each load asks the Metastore
+    loaded: Any = dataclasses.field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.settings.parallelism is None:  # not set by the user: from the application's cores

@@ -99,6 +99,12 @@ def with_policy(ctx: Context, info: TableInfo) -> tuple[Context, dict[str, str]]
 
 
 def load_table(ctx: Context, full_name: str) -> TableInfo:
+    """The table as the Metastore describes it, checked eligible. Within a
+    table's run (``ctx.loaded``), loaded once: the lease, the command and
+    the history record work on the same description (one ``getTable``
+    where there were three), each caller its own copy."""
+    if ctx.loaded is not None and full_name in ctx.loaded:
+        return dataclasses.replace(ctx.loaded[full_name])
     db, name = full_name.split(".")
     info = ctx.catalog.get_table(db, name)
     check_eligible(info)
@@ -106,6 +112,8 @@ def load_table(ctx: Context, full_name: str) -> TableInfo:
         raise Refused("backup_table", f"{info.full_name} is a lakekeeper 0.0.x backup (named so); rollback and "
                                       f"cleanup of the table it backs up manage it")
     info.location = ctx.fs.qualify(info.location or "")
+    if ctx.loaded is not None:
+        ctx.loaded[full_name] = dataclasses.replace(info)
     return info
 
 
