@@ -574,6 +574,10 @@ class free_writer:  # pylint: disable=invalid-name
 HDFS_STEPS = ["moving_aside:after", "moving_in", "moving_in:after"]
 HDFS_ROLLBACK = [("rollback_moved_compacted:after", k) for k in ("flat", "part", "outside")] + [
     ("rollback_restored:after", "flat")]
+# minor mode's moves of the kept files by rename, on HDFS's rename: killed with the kept files moved into the
+# staging (not swapped), between the swap's renames, after the move in; a rollback killed after each of its renames
+HDFS_MINOR_STEPS = ["moving_kept:after", "moving_aside:after", "moving_in:after"]
+HDFS_MINOR_ROLLBACK = ["rollback_moved_compacted:after", "rollback_restored:after"]
 
 
 def hdfs_client_java(testbed) -> list[str]:
@@ -600,8 +604,13 @@ def build_hdfs_world(work: Path, testbed) -> World:
                       expect=expected_units(kind, step))
             crash.append(t)
             specs.append(hook(step, t, CRASH_UNIT[kind]))
+    for step in HDFS_MINOR_STEPS:
+        t = w.add(f"hcm_{tag}", f"minor_{code(step)}", "minor", step=step, group="crash", recover_by="recover",
+                  expect=expected_units("minor", step))
+        crash.append(t)
+        specs.append(hook(step, t, CRASH_UNIT["minor"]))
     rb, rb_specs = [], []
-    for step, kind in HDFS_ROLLBACK:
+    for step, kind in HDFS_ROLLBACK + [(step, "minor") for step in HDFS_MINOR_ROLLBACK]:
         t = w.add(f"hcr_{tag}", f"{kind}_{code(step)}", kind, step=step, group="rollback", recover_by="recover",
                   precompact=True, append=[{"unit": APPEND_UNIT[kind], "template": 0}],
                   expect={u: "back" for u in COMPACTED[kind]})
