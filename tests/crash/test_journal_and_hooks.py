@@ -145,10 +145,19 @@ def test_unit_records_are_appended_and_a_torn_last_line_is_skipped():
     # recovery continues the run in a file of its own, after the highest, and builds on the last records
     r = J.Journal(fs, j.dir, j.run_id).resume(doc, units)
     r.unit_step(0, "done", recovered=True)
+    # a unit tried again after its first attempt was settled (aborted): the new attempt's records carry
+    # nothing of the settled one (its code, reason and kept files' moves)
+    r.unit_step(1, "moving_kept", kept_moves=[{"name": "k", "length": 1}])
+    r.unit_step(1, "aborted", code="write_failed", reason="disk full")
+    r.unit_step(1, "moving_aside", old="o", staging="s", location="l")
+    r.unit_step(1, "done", rows=3)
+    assert {k: v for k, v in r._units[1].items() if k != "updated"} == {
+        "index": 1, "step": "done", "old": "o", "staging": "s", "location": "l", "rows": 3}
     r.close()
     assert _log_files(fs, j.run_dir) == ["units-000000.jsonl", "units-000001.jsonl"]
     again = J.Journal.load(fs, j.dir, j.run_id)[1]
-    assert again[0]["step"] == "done" and again[0]["compacted"] == ["part-0.parquet"] and again[1] == units[1]
+    assert again[0]["step"] == "done" and again[0]["compacted"] == ["part-0.parquet"]
+    assert again[1]["step"] == "done" and "code" not in again[1] and "kept_moves" not in again[1], again[1]
     # a whole line that is not a record is not guessed at
     fs.write_text(f"{j.run_dir}/units-000002.jsonl", json.dumps({"step": "done"}) + "\n")
     with pytest.raises(J.LakekeeperError) as bad:

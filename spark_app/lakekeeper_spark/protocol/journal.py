@@ -187,9 +187,13 @@ class Journal:
             self._replace("table.json", json.dumps(self._table, indent=1, sort_keys=True))
 
     def unit_step(self, idx: int, step: str, **extra: Any) -> None:
-        """Record a unit's step. Records are cumulative: what an earlier step
-        recorded (e.g. the names of the compacted files) stays."""
-        doc = dict(self._units.get(idx, {}))
+        """Record a unit's step. Records are cumulative within an attempt:
+        what an earlier step recorded (e.g. the names of the compacted
+        files) stays. A step after ``aborted`` is a new attempt (a retry):
+        it starts a fresh record, so nothing of the settled attempt (its
+        code and reason, its kept files' moves) is read as the new one's."""
+        prev = self._units.get(idx, {})
+        doc = {} if prev.get("step") == "aborted" else dict(prev)
         doc.update(extra)
         doc.update(index=idx, step=step, updated=time.time())
         self._units[idx] = doc
