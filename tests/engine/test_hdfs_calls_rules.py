@@ -1,9 +1,16 @@
-"""The NameNode calls a unit's renames cost (issue 49), as pure functions and
-on fakes of the Java objects (no Spark): ``HadoopFS.rename`` trusts the
-answer of HDFS's own rename (one atomic NameNode RPC that throws on every
-refusal) and looks again (source gone, target there) on every other
-filesystem, decided once per filesystem from the Java classes. The engine's
-runs on the test bed rename on real HDFS."""
+"""The NameNode calls a unit's renames and open-file checks cost (issue 49),
+as pure functions and on fakes of the Java objects (no Spark):
+
+* ``HadoopFS.rename`` trusts the answer of HDFS's own rename (one atomic
+  NameNode RPC that throws on every refusal) and looks again (source gone,
+  target there) on every other filesystem, decided once per filesystem
+  from the Java classes;
+* ``HadoopFS.open_files`` reads a directory's files' under-construction
+  state from one located listing, and asks ``isFileClosed`` only for what
+  that listing does not say.
+
+The same on real HDFS: tests/engine/test_hdfs_attributes.py (files held
+open by another process, the engine's runs on the test bed)."""
 
 from __future__ import annotations
 
@@ -12,6 +19,7 @@ import collections
 import pytest
 
 from lakekeeper_spark.report.errors import LakekeeperError
+from lakekeeper_spark.storage.attributes import located_flags, open_by_listing
 from lakekeeper_spark.storage.fs import HDFS_FILECONTEXT, HDFS_FILESYSTEM, HadoopFS, atomic_rename
 
 SRC, DST = "hdfs://nn:8020/wh/t/dt=1", "hdfs://nn:8020/wh/t/.dt=1.lk_old_r"
@@ -143,3 +151,63 @@ def test_a_rename_whose_filesystem_cannot_be_told_is_checked_after():
     fc.getDefaultFileSystem = lambda: (_ for _ in ()).throw(RuntimeError("py4j: no such method"))
     with pytest.raises(LakekeeperError, match="did not complete"):
         fs.rename(SRC, DST)
+
+
+# ---------------------------------------------------------------- open files
+
+def test_located_flags_line_up_names_and_states():
+    names = ["part-0", "FlumeData.1.tmp", "_tmp"]
+    assert located_flags(names, "[false, true, null]") == {"part-0": False, "FlumeData.1.tmp": True, "_tmp": None}
+    assert located_flags([], "[]") == {}
+    # anything that does not line up: no answer from the listing (every file asked on its own)
+    assert located_flags(names, "[false, true]") is None
+    assert located_flags(names[:2], "[false, true, null]") is None
+    assert located_flags(names, "[false, true, maybe]") is None
+    assert located_flags(names, "false, true, null") is None
+
+
+def test_open_by_listing():
+    flags = {"a": False, "b": True, "c": None}
+    assert open_by_listing(["a", "b", "c", "gone"], flags) == (["b"], ["c"])  # gone meanwhile: not open
+    assert open_by_listing(["a", "b"], None) == ([], ["a", "b"])  # no listing to go by: ask each
+    assert open_by_listing(["a"], {}) == ([], [])  # the directory is gone
+
+
+def test_open_files_ask_each_file_only_where_the_listing_says_nothing():
+    """One located listing per directory; ``isFileClosed`` (one NameNode call
+    each) only for a file the listing has no state for, or a directory
+    without such a listing; the answer in the order the names were asked."""
+    fs = object.__new__(HadoopFS)
+    fs._fs_cache = {}
+    listed, by_file = [], []
+    listings = {"hdfs://nn/a": {"x": True, "y": False, "z": None, "w": True},
+                "hdfs://nn/b": None,  # not readable from the listing: each file asked
+                "hdfs://nn/c": {}}  # gone
+    open_by_file = {"hdfs://nn/a": {"z"}, "hdfs://nn/b": {"q"}}
+
+    def under_construction(uri):
+        listed.append(uri)
+        return listings[uri]
+
+    def open_one_by_one(names, _threads):
+        by_file.append(names)
+        return {uri: [n for n in ns if n in open_by_file[uri]] for uri, ns in names.items()}
+
+    fs._under_construction = under_construction
+    fs._open_by_file = open_one_by_one
+    got = fs.open_files({"hdfs://nn/a": ["w", "x", "y", "z"], "hdfs://nn/b": ["p", "q"], "hdfs://nn/c": ["r"],
+                         "hdfs://nn/d": []})
+    assert got == {"hdfs://nn/a": ["w", "x", "z"], "hdfs://nn/b": ["q"], "hdfs://nn/c": [], "hdfs://nn/d": []}
+    assert sorted(listed) == ["hdfs://nn/a", "hdfs://nn/b", "hdfs://nn/c"]  # one listing each, none for no names
+    assert by_file == [{"hdfs://nn/a": ["z"], "hdfs://nn/b": ["p", "q"]}]
+
+
+def test_only_distributed_filesystem_is_listed_for_its_open_files():
+    """``_under_construction`` goes by the FileSystem's Java class, looked up
+    once per filesystem: anything but ``DistributedFileSystem`` is asked
+    file by file (its listing's statuses carry no such state)."""
+    ns = Namespace(set())
+    fs = adapter(ns, VIEWFS[0], VIEWFS[1])
+    for _ in range(3):
+        assert fs._under_construction("viewfs://cluster/wh/t/dt=1") is None
+    assert ns.calls["FileSystem.getClass"] == 1
