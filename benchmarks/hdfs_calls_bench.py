@@ -78,7 +78,7 @@ def main() -> int:
             for call in ways.values():  # warm both
                 call(sets[0])
             with ThreadPoolExecutor(args.threads) as pool:
-                for _ in range(args.rounds):
+                for _round in range(args.rounds):
                     for w, call in ways.items():
                         g0 = meter.calls["gateway.calls"]
                         for f in [pool.submit(timed, call, names, times[w]) for names in sets]:
@@ -105,7 +105,7 @@ def renames(fs: Any, base: str, rounds: int) -> None:
     (key,) = [k for k in fs._fs_cache if k.startswith("atomic_rename:")]  # pylint: disable=protected-access
     assert fs._fs_cache[key], "not HDFS itself: nothing to compare"  # pylint: disable=protected-access
     times: dict[str, list[float]] = {"checked": [], "trusted": []}
-    for _ in range(rounds):
+    for _round in range(rounds):
         for way in times:
             fs._fs_cache[key] = way == "trusted"  # pylint: disable=protected-access
             for src, dst in ((a, b), (b, a)):

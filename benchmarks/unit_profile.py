@@ -219,7 +219,7 @@ def namenode_rpcs(address: str | None) -> dict[str, int]:
     if not address:
         return {}
     last = _namenode_rpcs_now(address)
-    for _ in range(8):
+    for _attempt in range(8):
         time.sleep(JMX_CACHE_SECONDS)
         now = _namenode_rpcs_now(address)
         if now == last:
@@ -388,8 +388,8 @@ def main() -> int:
     ap.add_argument("--parallelism", type=int, default=4, help="units at once (default %(default)s)")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--testbed", help="a test bed's JSON (tests/testbed: scripts/testbed start)")
-    ap.add_argument("--namenode-http", help="HOST:PORT of the NameNode's web server, to count its RPCs "
-                                           "(default: read from a Hadoop 3.5 test bed)")
+    ap.add_argument("--namenode-http",
+                    help="HOST:PORT of the NameNode's web server, to count its RPCs (default: a Hadoop 3.5 bed's)")
     ap.add_argument("--state", default="/tmp/lakekeeper-unit-profile", help="embedded Metastore and data")
     ap.add_argument("--json", help="write the figures here too")
     args = ap.parse_args()

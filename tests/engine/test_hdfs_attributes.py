@@ -307,8 +307,12 @@ def test_open_files_from_one_located_listing_and_renames_trusted_on_hdfs(spark, 
     fs = HadoopFS(spark)
     asked_one_by_one = []
     real = fs._open_by_file
-    monkeypatch.setattr(fs, "_open_by_file", lambda names, threads: (asked_one_by_one.append(names),
-                                                                      real(names, threads))[1])
+
+    def one_by_one(names, threads):
+        asked_one_by_one.append(names)
+        return real(names, threads)
+
+    monkeypatch.setattr(fs, "_open_by_file", one_by_one)
     try:
         names = ["closed", "flushed.tmp", "empty.tmp", ".hidden.tmp", "gone"]
         assert fs._under_construction(d) == {"closed": False, "flushed.tmp": True, "empty.tmp": True,

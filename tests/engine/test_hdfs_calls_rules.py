@@ -148,7 +148,11 @@ def test_a_rename_whose_filesystem_cannot_be_told_is_checked_after():
     ns = Namespace({SRC}, moves=False)
     fs = adapter(ns, HDFS_FILESYSTEM, HDFS_FILECONTEXT)
     fc = fs._file_context(SRC)
-    fc.getDefaultFileSystem = lambda: (_ for _ in ()).throw(RuntimeError("py4j: no such method"))
+
+    def no_such_method():
+        raise RuntimeError("py4j: no such method")
+
+    fc.getDefaultFileSystem = no_such_method
     with pytest.raises(LakekeeperError, match="did not complete"):
         fs.rename(SRC, DST)
 
@@ -208,6 +212,6 @@ def test_only_distributed_filesystem_is_listed_for_its_open_files():
     file by file (its listing's statuses carry no such state)."""
     ns = Namespace(set())
     fs = adapter(ns, VIEWFS[0], VIEWFS[1])
-    for _ in range(3):
+    for _call in range(3):
         assert fs._under_construction("viewfs://cluster/wh/t/dt=1") is None
     assert ns.calls["FileSystem.getClass"] == 1
