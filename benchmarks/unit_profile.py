@@ -13,7 +13,13 @@ FileSystem API: NameNode calls), ``Catalog`` (the Metastore; beside it Spark's o
 its Hive client's Metastore calls, ``metastore.hive_client_calls``),
 ``Journal`` records (a unit's: a line appended and synced, shared by units recording at once), Spark
 jobs and the driver's py4j gateway calls (``gateway.calls``: each a round
-trip from Python to the driver's JVM, whatever it is for). ``--columns``
+trip from Python to the driver's JVM, whatever it is for). On a Hadoop 3.5
+test bed (or with ``--namenode-http HOST:PORT``) the NameNode's own count of
+the RPCs it served, by method (``namenode.<method>``, from its JMX
+``RpcDetailedActivity``; ``namenode.rpcs`` their sum): the adapter's calls
+are Python methods, one of which may make several RPCs or none, and the
+executors' reads and writes are RPCs too. The DataNodes' own RPCs
+(heartbeats, block reports) are left out. ``--columns``
 widens the tables (warehouse tables have dozens): a cost per column shows
 there. A
 figure per partition is the slope between the two tables, (x2 - x1) /
@@ -47,7 +53,7 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 STEPS = [
     "load_table", "recover_table", "plan", "apply_delete_ratio", "resolve_storage", "check_hdfs_units",
     "read_facts", "check_schema_drift", "resolve_unit_formats", "leftovers", "space_check", "payload_fraction",
-    "create_backup", "write_staging", "_verify_content", "copy_kept_files", "verify_staging", "carry_attributes",
+    "create_backup", "write_staging", "_verify_content", "move_kept", "verify_staging", "carry_attributes",
     "recheck_before_swap", "check_unchanged", "swap_in", "adopt_late_files", "repoint", "update_statistics",
 ]
 
@@ -179,6 +185,70 @@ def count_gateway_calls(meter: Meter) -> None:
         cls.send_command = counted
 
 
+# DatanodeProtocol's methods: the DataNodes' heartbeats and reports, on the same port, not the clients' calls
+DATANODE_RPCS = {"SendHeartbeat", "SendLifeline", "BlockReport", "CacheReport", "BlockReceivedAndDeleted",
+                 "ErrorReport", "VersionRequest", "RegisterDatanode", "ReportBadBlocks", "CommitBlockSynchronization"}
+
+
+def namenode_http(args: argparse.Namespace) -> str | None:
+    """HOST:PORT of the NameNode's web server: ``--namenode-http``, else
+    what a Hadoop 3.5 test bed's effective configuration says (a 2.7 bed
+    binds port 0 and does not write it down: not counted there)."""
+    if args.namenode_http:
+        return args.namenode_http
+    if not args.testbed:
+        return None
+    import xml.etree.ElementTree as ET
+
+    with open(args.testbed, encoding="utf-8") as f:
+        run_dir = json.load(f).get("run_dir", "")
+    site = os.path.join(run_dir, "conf", "hadoop-effective", "hdfs-site.xml")
+    if not os.path.exists(site):
+        return None
+    for prop in ET.parse(site).getroot().iter("property"):
+        if prop.findtext("name") == "dfs.namenode.http-address":
+            return (prop.findtext("value") or "").replace("localhost", "127.0.0.1") or None
+    return None
+
+
+def namenode_rpcs(address: str | None) -> dict[str, int]:
+    """The NameNode's count of client RPCs served so far, by method, once it
+    has settled: its JMX answers from a cache refreshed at most once a
+    metrics period (10 s), so it is read until two reads a period apart
+    agree (the clients' RPCs have ended; the DataNodes' are left out)."""
+    if not address:
+        return {}
+    last = _namenode_rpcs_now(address)
+    for _attempt in range(8):
+        time.sleep(JMX_CACHE_SECONDS)
+        now = _namenode_rpcs_now(address)
+        if now == last:
+            break
+        last = now
+    return last
+
+
+JMX_CACHE_SECONDS = 11
+
+
+def _namenode_rpcs_now(address: str) -> dict[str, int]:
+    """The NameNode's JMX ``RpcDetailedActivityForPort*`` (``<Method>NumOps``) as it answers now."""
+    import urllib.request
+
+    url = f"http://{address}/jmx?qry=Hadoop:service=NameNode,name=RpcDetailedActivityForPort*"
+    with urllib.request.urlopen(url, timeout=10) as r:  # noqa: S310 - the bed's NameNode on loopback
+        beans = json.load(r).get("beans", [])
+    out: collections.Counter = collections.Counter()
+    for bean in beans:
+        for key, value in bean.items():
+            if not key.endswith("NumOps") or key.startswith(("Overall", "Deferred")):
+                continue
+            method = key[: -len("NumOps")]
+            if method not in DATANODE_RPCS and isinstance(value, int):
+                out[method] += value
+    return dict(out)
+
+
 def session(args: argparse.Namespace, state: str) -> tuple[Any, str]:
     from lakekeeper_spark.session import build_session
 
@@ -249,7 +319,7 @@ def hive_calls(spark: Any) -> int:
     return int(metrics.METRIC_HIVE_CLIENT_CALLS().getCount())
 
 
-def profile_one(spark: Any, meter: Meter, table: str, parallelism: int) -> dict[str, Any]:
+def profile_one(spark: Any, meter: Meter, table: str, parallelism: int, nn: str | None = None) -> dict[str, Any]:
     from lakekeeper_spark.catalog.catalog import Catalog
     from lakekeeper_spark.cli import _run_tables
     from lakekeeper_spark.policy.config import build_settings
@@ -258,6 +328,7 @@ def profile_one(spark: Any, meter: Meter, table: str, parallelism: int) -> dict[
     from lakekeeper_spark.storage.layout import new_run_id
 
     before, jobs_before, hive_before = meter.snapshot(), jobs(spark), hive_calls(spark)
+    rpcs_before = namenode_rpcs(nn)
     ctx = Context(spark, HadoopFS(spark), Catalog(spark), build_settings({}, {"parallelism": parallelism}),
                   new_run_id())
     t0 = time.perf_counter()
@@ -269,6 +340,10 @@ def profile_one(spark: Any, meter: Meter, table: str, parallelism: int) -> dict[
     if res["status"] != "compacted":
         raise SystemExit(f"{table}: {res['status']}: {res.get('reason')}")
     delta["metastore.hive_client_calls"] = (hive_calls(spark) - hive_before, 0.0)
+    if nn:
+        rpcs = {m: n - rpcs_before.get(m, 0) for m, n in namenode_rpcs(nn).items()}
+        delta.update({f"namenode.{m}": (n, 0.0) for m, n in rpcs.items() if n})
+        delta["namenode.rpcs"] = (sum(rpcs.values()), 0.0)
     return {"table": table, "wall": wall, "units": compacted, "jobs": jobs(spark) - jobs_before,
             "calls": {k: v for k, v in delta.items() if v[0]}}
 
@@ -313,6 +388,8 @@ def main() -> int:
     ap.add_argument("--parallelism", type=int, default=4, help="units at once (default %(default)s)")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--testbed", help="a test bed's JSON (tests/testbed: scripts/testbed start)")
+    ap.add_argument("--namenode-http",
+                    help="HOST:PORT of the NameNode's web server, to count its RPCs (default: a Hadoop 3.5 bed's)")
     ap.add_argument("--state", default="/tmp/lakekeeper-unit-profile", help="embedded Metastore and data")
     ap.add_argument("--json", help="write the figures here too")
     args = ap.parse_args()
@@ -329,7 +406,8 @@ def main() -> int:
     tables = [make_table(spark, fs, base, f"t{p}", p, args.files, args.rows, args.columns) for p in (p1, p2)]
     meter = Meter()
     instrument(meter)
-    runs = [profile_one(spark, meter, t, args.parallelism) for t in tables]
+    nn = namenode_http(args)
+    runs = [profile_one(spark, meter, t, args.parallelism, nn) for t in tables]
     fit = slope(runs[0], runs[1])
     print(render(fit, runs))
     in_jobs, wall = fit.get("unit.in_jobs", {}).get("per_partition_ms"), fit["wall"]["per_partition_ms"]

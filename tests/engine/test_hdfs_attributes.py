@@ -277,6 +277,75 @@ OWNER_RUN = textwrap.dedent(
 )
 
 
+def test_open_files_from_one_located_listing_and_renames_trusted_on_hdfs(spark, warehouse, monkeypatch):
+    """The adapter's own HDFS calls (issue 49), on the bed's NameNode: a
+    directory's open files from its located listing (a file closed, one
+    open with hflush()ed bytes in its last block, one open with nothing
+    written yet, no block at all, a hidden one open), with no
+    ``isFileClosed`` asked; and a rename on HDFS itself trusted without a
+    look after it, still refused onto an existing target."""
+    from lakekeeper_spark.report.errors import LakekeeperError
+    from lakekeeper_spark.storage.fs import HadoopFS
+
+    jvm = spark._jvm
+    conf = spark._jsc.hadoopConfiguration()
+    d = f"{warehouse}/open_listing/dt=1"
+    raw = jvm.org.apache.hadoop.fs.Path(d).getFileSystem(conf)
+
+    def P(uri: str):
+        return jvm.org.apache.hadoop.fs.Path(uri)
+
+    out = raw.create(P(f"{d}/closed"), False)
+    out.write(bytearray(b"x" * 100))
+    out.close()
+    held = {}
+    for name, data in (("flushed.tmp", b"1,a\n"), ("empty.tmp", b""), (".hidden.tmp", b"2,b\n")):
+        held[name] = raw.create(P(f"{d}/{name}"), False)
+        if data:
+            held[name].write(bytearray(data))
+            held[name].hflush()
+    fs = HadoopFS(spark)
+    asked_one_by_one = []
+    real = fs._open_by_file
+
+    def one_by_one(names, threads):
+        asked_one_by_one.append(names)
+        return real(names, threads)
+
+    monkeypatch.setattr(fs, "_open_by_file", one_by_one)
+    try:
+        names = ["closed", "flushed.tmp", "empty.tmp", ".hidden.tmp", "gone"]
+        assert fs._under_construction(d) == {"closed": False, "flushed.tmp": True, "empty.tmp": True,
+                                             ".hidden.tmp": True}
+        assert fs.open_files({d: names}) == {d: ["flushed.tmp", "empty.tmp", ".hidden.tmp"]}
+        assert fs.open_files({f"{warehouse}/open_listing/missing": ["a"]}) == {f"{warehouse}/open_listing/missing": []}
+        for name in ("flushed.tmp", "empty.tmp"):
+            held.pop(name).close()
+        assert fs.open_files({d: names}) == {d: [".hidden.tmp"]}
+        assert asked_one_by_one == []  # every state came from the listing
+    finally:
+        for out in held.values():
+            out.close()
+
+    exists = []
+    java_fs = fs.fs(d)
+    assert fs._fs_class(d) == "org.apache.hadoop.hdfs.DistributedFileSystem"
+
+    class Counting:  # the FileSystem the rename would look again through
+        def __getattr__(self, name):
+            if name == "exists":
+                exists.append(1)
+            return getattr(java_fs, name)
+
+    monkeypatch.setattr(fs, "fs", lambda _uri: Counting())
+    fs.rename(f"{d}/closed", f"{d}/renamed")
+    assert exists == []  # HDFS's own rename: its answer is the check
+    assert raw.exists(P(f"{d}/renamed")) and not raw.exists(P(f"{d}/closed"))
+    with pytest.raises(LakekeeperError, match="already exists"):
+        fs.rename(f"{d}/renamed", f"{d}/flushed.tmp")
+    assert raw.exists(P(f"{d}/renamed")) and raw.exists(P(f"{d}/flushed.tmp"))
+
+
 @pytest.fixture(scope="module")
 def owner_run(bed, warehouse, tmp_path_factory):
     """The process of ``test_owner_change_needs_the_superuser``, started by

@@ -7,6 +7,7 @@ extended attributes; files open for write; what this user may do
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 from typing import Any
@@ -15,6 +16,8 @@ from ..report.errors import LakekeeperError, java_message
 from ..compat.jvm import java_class
 from .status import is_checksum_name, plain_uri
 from .threads import threaded
+
+log = logging.getLogger(__name__)
 
 # The name of HDFS's replication "erasure coding policy" (ErasureCodeConstants.REPLICATION_POLICY_NAME,
 # Hadoop 3): given to a directory, the files created in it are replicated whatever its parent's policy.
@@ -339,12 +342,97 @@ class Attributes:
 
     def open_files(self, names: dict[str, list[str]], threads: int = 8) -> dict[str, list[str]]:
         """For each directory (``{uri: [file name, ...]}``), the files a writer
-        still holds open (``isFileClosed`` false: under construction on the
-        NameNode, their length and time not final). One NameNode call per
-        file, on up to ``threads`` threads, through the HDFS client with the
-        path as a string (one gateway call each; else through the FileSystem
-        with a Path, two). A file gone meanwhile is not open (the listing
-        checks see it)."""
+        still holds open (under construction on the NameNode: their length
+        and time not final). A file gone meanwhile is not open (the listing
+        checks see it).
+
+        On HDFS itself (``DistributedFileSystem``) one located listing of the
+        directory (``listLocatedStatus``: the NameNode sends each file's
+        blocks with its under-construction state, ``dfs.ls.limit`` entries
+        per RPC) answers for all of its files, read in the JVM
+        (``_under_construction``); the directories on up to ``threads``
+        threads. Where that listing does not say it for a file (no located
+        blocks in its status), on other filesystems and on a client that
+        cannot read it, ``isFileClosed``: one NameNode call per file, through
+        the HDFS client with the path as a string (one gateway call each;
+        else through the FileSystem with a Path, two)."""
+        out: dict[str, list[str]] = {uri: [] for uri in names}
+        asked = [uri for uri, files in names.items() if files]
+        listed = threaded(self._under_construction, asked, threads)
+        rest: dict[str, list[str]] = {}
+        for uri, flags in zip(asked, listed):
+            held, unknown = open_by_listing(names[uri], flags)
+            out[uri].extend(held)
+            if unknown:
+                rest[uri] = unknown
+        for uri, held in (self._open_by_file(rest, threads) if rest else {}).items():
+            out[uri] = [n for n in names[uri] if n in set(out[uri]) | set(held)]  # in the order asked
+        return out
+
+    def _under_construction(self, uri: str) -> dict[str, bool | None] | None:
+        """Each entry of an HDFS directory -> whether it is under construction
+        (a file open for write), from one located listing; None for an entry
+        whose status carries no located blocks (a directory). {} when the
+        directory is gone. None (ask each file) where the filesystem is not
+        ``DistributedFileSystem`` or the listing's statuses do not carry it:
+        a Hadoop 2 client, or any error but the directory's absence.
+
+        A few gateway calls for the whole directory, whatever its size: the
+        statuses are gathered in the JVM, and their names (joined by NUL,
+        which no name holds) and their blocks' state are read there
+        (commons-collections' transformers, by method name), short texts:
+        a gateway answer of more than about 8 KB (the statuses' own text for
+        a few dozen files) waits 40 ms for the loopback's delayed ACK."""
+        fs = self.fs(uri)
+        if self._fs_class(uri) != "org.apache.hadoop.hdfs.DistributedFileSystem":
+            return None
+        try:
+            to_list, join, collect = self._static_methods()
+            statuses = to_list(fs.listLocatedStatus(self.path(uri)))
+            names = str(join("\u0000", collect(statuses, self._transformer("name", "getPath", "getName"))))
+            flags = str(collect(statuses, self._transformer("uc", "getLocatedBlocks", "isUnderConstruction")).toString())
+        except Exception as exc:  # noqa: BLE001 - Py4JJavaError carries the Java exception
+            if "FileNotFoundException" in java_message(exc) + " " + str(exc)[:2000]:
+                return {}
+            log.debug("no located listing of %s (%s): isFileClosed per file", uri, java_message(exc))
+            return None
+        return located_flags(names.split("\u0000") if names else [], flags)
+
+    def _static_methods(self) -> tuple[Any, Any, Any]:
+        """``RemoteIterators.toList``, ``String.join``, ``CollectionUtils.collect``,
+        looked up once per adapter (py4j asks the JVM for a static member each
+        time it is named)."""
+        if "located_statics" not in self._fs_cache:
+            self._fs_cache["located_statics"] = (
+                java_class(self._jvm, "org.apache.hadoop.util.functional.RemoteIterators").toList,
+                java_class(self._jvm, "java.lang.String").join,
+                java_class(self._jvm, "org.apache.commons.collections4.CollectionUtils").collect)
+        return self._fs_cache["located_statics"]
+
+    def _transformer(self, name: str, *methods: str) -> Any:
+        """x -> ``x.m1().m2()...`` (null where one answers null) as a Java
+        transformer, made once per adapter."""
+        key = f"transformer:{name}"
+        if key not in self._fs_cache:
+            invoker = java_class(self._jvm, "org.apache.commons.collections4.functors.InvokerTransformer")
+            steps = self._spark.sparkContext._gateway.new_array(
+                java_class(self._jvm, "org.apache.commons.collections4.Transformer"), len(methods))
+            for i, method in enumerate(methods):
+                steps[i] = invoker.invokerTransformer(method)
+            self._fs_cache[key] = java_class(
+                self._jvm, "org.apache.commons.collections4.functors.ChainedTransformer").chainedTransformer(steps)
+        return self._fs_cache[key]
+
+    def _fs_class(self, uri: str) -> str:
+        """The Java class of ``uri``'s FileSystem, looked up once per filesystem."""
+        fs = self.fs(uri)
+        key = f"class:{id(fs)}"  # one object per filesystem, kept as long as the adapter (fs.py)
+        if key not in self._fs_cache:
+            self._fs_cache[key] = str(fs.getClass().getName())
+        return self._fs_cache[key]
+
+    def _open_by_file(self, names: dict[str, list[str]], threads: int) -> dict[str, list[str]]:
+        """``open_files`` one ``isFileClosed`` per file."""
         calls: dict[str, Any] = {}
         for uri in names:
             fs = self.fs(uri)
@@ -405,6 +493,34 @@ class Attributes:
         finally:
             fs.delete(p, False)
         return out
+
+
+def located_flags(names: list[str], flags: str) -> dict[str, bool | None] | None:
+    """A located listing's entry names and the text of their
+    under-construction states in the same order (``[false, true, null]``) ->
+    name -> True (open for write), False (closed) or None (not said: no
+    located blocks). None when the two do not line up (then every file is
+    asked on its own)."""
+    text = flags.strip()
+    if not (text.startswith("[") and text.endswith("]")):
+        return None
+    states = [x.strip() for x in text[1:-1].split(",")] if text[1:-1].strip() else []
+    if len(states) != len(names) or any(x not in ("true", "false", "null") for x in states):
+        return None
+    return {name: (None if x == "null" else x == "true") for name, x in zip(names, states)}
+
+
+def open_by_listing(names: list[str], flags: dict[str, bool | None] | None) -> tuple[list[str], list[str]]:
+    """(open, unknown) of ``names`` by a located listing's states
+    (``located_flags``): open where it says under construction; unknown
+    (to ask ``isFileClosed``) where it says nothing, or where there is no
+    listing to go by (None: every name). A name the listing does not have
+    is gone: not open."""
+    if flags is None:
+        return [], list(names)
+    held = [n for n in names if flags.get(n) is True]
+    unknown = [n for n in names if n in flags and flags[n] is None]
+    return held, unknown
 
 
 def _access_denied(exc: Exception) -> bool:

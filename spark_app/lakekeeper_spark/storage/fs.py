@@ -7,8 +7,9 @@ target and throws for a missing source), so ``rename`` here goes through
 ``FileContext.rename(src, dst, Options.Rename.NONE)``: on both it fails
 (``FileAlreadyExistsException``) when the target exists, whatever it is,
 instead of moving the source inside a directory re-created there, and it
-fails for a missing source or target parent. The result is still checked
-(source gone, target present).
+fails for a missing source or target parent. The result is checked (source
+gone, target present) everywhere but on HDFS itself, where the NameNode's
+one atomic rename has already said so (``rename``).
 
 ``create_new`` is the atomic "create unless it exists" the lease needs
 (HDFS: ``create(path, overwrite=false)``, decided by the NameNode; the local
@@ -57,6 +58,18 @@ HDFS_CLOSE_RETRY = {
 # The adapter's HDFS clients, one per JVM, filesystem and user, for every HadoopFS to share.
 _HDFS_CLIENTS: dict[tuple[int, str, str], Any] = {}
 _HDFS_CLIENTS_LOCK = threading.Lock()
+
+
+# The Java classes whose rename is HDFS's own (see ``HadoopFS.rename``): the FileSystem and FileContext's
+# AbstractFileSystem for hdfs://. Exactly these: a subclass may rename otherwise.
+HDFS_FILESYSTEM = "org.apache.hadoop.hdfs.DistributedFileSystem"
+HDFS_FILECONTEXT = "org.apache.hadoop.fs.Hdfs"
+
+
+def atomic_rename(filesystem_class: str, filecontext_class: str) -> bool:
+    """Whether a ``FileContext.rename`` through these classes is one atomic
+    NameNode RPC whose success needs no second look: HDFS itself only."""
+    return filesystem_class == HDFS_FILESYSTEM and filecontext_class == HDFS_FILECONTEXT
 
 
 class HadoopFS(Listings, Attributes):
@@ -151,10 +164,23 @@ class HadoopFS(Listings, Attributes):
         onto (or into) an existing target, never into a missing parent
         (``FileContext.rename`` with ``Options.Rename.NONE``, whose checks
         run where the filesystem is: on HDFS inside the NameNode's rename,
-        atomically; on ``file://`` in the client, as ours would). Then it is
-        checked, since a rename is never trusted: the source gone, the
-        target there. Three calls; the reason for a refusal is looked up
-        only when there is one."""
+        atomically; on ``file://`` in the client, as ours would). The reason
+        for a refusal is looked up only when there is one.
+
+        Then it is checked (the source gone, the target there: two more
+        calls) on every filesystem but HDFS itself. On HDFS (the
+        FileSystem is ``DistributedFileSystem`` and FileContext's
+        AbstractFileSystem ``org.apache.hadoop.fs.Hdfs``, exactly, not a
+        subclass, ``viewfs``, ``webhdfs`` or an object store) the rename is
+        one NameNode RPC (``rename2`` with ``NONE``), carried out under the
+        namespace lock, atomically, and logged before it answers; it
+        throws for a missing source, an existing target, a missing parent
+        and any other refusal, and returns only when the source is at the
+        target. Looking again would ask the same NameNode what it has just
+        answered: one call. Elsewhere a rename may be copy-then-delete, or
+        its checks made by the client (``file://``: ENVIRONMENT.md), so
+        its result is not trusted there. Which filesystem is which is
+        looked up once per filesystem (``_rename_is_atomic``)."""
         fs = self.fs(src)
         s, d = self.path(src), self.path(dst)
         if self._local_path(src) is not None and self._local_path(dst) is not None:
@@ -167,11 +193,14 @@ class HadoopFS(Listings, Attributes):
             if not fs.rename(s, d):
                 raise LakekeeperError("fs_error", f"rename {src} -> {dst} failed")
         else:
+            fc = self._file_context(src)
             try:
-                self._file_context(src).rename(s, d, self._rename_none())
+                fc.rename(s, d, self._rename_none())
             except Exception as exc:  # noqa: BLE001 - Py4JJavaError carries the Java exception
                 raise (self._rename_obstacle(fs, src, dst, s, d)
                        or LakekeeperError("fs_error", f"rename {src} -> {dst} failed: {java_message(exc)}")) from exc
+            if self._rename_is_atomic(src, fc):
+                return
         if fs.exists(s) or not fs.exists(d):
             raise LakekeeperError("fs_error", f"rename {src} -> {dst} did not complete")
 
@@ -199,6 +228,22 @@ class HadoopFS(Listings, Attributes):
         if key not in self._fs_cache:
             self._fs_cache[key] = java_class(self._jvm, "org.apache.hadoop.fs.FileContext").getFileContext(p, self._conf)
         return self._fs_cache[key]
+
+    def _rename_is_atomic(self, uri: str, fc: Any) -> bool:
+        """Whether ``fc.rename`` (``_file_context(uri)``, kept for the run in
+        ``_fs_cache``) on ``uri``'s filesystem is HDFS's own: one NameNode
+        RPC that has completed when it returns (see ``rename``). Decided
+        once per filesystem from the Java classes doing it; anything
+        unexpected: not trusted."""
+        key = f"atomic_rename:{id(fc)}"  # fc is one object per filesystem, kept as long as the adapter
+        if key not in self._fs_cache:
+            try:
+                classes = (str(self.fs(uri).getClass().getName()),
+                           str(fc.getDefaultFileSystem().getClass().getName()))
+            except Exception:  # noqa: BLE001 - not decidable: keep the checks
+                classes = ("", "")
+            self._fs_cache[key] = atomic_rename(*classes)
+        return bool(self._fs_cache[key])
 
     def _rename_none(self) -> Any:
         if "rename_none" not in self._fs_cache:

@@ -35,7 +35,9 @@ or that makes the swap unsafe. Decided per unit before anything is written:
 Only units on ``hdfs://`` that are to be compacted are looked at: a few
 NameNode calls per unit directory (status, ``.snapshot``, extended
 attributes; the zone and erasure coding policy only where the status flags
-them) plus one ``isFileClosed`` per file, on a few threads. Nothing on other
+them) plus the open-file check: one located listing of the directory (its
+files' under-construction state; ``isFileClosed`` per file only where the
+listing does not say it), the directories on a few threads. Nothing on other
 filesystems. The rules are pure functions; ``check_units`` feeds them.
 """
 
