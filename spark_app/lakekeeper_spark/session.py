@@ -9,6 +9,7 @@ import os
 from typing import Any
 
 from .compat.jvm import java_class
+from .storage.fs import HDFS_CLOSE_RETRY
 
 log = logging.getLogger(__name__)
 
@@ -64,20 +65,14 @@ def build_session(
     return spark
 
 
-# Closing a file on HDFS asks the NameNode to complete it, which it does once a DataNode has reported the
-# file's last block. When that report comes a moment after the client's first request (a busy NameNode), the
-# HDFS client sleeps 400 ms (dfs.client.block.write.locateFollowingBlock.initial.delay.ms) before asking
-# again, doubling at each of its 5 retries. Measured on the test bed during a compaction of 10,000 small
-# partitions: 28 of 29 samples of the write tasks' threads sleeping there; a Spark job writing 2 x 80 small
-# files took 19-20 s with the client's default and 4-5 s with this one. The engine's default asks again
-# after 25 ms, doubling over 10 retries: about 25.6 s in all before a close fails, where the client's default
-# gives up after 12.4 s. Given to the application's Hadoop configuration when the session starts (a client
-# reads it once, when its filesystem is first opened: driver and executors alike), unless the launch
+# The HDFS client's retry of a file's close in short steps (storage/fs.py, ``HDFS_CLOSE_RETRY``: 25 ms,
+# doubling), given to the whole application - the Spark jobs' writes on the executors too, not only the
+# adapter's own clients. Measured on the test bed during a compaction of 10,000 small partitions: 28 of 29
+# samples of the write tasks' threads sleeping in DFSOutputStream.completeFile's 400 ms retry; a Spark job
+# writing 2 x 80 small files took 19-20 s with the client's default and 4-5 s with this. Given when the
+# session starts (a client reads it once, when its filesystem is first opened), unless the launch
 # (spark.hadoop.*) or the edge node's Hadoop configuration (hdfs-site.xml, core-site.xml) sets it.
-QUICK_FILE_CLOSE = {
-    "dfs.client.block.write.locateFollowingBlock.initial.delay.ms": "25",
-    "dfs.client.block.write.locateFollowingBlock.retries": "10",
-}
+QUICK_FILE_CLOSE = HDFS_CLOSE_RETRY
 
 
 def launch_conf_keys() -> set[str]:

@@ -22,7 +22,8 @@ from pathlib import Path
 PKG_DIR = Path(__file__).resolve().parents[2] / "spark_app" / "lakekeeper_spark"
 PKG = PKG_DIR.name
 # Private attributes of pyspark/py4j objects, not of this package.
-PYSPARK_PRIVATE = {"_jvm", "_jsc", "_jsparkSession", "_jdf", "_gateway", "_gateway_client", "_active_spark_context"}
+PYSPARK_PRIVATE = {"_jvm", "_jsc", "_jsparkSession", "_jdf", "_gateway", "_gateway_client", "_active_spark_context",
+                   "_ensure_initialized"}  # SparkContext's: the gateway spark-submit started, before a context
 
 
 # The engine's packages, lowest first (the package docstring of

@@ -1,5 +1,5 @@
 """What the engine's session takes from its launch (session.py): the
-HDFS client's quick close retry (``QUICK_FILE_CLOSE``: a file's close asks
+HDFS client's quick close retry (``QUICK_FILE_CLOSE``, storage/fs.py's HDFS_CLOSE_RETRY: a file's close asks
 the NameNode again after 25 ms instead of 400) wherever neither the launch
 (``spark.hadoop.*``) nor the edge node's Hadoop configuration sets it, and
 the FAIR scheduler unless the launch chose a mode. Under the real
@@ -37,7 +37,7 @@ spark.stop()
 
 def test_the_quick_close_yields_to_the_launch_and_to_the_hadoop_configuration(tmp_path):
     assert quick_file_close(set(), {}) == QUICK_FILE_CLOSE
-    assert quick_file_close({f"spark.hadoop.{DELAY}"}, {}) == {RETRIES: "10"}
+    assert quick_file_close({f"spark.hadoop.{DELAY}"}, {}) == {RETRIES: QUICK_FILE_CLOSE[RETRIES]}
     site = tmp_path / "conf"
     site.mkdir()
     (site / "hdfs-site.xml").write_text(f"<configuration><property><name>{RETRIES}</name><value>7</value>"
@@ -71,4 +71,4 @@ def test_under_spark_submit_the_launch_decides(tmp_path):
     out = proc.stdout + proc.stderr
     line = next((x for x in out.splitlines() if x.startswith("LAKEKEEPER-SESSION ")), None)
     assert proc.returncode == 0 and line, out[-3000:]
-    assert json.loads(line.split(" ", 1)[1]) == {"mode": "FIFO", DELAY: "400", RETRIES: "10"}, line
+    assert json.loads(line.split(" ", 1)[1]) == {"mode": "FIFO", DELAY: "400", RETRIES: QUICK_FILE_CLOSE[RETRIES]}, line

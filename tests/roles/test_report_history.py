@@ -41,7 +41,8 @@ HISTORY = [  # newest first, as analyze returns it
     _record(RUN_RB, "rollback", "rolled_back", "2026-11-22T01:30:30.000Z", _totals(2, 10, 2048, 4096),
             backup_run_id=RUN_C1),
     _record(RUN_C1, "compact", "compacted", "2026-11-21T01:31:00.000Z",
-            dict(_totals(10, 2, 4096, 2048), files_split=1, tiered=2, tier_space_saved=1536)),
+            dict(_totals(10, 2, 4096, 2048), files_split=1, tiered=2, tier_space_saved=1536),
+            verification={"units": 2, "content": 2, "rows": 0}),  # no verify_sample, no queue
     _record("20261120T013000-ffffff", "compact", "failed", "2026-11-20T01:30:10.000Z", code="write_failed",
             reason="1 of 1 unit(s) failed: disk full"),
 ]
@@ -109,7 +110,7 @@ def test_the_report_draws_each_tables_history(playbook, tmp_path):
     assert "shop.__bkp_events_20261123_013000_cccccc; 2 retries (metastore 1, namenode 1); verified 1 by content, " \
            "1 by rows (sample 0.5); queue maintenance</td>" in table, table
     # a split and tiering (issue 50 items 1 and 7): files split, units tiered and the space saved
-    assert "; 1 large file(s) split; 2 unit(s) tiered, 1.50 KB saved</td>" in table, table
+    assert "; verified 2 by content, 0 by rows; 1 large file(s) split; 2 unit(s) tiered, 1.50 KB saved</td>" in table, table
 
 
 def report_of(playbook, tmp_path, tables_doc):
