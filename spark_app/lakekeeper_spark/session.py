@@ -93,8 +93,8 @@ def launch_conf_keys() -> set[str]:
 def quick_file_close(launch_keys: set[str], environ: Any) -> dict[str, str]:
     """The ``QUICK_FILE_CLOSE`` entries neither the launch
     (``spark.hadoop.<key>`` in ``launch_keys``) nor the Hadoop
-    configuration files of ``HADOOP_CONF_DIR`` (else ``YARN_CONF_DIR``,
-    ``$HADOOP_HOME/etc/hadoop``) set."""
+    configuration files of ``HADOOP_CONF_DIR``, ``YARN_CONF_DIR`` or
+    ``$HADOOP_HOME/etc/hadoop`` set."""
     configured = _hadoop_file_keys(environ)
     return {k: v for k, v in QUICK_FILE_CLOSE.items() if f"spark.hadoop.{k}" not in launch_keys and k not in configured}
 
