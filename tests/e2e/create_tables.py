@@ -252,8 +252,16 @@ def main(state_dir, data_dir, more=()):
     data = os.path.abspath(data_dir)
     os.makedirs(state, exist_ok=True)
     os.makedirs(data, exist_ok=True)
+    # the test data's file://: chmod in the JVM (tests/testbed/testbed/localfs.py); the modules' runs keep Hadoop's
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testbed"))
+    from testbed import localfs  # pylint: disable=import-outside-toplevel,import-error
+
+    os.environ.update(localfs.env())
+    builder = SparkSession.builder
+    for key, value in localfs.spark_confs().items():
+        builder = builder.config(key, value)
     spark = (
-        SparkSession.builder.appName("lakekeeper-e2e-setup").master("local[2]")
+        builder.appName("lakekeeper-e2e-setup").master("local[2]")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.ui.showConsoleProgress", "false")

@@ -52,8 +52,22 @@ def spark(tmp_path_factory):
         confs.update({"spark.executor.memory": "512m", "spark.sql.shuffle.partitions": "4", **INTERPRETED})
         s = build_session(bed.master_url, None, confs)
     else:
+        # file:// with chmod in the JVM (tests/testbed/testbed/localfs.py: the engine suite's files and
+        # directories cost a chmod process each with Hadoop's own class, about 16,000 a run)
+        sys.path.insert(0, str(ROOT / "tests" / "testbed"))
+        from testbed import localfs
+
         state = tmp_path_factory.mktemp("embedded")
-        s = build_session("local[2]", str(state), {"spark.sql.shuffle.partitions": "4", **INTERPRETED})
+        saved = os.environ.get("SPARK_DIST_CLASSPATH")
+        os.environ.update(localfs.env())  # the class path of the session's JVM, launched here
+        try:
+            s = build_session("local[2]", str(state), {"spark.sql.shuffle.partitions": "4", **INTERPRETED,
+                                                       **localfs.spark_confs()})
+        finally:
+            if saved is None:
+                os.environ.pop("SPARK_DIST_CLASSPATH", None)
+            else:
+                os.environ["SPARK_DIST_CLASSPATH"] = saved
     s.sql("CREATE DATABASE IF NOT EXISTS lk")
     yield s
     s.stop()

@@ -3,6 +3,7 @@ the pytest side (pure Python, no Spark)."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 import traceback
 
@@ -95,3 +96,15 @@ def run_app(main) -> None:
         traceback.print_exc()
         print("RESULT " + json.dumps({"error": traceback.format_exc()[-4000:]}), flush=True)
         sys.exit(1)
+
+
+def local_fs_confs() -> dict:
+    """The session properties of a set-up or verify app's ``file://``: chmod
+    in the JVM (tests/testbed/testbed/localfs.py); the jar goes on the class
+    path of the JVM this process launches next. The CLI processes a world
+    kills keep Hadoop's own class."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testbed"))
+    from testbed import localfs  # pylint: disable=import-outside-toplevel,import-error
+
+    os.environ.update(localfs.env())
+    return localfs.spark_confs()

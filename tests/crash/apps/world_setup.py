@@ -30,8 +30,8 @@ sys.path.insert(0, os.path.abspath(os.path.join(HERE, "..", "..", "..", "spark_a
 sys.path.insert(0, HERE)
 
 from world_common import (COLUMNS, DATA_TYPES, KINDS, LATE_ROWS, LATE_TEMPLATES, MERGE_BATCH,  # noqa: E402
-                          MERGE_SELECT, MINOR_KEPT, MINOR_PROPERTIES, SELECT, kept_template_dir, run_app,
-                          template_dir, units_of)
+                          MERGE_SELECT, MINOR_KEPT, MINOR_PROPERTIES, SELECT, kept_template_dir, local_fs_confs,
+                          run_app, template_dir, units_of)
 
 DAY_MS = 86400 * 1000
 POOL = None  # a thread pool for file copies and hashes (set in main)
@@ -417,7 +417,7 @@ def main():
 
     spark = build_session(spec.get("master", "local[2]"), spec.get("state_dir"),
                           {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2",
-                           **spec.get("confs", {})})
+                           **local_fs_confs(), **spec.get("confs", {})})
     timings["session"] = round(time.time() - t0, 1)
     from lakekeeper_spark.catalog.catalog import Catalog
     from lakekeeper_spark.cli import _run_tables

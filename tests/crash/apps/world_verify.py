@@ -27,8 +27,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.abspath(os.path.join(HERE, "..", "..", "..", "spark_app")))
 sys.path.insert(0, HERE)
 
-from world_common import (COLUMNS, KINDS, PARTITION_COLUMNS, kept_template_dir, run_app, template_dir,  # noqa: E402
-                          units_of)
+from world_common import (COLUMNS, KINDS, PARTITION_COLUMNS, kept_template_dir, local_fs_confs, run_app,  # noqa: E402
+                          template_dir, units_of)
 
 KEPT_PREFIX = "kept-"  # kind "minor": the files minor mode keeps (world_setup.create_table)
 from world_setup import FS, perms, tree  # noqa: E402
@@ -384,7 +384,7 @@ def main(adjust=None):
 
     spark = build_session(spec.get("master", "local[2]"), spec.get("state_dir"),
                           {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2",
-                           **spec.get("confs", {})})
+                           **local_fs_confs(), **spec.get("confs", {})})
     ctx = Context(spark, HadoopFS(spark), Catalog(spark), build_settings({}, {}), new_run_id())
     fs = FS(spark)
     late = expect["late_templates"]

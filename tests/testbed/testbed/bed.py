@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import hadoop3, hadoop_jars
+from . import hadoop3, hadoop_jars, localfs
 from . import hiveserver2 as hs2
 from .confs import (DAEMON_JVM_OPTS, QUICK_JVM_OPTS, HADOOP_LOG4J, HADOOP3_LOG4J, HIVE_LOG4J2, JAVA17_OPENS,
                     write_properties, write_site)
@@ -421,7 +421,7 @@ class Testbed:
                     java, [*JAVA17_OPENS, *DAEMON_JVM_OPTS, f"-Djava.io.tmpdir={tmp}", f"-Dhadoop.log.dir={logs}"],
                     classes, jars, hconf, nn_port=nn_port, base=run / "hadoop", out=conf / "hadoop-effective",
                     datanodes=datanodes, nodemanagers=nodemanagers if yarn else 0, ec_policies=ec_policies,
-                    key=KEY_NAME), logs / "hadoop.log", env, run)
+                    key=KEY_NAME, local_fs=localfs.directory()), logs / "hadoop.log", env, run)
             if metastore:
                 mconf = conf / "metastore"
                 argv = [java, *JAVA17_OPENS, *DAEMON_JVM_OPTS, "-Xmx512m", f"-Djava.io.tmpdir={tmp}",

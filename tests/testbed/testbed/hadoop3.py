@@ -21,7 +21,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from . import maven
+from . import localfs, maven
 from .procs import TestbedError, log_tail
 
 MODULE = "hadoop"
@@ -190,8 +190,10 @@ def yarn_site(nm_memory_mb: int, nm_vcores: int, node_attribute_dir: Path) -> di
 
 def argv(java: str, jvm_opts: list[str], classes: Path, jar_dir: Path, conf_dir: Path, *, nn_port: int,
          base: Path, out: Path, datanodes: int, nodemanagers: int, ec_policies: list[str], key: str,
-         xmx: str = "768m") -> list[str]:
-    cp = os.pathsep.join([str(conf_dir), str(webapps(jar_dir)), str(classes), str(jar_dir / "*")])
+         xmx: str = "768m", local_fs: Path | None = None) -> list[str]:
+    """``local_fs``: localfs.directory() (its jar and configuration resource after the Hadoop jars), or None."""
+    extra = [str(local_fs / localfs.JAR), str(local_fs)] if local_fs else []
+    cp = os.pathsep.join([str(conf_dir), str(webapps(jar_dir)), str(classes), str(jar_dir / "*"), *extra])
     return [java, *jvm_opts, f"-Xmx{xmx}", "-cp", cp, MAIN, f"nn-port={nn_port}", f"base={base}",
             f"datanodes={datanodes}", f"nodemanagers={nodemanagers}", f"ec={','.join(ec_policies)}",
             f"key={key}", f"out={out}"]

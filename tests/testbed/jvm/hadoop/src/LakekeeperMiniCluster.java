@@ -79,6 +79,12 @@ public final class LakekeeperMiniCluster {
         File out = new File(a.get("out"));
         out.mkdirs();
 
+        // the test processes' file:// (tests/testbed/testbed/localfs.py), when its directory is on the class path:
+        // the NodeManagers localize every container's files through it (a chmod process per file without it)
+        if (LakekeeperMiniCluster.class.getClassLoader().getResource("lakekeeper-localfs.xml") != null) {
+            Configuration.addDefaultResource("lakekeeper-localfs.xml");
+            log("file:// through " + new Configuration().get("fs.file.impl"));
+        }
         Configuration conf = new YarnConfiguration(new HdfsConfiguration());
 
         // the key of the jceks key provider: made here, before the NameNode reads the store
