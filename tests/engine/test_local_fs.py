@@ -1,8 +1,10 @@
 """The engine suite's ``file://`` (tests/testbed/testbed/localfs.py): Hadoop's
-LocalFileSystem with permissions set in the JVM instead of a chmod process.
-The same operations through it and through Hadoop's own class leave the same
-modes (umask applied, directories and checksum files included), and a mode
-java.nio cannot set (sticky bit) still reaches the disk through Hadoop's code."""
+LocalFileSystem with permissions set and read in the JVM instead of a chmod
+or ``ls -ld`` process. The same operations through it and through Hadoop's
+own class leave the same modes (umask applied, directories and checksum files
+included), a mode java.nio cannot set (sticky bit) still reaches the disk
+through Hadoop's code, and statuses, listings and located listings give the
+same permission, owner, group, length, kind and time."""
 
 from __future__ import annotations
 
@@ -58,3 +60,26 @@ def test_the_sessions_local_filesystem_sets_the_modes_hadoops_own_sets(spark, tm
     assert mine == theirs
     assert mine["a/b/c/f1"] == 0o1750 and mine["m/f2"] == 0o604 and mine["a/b"] == 0o711, mine
     assert ".f1.crc" in os.listdir(tmp_path / "ours" / "a" / "b" / "c")  # the checksum files, as Hadoop's
+
+    # statuses: one path, a directory's listing, a located listing; a link's own status
+    os.symlink(tmp_path / "ours" / "m" / "f2", tmp_path / "ours" / "m" / "link")
+
+    def seen(st):
+        return (str(st.getPath().getName()), st.getLen(), st.isDirectory(), st.isSymlink(), st.getModificationTime(),
+                st.getPermission().toShort(), st.getOwner(), st.getGroup())
+
+    def statuses(fs):
+        base = f"file://{tmp_path}/ours"
+        out = [seen(fs.getFileStatus(path(f"{base}/{p}"))) for p in ("a", "a/b", "a/b/c/f1", "m/f2", "m/link")]
+        out += sorted(seen(st) for st in fs.listStatus(path(f"{base}/m")))
+        located = fs.listLocatedStatus(path(f"{base}/a/b/c"))
+        while located.hasNext():
+            out.append(seen(located.next()))
+        out.append(seen(fs.getFileLinkStatus(path(f"{base}/m/link"))))
+        return out
+
+    raw_ours, raw_hadoops = ours.getRawFileSystem(), hadoops.getRawFileSystem()
+    assert "Posix" in raw_ours.getClass().getName()
+    assert statuses(ours) == statuses(hadoops)
+    assert statuses(raw_ours) == statuses(raw_hadoops)  # the checksum files listed too
+    assert [s[5] for s in statuses(ours)[:4]] == [0o755, 0o711, 0o1750, 0o604]

@@ -33,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import maven
+from . import localfs, maven
 from .confs import DAEMON_JVM_OPTS, HIVE_LOG4J2, JAVA17_OPENS, QUICK_JVM_OPTS, write_properties, write_site
 from .procs import Proc, TestbedError, listening_ports, log_contains, spawn
 
@@ -76,6 +76,8 @@ def configure(conf: Path, run: Path, *, port: int, metastore_uri: str, hdfs_uri:
     core = {"fs.defaultFS": hdfs_uri} if hdfs_uri else {}
     if key_provider:
         core["hadoop.security.key.provider.path"] = key_provider
+    if localfs.jar() is not None:  # each session's local scratch directories (spawn_server: the jar)
+        core.update(localfs.hadoop_conf())
     write_site(conf / "core-site.xml", core)
     write_site(conf / "hdfs-site.xml", {"dfs.replication": 1})  # one DataNode (dfs -put through Hive)
     write_site(conf / "hive-site.xml", {
@@ -115,7 +117,8 @@ def configure(conf: Path, run: Path, *, port: int, metastore_uri: str, hdfs_uri:
 def spawn_server(java: str, conf: Path, run: Path, spark_home: Path, log: Path, env: dict[str, str],
                  port: int, timezone: str = TIMEZONE) -> tuple[Proc, object]:
     """Start HiveServer2; returns the process and its readiness check."""
-    cp = os.pathsep.join([str(conf), *classpath(spark_home)])
+    local_fs = localfs.jar()  # tests/testbed/testbed/localfs.py (configure: the server's core-site.xml)
+    cp = os.pathsep.join([str(conf), *classpath(spark_home), *([str(local_fs)] if local_fs else [])])
     tmp = run / "tmp"
     tmp.mkdir(parents=True, exist_ok=True)
     argv = [java, *JAVA17_OPENS, *DAEMON_JVM_OPTS, "-Xmx512m", f"-Djava.io.tmpdir={tmp}",

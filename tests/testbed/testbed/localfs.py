@@ -1,17 +1,18 @@
 """The test processes' ``file://``: Hadoop's LocalFileSystem with permissions
-set in the JVM (``jvm/localfs/src/lakekeeper/testfs/PosixLocalFileSystem.java``).
+set and read in the JVM (``jvm/localfs/src/lakekeeper/testfs/PosixLocalFileSystem.java``).
 
 Without Hadoop's native library, every file and directory Hadoop creates on
 ``file://`` runs ``chmod`` in a child process (about 7 ms of CPU each; a run of
 the suite made about 66,000, most of them in the engine suite's shared
 session, the older lane's session and the test bed's NodeManager localizing
-containers). The class does the same ``chmod`` through java.nio and is
-otherwise Hadoop's own LocalFileSystem.
+containers), and a status's permission, owner and group run ``ls -ld`` (about
+9,400). The class does the same ``chmod`` through java.nio and reads the same
+attributes by ``stat(2)``; it is otherwise Hadoop's own LocalFileSystem.
 
 It is used only where a test process makes or checks data, never for what is
 tested end to end: the engine suite's in-process session (``tests/engine/conftest.py``,
 which already evaluates without generated code), the crash worlds' set-up and
-verify apps, the playbook tests' table creation, the bed's NodeManager. Every
+verify apps, the playbook tests' table creation, the bed's NodeManager and HiveServer2. Every
 ``spark-submit`` the modules, the roles or the CLI start keeps Hadoop's classes.
 
 ``LAKEKEEPER_TEST_LOCALFS=0`` turns it off (Hadoop's LocalFileSystem everywhere).
