@@ -256,9 +256,8 @@ def main(state_dir, data_dir, more=()):
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testbed"))
     from testbed import localfs  # pylint: disable=import-outside-toplevel,import-error
 
-    os.environ.update(localfs.env())
     builder = SparkSession.builder
-    for key, value in localfs.spark_confs().items():
+    for key, value in localfs.in_this_process().items():
         builder = builder.config(key, value)
     spark = (
         builder.appName("lakekeeper-e2e-setup").master("local[2]")

@@ -106,5 +106,4 @@ def local_fs_confs() -> dict:
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testbed"))
     from testbed import localfs  # pylint: disable=import-outside-toplevel,import-error
 
-    os.environ.update(localfs.env())
-    return localfs.spark_confs()
+    return localfs.in_this_process()

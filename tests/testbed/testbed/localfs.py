@@ -147,3 +147,11 @@ def env(base: dict[str, str] | None = None) -> dict[str, str]:
     if j is not None:
         out["SPARK_DIST_CLASSPATH"] = os.pathsep.join(p for p in (out.get("SPARK_DIST_CLASSPATH"), str(j)) if p)
     return out
+
+
+def in_this_process() -> dict[str, str]:
+    """For a process about to launch its Spark session's JVM: the jar on that
+    JVM's class path (this process's environment, ``env``) and the session's
+    properties to pass (``spark_confs``)."""
+    os.environ.update(env())
+    return spark_confs()
