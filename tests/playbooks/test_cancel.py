@@ -174,13 +174,14 @@ def test_cancelled_compaction_resumes_the_ingestion(collections_dir, tmp_path):
                                        w.extra + [hold])
         # each signalled once its play has recorded its job on the edge host, its engine has reported <db>.events
         # compacted (progress records) and parked on <db>.clicks: well before the job's async limit
-        signalled, deadline = set(), time.time() + 900
+        signalled, parked_at, deadline = set(), {}, time.time() + 900
         while len(signalled) < len(worlds):
             for name, w in worlds.items():
                 if name in signalled:
                     continue
                 assert w.started.proc.poll() is None, w.started.finish(1)
                 if w.parked.exists() and w.events_done():
+                    parked_at[name] = w.parked.stat().st_mtime
                     os.kill(w.started.proc.pid, signals[name])
                     signalled.add(name)
                     TIMINGS.append("%s signalled after %.0fs" % (name, time.time() - w.started.started))
@@ -201,8 +202,10 @@ def test_cancelled_compaction_resumes_the_ingestion(collections_dir, tmp_path):
                 assert "guard" not in record, record
             else:
                 guard = record["guard"]
-                # the expiry counts from the end of the pause (a few seconds after it was armed)
-                assert guard["seconds"] == EXPIRY and 0 <= guard["expires_at"] - guard["armed_at"] - EXPIRY < 30, guard
+                # the expiry counts from the end of the pause: after the guard was armed, before the engine
+                # started (it parked later; a causal bound, not a timing one: a busy machine's pause took 37 s)
+                assert guard["seconds"] == EXPIRY, guard
+                assert guard["armed_at"] <= guard["expires_at"] - EXPIRY <= parked_at[name], guard
                 assert "guard armed, expires %s" % guard["expires"] not in run.output  # the summary never ran
         cancel_time = time.time()
         # -- the guard resumes term and int at the expiry; ctl (no guard) stays paused
