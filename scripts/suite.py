@@ -62,7 +62,7 @@ PY = sys.executable
 # driver's own command-line flags win over these). The test bed's daemons
 # have options of their own. LAKEKEEPER_SUITE_JAVA_OPTIONS="" keeps the JVMs'
 # defaults; the benchmark never runs under the suite.
-QUICK_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+QUICK_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC"  # code cache: scripts/test
 PYTEST = [PY, "-m", "pytest", "--timeout=1800"]
 # tests/unit runs once, under ``ansible-test units`` (the module and
 # controller contexts a collection's unit tests are held to), not again here.

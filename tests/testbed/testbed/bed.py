@@ -551,14 +551,17 @@ class Testbed:
         c["spark.driver.host"] = "127.0.0.1"
         c["spark.driver.bindAddress"] = "127.0.0.1"
         c["spark.pyspark.python"] = python or self.python
+        # the executors' and a driver's that SPARK_SUBMIT_OPTS does not reach (YARN cluster mode:
+        # in its container it ran with C2 and G1, 116 s of compiling in two minutes)
         c["spark.executor.extraJavaOptions"] = " ".join(QUICK_JVM_OPTS)
+        c["spark.driver.extraJavaOptions"] = " ".join(QUICK_JVM_OPTS)
         archive = self._jvm_archive()
         if archive:
             # the jars ahead of the conf dir on the class path, where the archive maps them
             # (a standalone executor's too: the worker puts its extraClassPath first)
             for role in ("driver", "executor"):
                 c[f"spark.{role}.extraClassPath"] = f"{self.spark_home / 'jars'}/*"
-            c["spark.driver.extraJavaOptions"] = f"-XX:SharedArchiveFile={archive}"
+            c["spark.driver.extraJavaOptions"] += f" -XX:SharedArchiveFile={archive}"
             c["spark.executor.extraJavaOptions"] += f" -XX:SharedArchiveFile={archive}"
         if master and master.startswith("yarn"):
             c.update(self.yarn_confs(python=python))
@@ -570,7 +573,7 @@ class Testbed:
         ``SPARK_SUBMIT_OPTS`` (YARN cluster mode); not needed for correctness."""
         c = self.spark_confs()
         return {"spark.ui.enabled": "false",
-                "spark.driver.extraJavaOptions": " ".join([*QUICK_JVM_OPTS, c.get("spark.driver.extraJavaOptions", "")]).strip(),
+                "spark.driver.extraJavaOptions": c["spark.driver.extraJavaOptions"],
                 "spark.executor.extraJavaOptions": c["spark.executor.extraJavaOptions"]}
 
     def _jvm_archive(self) -> str:

@@ -21,7 +21,8 @@ JAVA17_OPENS = [
 # The daemons (long-lived but small), the executors the worker starts and the
 # suite's client JVMs: C1 only, one compiler thread and the serial GC start
 # faster and use less CPU on a shared, CPU-bound 2-core machine.
-QUICK_JVM_OPTS = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:CICompilerCount=1"]
+QUICK_JVM_OPTS = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:CICompilerCount=1",
+                  "-XX:ReservedCodeCacheSize=240m"]  # C1 alone: 48 MB, too few for a long life (scripts/test)
 # -XX:-UsePerfData: no hsperfdata file and no sampling thread waking 20 times a second (about
 # half an idle JVM's CPU; jps and jstat do not see the daemons, jcmd <pid> and jstack still work).
 DAEMON_JVM_OPTS = [*QUICK_JVM_OPTS, "-XX:-UsePerfData", "-Djava.net.preferIPv4Stack=true"]
