@@ -125,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Run the collection's tests under older ansible-core lines.")
     ap.add_argument("lane", nargs="?", help="lane name (default: every default lane)")
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--install", action="store_true", help="only make the lanes' virtualenvs (scripts/test)")
     ap.add_argument("pytest_args", nargs="*", help="pytest arguments instead of the lane's playbook tests")
     args = ap.parse_args(argv)
     all_lanes = lanes()
@@ -138,6 +139,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     base = spark_lanes.cache_dir() / "lanes"
     base.mkdir(parents=True, exist_ok=True)
+    if args.install:
+        for lane in chosen:
+            ensure_venv(lane, base)
+        return 0
     return max(run_lane(lane, base, args.pytest_args) for lane in chosen)
 
 

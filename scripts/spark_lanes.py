@@ -191,6 +191,14 @@ def packed_env(lane: dict, base: Path, lane_python: Path) -> Path:
                           capture_output=True, text=True, check=True).stdout.split()
     prefix, version = info[0], info[1]
     work = base / f"{lane['name']}-packed"
+    target = work / "unpacked" / "lakekeeper_env"
+    # reused while the interpreter, the pins and the role are unchanged (a stamp, like the venvs)
+    role = sorted(p for p in (ROOT / "roles" / "python_env").rglob("*") if p.is_file())
+    want = hashlib.sha256("\n".join([str(lane_python), prefix, *runtime_pins()]).encode()
+                          + b"".join(p.read_bytes() for p in role)).hexdigest()
+    stamp = work / ".packed.sha256"
+    if (target / "bin" / "python").exists() and stamp.exists() and stamp.read_text().strip() == want:
+        return target / "bin" / "python"
     (work / "collections" / "ansible_collections" / "lakekeeper").mkdir(parents=True, exist_ok=True)
     link = work / "collections" / "ansible_collections" / "lakekeeper" / "hive"
     if not link.exists():
@@ -212,12 +220,12 @@ def packed_env(lane: dict, base: Path, lane_python: Path) -> Path:
     if proc.returncode != 0:
         raise SystemExit(f"spark-lanes: {lane['name']}: the python_env role failed (rc {proc.returncode}):\n"
                          + (proc.stdout + proc.stderr)[-4000:])
-    target = work / "unpacked" / "lakekeeper_env"
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
     with tarfile.open(work / "dest" / "lakekeeper_env.tar.gz") as tar:
         tar.extractall(target)  # noqa: S202 - the archive this run just built
+    stamp.write_text(want + "\n")
     print(f"spark-lanes: {lane['name']}: packed Python {version} ({', '.join(role_vars['python_env_packages'])}) "
           f"with the python_env role in {time.monotonic() - t0:.0f} s", flush=True)
     return target / "bin" / "python"
@@ -259,13 +267,19 @@ def lane_jvm_archive(env: dict[str, str]) -> None:
         env["SPARK_SUBMIT_OPTS"] = opts
 
 
-def prepare_lane(lane: dict, base: Path) -> tuple[dict[str, str], Path, list[str], str]:
-    """The lane's venv and packed Python; returns (environment, python,
+def needs_packed(lane: dict, extra: list[str]) -> bool:
+    """Only the lifecycle runs the packed Python (and any tests named by hand)."""
+    return bool(extra) or LIFECYCLE in lane_tests(lane)
+
+
+def prepare_lane(lane: dict, base: Path, pack: bool = True) -> tuple[dict[str, str], Path, list[str], str]:
+    """The lane's venv and (pack) packed Python; returns (environment, python,
     [pyspark version, Python version], note)."""
     py, note = ensure_venv(lane, base)
-    app_python = packed_env(lane, base, py)
     env = dict(os.environ)
-    env.update(LAKEKEEPER_SPARK_LANE=lane["name"], LAKEKEEPER_APP_PYTHON=str(app_python), PYSPARK_PYTHON=str(py), PYSPARK_DRIVER_PYTHON=str(py),
+    if pack:
+        env["LAKEKEEPER_APP_PYTHON"] = str(packed_env(lane, base, py))
+    env.update(LAKEKEEPER_SPARK_LANE=lane["name"], PYSPARK_PYTHON=str(py), PYSPARK_DRIVER_PYTHON=str(py),
                SPARK_LOCAL_IP="127.0.0.1", PATH=f"{py.parent}{os.pathsep}{env.get('PATH', '')}")
     for var in ("SPARK_HOME", "PYTHONPATH", "VIRTUAL_ENV"):
         env.pop(var, None)
@@ -285,7 +299,7 @@ def summary_line(lane: dict, versions: list[str], rc: int, seconds: float, note:
 
 
 def run_lane(lane: dict, base: Path, extra: list[str]) -> tuple[int, str]:
-    env, py, versions, note = prepare_lane(lane, base)
+    env, py, versions, note = prepare_lane(lane, base, needs_packed(lane, extra))
     print(f"== spark lane {lane['name']}: pyspark {versions[0]} on Python {versions[1]}", flush=True)
     t0 = time.monotonic()
     rc = subprocess.run(pytest_cmd(py, extra or lane_tests(lane)), cwd=str(ROOT), env=env, check=False).returncode
@@ -298,6 +312,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--list", action="store_true", help="print the lanes and their tests")
     ap.add_argument("--pytest", nargs=argparse.REMAINDER, default=[],
                     help="run these pytest arguments instead of the lane's tests")
+    ap.add_argument("--install", action="store_true",
+                    help="only make the lanes' virtualenvs and packed Pythons (scripts/test, beside its other set-up)")
     args = ap.parse_args(argv)
     known = lanes()
     if args.list:
@@ -313,6 +329,12 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [by_name[n] for n in args.lanes] if args.lanes else [lane for lane in known if lane["default"]]
     base = Path(os.environ.get("LAKEKEEPER_LANES_DIR") or cache_dir() / "lanes")
     base.mkdir(parents=True, exist_ok=True)
+    if args.install:
+        for lane in chosen:
+            py, _ = ensure_venv(lane, base)
+            if needs_packed(lane, []):
+                packed_env(lane, base, py)
+        return 0
     status, summaries = 0, []
     for lane in chosen:
         rc, summary = run_lane(lane, base, args.pytest)
