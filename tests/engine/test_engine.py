@@ -49,20 +49,20 @@ def metastore_stats(spark, table: str, spec: dict[str, str] | None = None) -> di
 
 @pytest.mark.hdfs
 def test_non_partitioned_parquet_full_cycle(spark, engine, files, warehouse):
-    """600 small ZSTD files: analyze and dry run write nothing; compact
+    """200 small ZSTD files: analyze and dry run write nothing; compact
     verifies and swaps in place; a second run changes nothing; rollback is
     byte-identical; cleanup frees the original."""
     from lakekeeper_spark.storage.formats import parquet_footer
 
-    loc = make_table(spark, warehouse, "flat_pq", rows=6000, files=600, props={"parquet.compression": "ZSTD"})
+    loc = make_table(spark, warehouse, "flat_pq", rows=4000, files=200, props={"parquet.compression": "ZSTD"})
     t = "lk.flat_pq"
     original = files.snapshot(loc)
-    assert len(original) == 600
+    assert len(original) == 200
     rows = frozen(spark, t)
     location = location_of(spark, t)
 
     res = engine.one("analyze", t)
-    assert res["status"] == "analyzed" and res["needs_compaction"] and res["files"] == 600
+    assert res["status"] == "analyzed" and res["needs_compaction"] and res["files"] == 200
     part = res["partitions"][0]
     assert part["decision"] == "compact" and part["target_files"] == 1 and part["median_file_bytes"] > 0
     res = engine.one("compact", t, dry_run=True)
@@ -72,10 +72,10 @@ def test_non_partitioned_parquet_full_cycle(spark, engine, files, warehouse):
     res = engine.one("compact", t, sort_by=["name"])
     assert res["status"] == "compacted" and res["changed"], res
     p = res["partitions"][0]
-    assert (p["files_before"], p["files_after"]) == (600, 1)
+    assert (p["files_before"], p["files_after"]) == (200, 1)
     names = [r.name for r in spark.read.parquet(files.data_files(loc)[0]).select("name").collect()]
-    assert names == sorted(names) and names != [f"name-{i}" for i in range(6000)]  # sorted, by name
-    assert p["rows_before"] == p["rows_after"] == 6000
+    assert names == sorted(names) and names != [f"name-{i}" for i in range(4000)]  # sorted, by name
+    assert p["rows_before"] == p["rows_after"] == 4000
     assert len(files.data_files(loc)) == 1
     assert location_of(spark, t) == location  # the Metastore location never changes
     assert parquet_footer(spark, files.data_files(loc)[0])["codec"] == "ZSTD"
@@ -89,7 +89,7 @@ def test_non_partitioned_parquet_full_cycle(spark, engine, files, warehouse):
     assert location_of(spark, bkp).rsplit("/", 1)[1].startswith(".flat_pq.lk_old_")
 
     stats = metastore_stats(spark, t)  # read back from the Metastore
-    assert (stats["numFiles"], stats["totalSize"], stats["numRows"]) == ("1", str(p["bytes_after"]), "6000")
+    assert (stats["numFiles"], stats["totalSize"], stats["numRows"]) == ("1", str(p["bytes_after"]), "4000")
     assert p["statistics"] == stats
 
     again = engine.one("compact", t, sort_by=["name"])
@@ -97,11 +97,11 @@ def test_non_partitioned_parquet_full_cycle(spark, engine, files, warehouse):
 
     res = engine.one("rollback", t)
     assert res["status"] == "rolled_back" and res["changed"]
-    assert (res["partitions"][0]["files_before"], res["partitions"][0]["files_after"]) == (1, 600)
+    assert (res["partitions"][0]["files_before"], res["partitions"][0]["files_after"]) == (1, 200)
     assert files.snapshot(loc) == original  # same files, same bytes
     assert backup_tables(spark, "flat_pq") == [] and own_hidden(files, loc) == []
     stats = metastore_stats(spark, t)
-    assert (stats["numFiles"], stats["numRows"]) == ("600", "6000")
+    assert (stats["numFiles"], stats["numRows"]) == ("200", "4000")
     assert stats["totalSize"] == str(res["partitions"][0]["bytes_after"])
     assert engine.one("rollback", t)["changed"] is False
 
