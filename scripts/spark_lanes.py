@@ -331,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     base.mkdir(parents=True, exist_ok=True)
     if args.install:
         for lane in chosen:
-            py, _ = ensure_venv(lane, base)
+            py = ensure_venv(lane, base)[0]
             if needs_packed(lane, []):
                 packed_env(lane, base, py)
         return 0
