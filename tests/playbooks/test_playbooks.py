@@ -312,6 +312,7 @@ def test_playbooks_embedded(collections_dir, collection_path, kdc, tmp_path):
         run = run_playbook("lakekeeper.hive.analyze", inventory, collections_dir, tmp_path,
                            ["lakekeeper_database=e2e", "lakekeeper_max_partitions_listed=1"])
         assert run.rc == 0, run
+        analyzed_in = run.seconds
         s = run.summary("edge")
         assert run.stats["lakekeeper_tables_to_compact"] == 2, run
         assert run.stats["lakekeeper_files_before"] == 120 and run.stats["lakekeeper_files_after"] == 3, run
@@ -341,7 +342,11 @@ def test_playbooks_embedded(collections_dir, collection_path, kdc, tmp_path):
         assert re.search(r"compact failed on edge: .*missing\.keytab", run.output), run
         assert {t: data_files(str(data_dir / t)) for t in originals} == originals
 
-        background_runs(inventory, collections_dir, tmp_path, data_dir / "wt", state_file, pid)
+        # the async limit of the next run must leave room for a Spark start, an analysis and a table compacted:
+        # 2.5 times what this analysis took (a Spark start and an analysis) on this machine, at least 150 s
+        # (a fixed 100 s was passed on a slow machine at load 10: 107 s for the analysis above)
+        background_runs(inventory, collections_dir, tmp_path, data_dir / "wt", state_file, pid,
+                        async_limit=max(150, int(2.5 * analyzed_in)))
 
         # -- compact.yml: tables as an AWX survey string, names without the database -------------
         run = run_playbook(os.path.join(PLAYBOOKS, "compact.yml"), inventory, collections_dir, tmp_path,
@@ -468,7 +473,7 @@ def test_playbooks_embedded(collections_dir, collection_path, kdc, tmp_path):
         sys.stdout.write("\n".join(["timings:"] + TIMINGS) + "\n")
 
 
-def background_runs(inventory, collections_dir, tmp_path, data, state_file, pid):
+def background_runs(inventory, collections_dir, tmp_path, data, state_file, pid, async_limit):
     """compact.yml in the background (async): a job its async limit stops,
     then a job polled over a thousand times; the ingestion is resumed after both."""
     pause = tmp_path / "pause-wt"
@@ -479,7 +484,8 @@ def background_runs(inventory, collections_dir, tmp_path, data, state_file, pid)
     # -- the async limit passes while wt.clicks is being compacted: async_wrapper kills the job; the
     # play ends, the ingestion is resumed, and the summary says what each table was left in ------------
     run = run_playbook(os.path.join(PLAYBOOKS, "compact.yml"), inventory, collections_dir, tmp_path,
-                       ["lakekeeper_database=wt", "lakekeeper_async=100", "lakekeeper_poll_seconds=2"], env=hold)
+                       ["lakekeeper_database=wt", "lakekeeper_async=%d" % async_limit, "lakekeeper_poll_seconds=2"],
+                       env=hold)
     assert run.rc == 2, run
     s = run.summary("edge")
     by = {t["table"]: t for t in s["tables"]}
