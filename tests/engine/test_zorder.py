@@ -70,8 +70,9 @@ def test_zorder_columns_checked_against_the_table():
 
 
 def _small_files_table(spark, files, warehouse: str, name: str) -> str:
-    """Two partitions of 40 part- files each, as INSERTs of a 40-task Spark job leave them: a and b
-    uncorrelated (a hash of the id each), every file holding rows from the whole range of both."""
+    """Two partitions of 20 part- files each, as INSERTs of a 20-task Spark job leave them: a and b
+    uncorrelated (a hash of the id each), every file holding rows from the whole range of both (10,000 rows a
+    partition: with the 0.1 MB target the compaction writes as many files as 20,000 rows did with 0.2 MB)."""
     t, loc = f"lk.{name}", f"{warehouse}/{name}"
     spark.sql(f"DROP TABLE IF EXISTS {t}")
     if files.exists(loc):
@@ -79,12 +80,12 @@ def _small_files_table(spark, files, warehouse: str, name: str) -> str:
     spark.sql(f"CREATE EXTERNAL TABLE {t} (id BIGINT, a BIGINT, b STRING, c DATE, pad STRING) "
               f"PARTITIONED BY (dt STRING) STORED AS PARQUET LOCATION '{loc}'")
     for p in range(2):
-        spark.range(p * 20000, (p + 1) * 20000).selectExpr(
+        spark.range(p * 10000, (p + 1) * 10000).selectExpr(
             "id", "pmod(xxhash64(id, 1), 100000) - 50000 AS a",
             "lpad(cast(pmod(xxhash64(id, 2), 100000) AS string), 6, '0') AS b",
             "date_add(DATE'2024-01-01', cast(pmod(id, 365) AS int)) AS c",
             "sha2(cast(id AS string), 256) AS pad",
-        ).repartition(40).createOrReplaceTempView("lk_zsrc")
+        ).repartition(20).createOrReplaceTempView("lk_zsrc")
         spark.sql(f"INSERT INTO {t} PARTITION (dt='2024-0{p + 1}') SELECT * FROM lk_zsrc")
     return loc
 
@@ -113,7 +114,7 @@ def test_zorder_narrows_both_columns_min_max(spark, engine, files, warehouse):
     z_loc = _small_files_table(spark, files, warehouse, "zo_z")
     plain_loc = _small_files_table(spark, files, warehouse, "zo_plain")
     before = frozen(spark, "lk.zo_z")
-    size = dict(target_file_size_mb=0.2)
+    size = dict(target_file_size_mb=0.1)
     z = engine.one("compact", "lk.zo_z", sort_by="zorder(a, b)", **size)
     plain = engine.one("compact", "lk.zo_plain", **size)
     assert z["status"] == plain["status"] == "compacted", (z, plain)
@@ -122,7 +123,7 @@ def test_zorder_narrows_both_columns_min_max(spark, engine, files, warehouse):
     # the file count the unsorted write plans from the same bytes (planner.write_layout), not one per read task
     planned = {p["spec"]: p["files_after"] for p in plain["partitions"]}
     for part in z["partitions"]:
-        assert part["status"] == "compacted" and part["rows_after"] == part["rows_before"] == 20000, part
+        assert part["status"] == "compacted" and part["rows_after"] == part["rows_before"] == 10000, part
         assert part["files_after"] == planned[part["spec"]] > 1, (part, planned)
     zr, pr = _ranges(files, z_loc), _ranges(files, plain_loc)
     assert len(zr["files"]) == len(pr["files"]) == sum(planned.values())
