@@ -58,6 +58,12 @@ PY = sys.executable
 sys.path.insert(0, str(APPS))
 
 from testbed.confs import QUICK_JVM_OPTS  # noqa: E402
+
+try:  # the suite's CPU counter (tests/cpu_meter.py): each process's CPU seconds in the stage table
+    from cpu_meter import cpu_now
+except ImportError:  # pragma: no cover - imported without tests/ on the path
+    def cpu_now():
+        return None
 from world_common import COMPACTED, MERGE_DEDUPE, units_of  # noqa: E402
 
 # Cheaper client JVMs (the suite is CPU-bound): the test bed's quick options.
@@ -162,7 +168,7 @@ def run_process(argv: list[str], env: dict[str, str], log_dir: Path, name: str,
     called every 0.1 s while it runs (pause points)."""
     log_dir.mkdir(parents=True, exist_ok=True)
     out_p, err_p = log_dir / f"{name}.stdout", log_dir / f"{name}.stderr"
-    t0 = time.monotonic()
+    t0, cpu0 = time.monotonic(), cpu_now()
     with open(out_p, "w") as out, open(err_p, "w") as err:
         proc = subprocess.Popen(argv, env=env, stdout=out, stderr=err, start_new_session=True, cwd=str(log_dir))
         try:
@@ -177,6 +183,8 @@ def run_process(argv: list[str], env: dict[str, str], log_dir: Path, name: str,
         finally:
             left = reap_group(proc.pid)
     seconds = round(time.monotonic() - t0, 1)
+    cpu1 = cpu_now()
+    cpu = round(cpu1 - cpu0, 1) if cpu0 is not None and cpu1 is not None else None
     stdout = out_p.read_text()
     doc = None
     for line in reversed(stdout.splitlines()):
@@ -189,7 +197,7 @@ def run_process(argv: list[str], env: dict[str, str], log_dir: Path, name: str,
         except ValueError:
             doc = None
     return {"name": name, "rc": proc.returncode, "killed": proc.returncode == -signal.SIGKILL, "seconds": seconds,
-            "doc": doc, "stderr": str(err_p), "stdout": str(out_p), "left_processes": left}
+            "cpu_seconds": cpu, "doc": doc, "stderr": str(err_p), "stdout": str(out_p), "left_processes": left}
 
 
 def stderr_tail(stage: dict[str, Any], n: int = 60) -> str:
@@ -783,9 +791,9 @@ def table_lines(headers: list[str], rows: list[list[Any]]) -> list[str]:
 
 
 def stage_lines(w: World) -> list[str]:
-    rows = [[n, s.get("tables", ""), s["seconds"], "SIGKILL" if s.get("killed") else s["rc"]]
-            for n, s in w.stages.items() if "seconds" in s]
-    return table_lines(["process", "tables", "seconds", "exit"], rows)
+    rows = [[n, s.get("tables", ""), s["seconds"], "" if s.get("cpu_seconds") is None else s["cpu_seconds"],
+             "SIGKILL" if s.get("killed") else s["rc"]] for n, s in w.stages.items() if "seconds" in s]
+    return table_lines(["process", "tables", "seconds", "CPU s", "exit"], rows)
 
 
 def units_outcome(facts: dict[str, Any]) -> str:
