@@ -37,8 +37,18 @@ DAY_MS = 86400 * 1000
 POOL = None  # a thread pool for file copies and hashes (set in main)
 
 
+def local_path(uri):
+    """The local path of a ``file:`` URI, None for any other (hdfs://: through Hadoop)."""
+    return "/" + uri[len("file:"):].lstrip("/") if uri.startswith("file:") else None
+
+
 class FS:
-    """Small Hadoop FileSystem helper (py4j) for both file:// and hdfs://."""
+    """Small Hadoop FileSystem helper (py4j) for both file:// and hdfs://. What it only
+    reads (listings, existence, contents) of a ``file:`` URI it reads from the local
+    filesystem directly, as Hadoop's local filesystem shows it (the same entries, its
+    checksum files ``.<name>.crc`` left out as ChecksumFileSystem's listing does, the same
+    bytes), without a py4j call for each; what it writes goes through Hadoop (a copy gets
+    its ``.crc`` file as a Spark-written file has)."""
 
     def __init__(self, spark):
         self.spark = spark
@@ -55,6 +65,9 @@ class FS:
         return self.P(uri).getFileSystem(self.conf)
 
     def exists(self, uri):
+        path = local_path(uri)
+        if path is not None:
+            return os.path.exists(path)
         return bool(self.fs(uri).exists(self.P(uri)))
 
     def mkdirs(self, uri):
@@ -64,8 +77,14 @@ class FS:
         self.fs(uri).delete(self.P(uri), True)
 
     def ls(self, uri):
+        """(name, is a directory, status or None) of every entry of uri."""
         if not self.exists(uri):
             return []
+        path = local_path(uri)
+        if path is not None:
+            with os.scandir(path) as entries:
+                return [(e.name, e.is_dir(follow_symlinks=False), None) for e in entries
+                        if not (e.name.startswith(".") and e.name.endswith(".crc"))]
         return [(str(st.getPath().getName()), bool(st.isDirectory()), st) for st in self.fs(uri).listStatus(self.P(uri))]
 
     def copy(self, src, dst):
@@ -80,6 +99,10 @@ class FS:
         out.close()
 
     def read_bytes(self, uri) -> bytes:
+        path = local_path(uri)
+        if path is not None:
+            with open(path, "rb") as fh:
+                return fh.read()
         stream = self.fs(uri).open(self.P(uri))
         try:
             return bytes(self._io_utils.toByteArray(stream))
@@ -438,8 +461,10 @@ def main():
     timings["templates"] = round(time.time() - t1, 1)
     notes = {}
     t1 = time.time()
+    for db in dict.fromkeys(t["db"] for t in spec["tables"]):
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {db}")
+    batches = {}  # every table's batch: the same rows, written once by Spark and copied file by file
     for t in spec["tables"]:
-        spark.sql(f"CREATE DATABASE IF NOT EXISTS {t['db']}")
         if t["kind"].startswith("bad:"):
             try:
                 notes[f"{t['db']}.{t['name']}"] = create_bad(spark, fs, t, spec["templates"], late)
@@ -450,7 +475,11 @@ def main():
         else:
             create_table(spark, fs, t, spec["templates"])
         if t.get("batch"):
-            write_batch(spark, t["batch"])
+            if batches:
+                fs.copy(next(iter(batches.values())), t["batch"])
+            else:
+                write_batch(spark, t["batch"])
+            batches[t["name"]] = t["batch"]
     timings["tables"] = round(time.time() - t1, 1)
     originals = {f"{t['db']}.{t['name']}": unit_files(fs, t) for t in spec["tables"]}
 
