@@ -55,20 +55,21 @@ def test_a_policy_that_does_not_validate_refuses_the_table(props, match):
 def test_a_database_run_honours_each_tables_policy(spark, engine, files, warehouse):
     spark.sql("CREATE DATABASE IF NOT EXISTS lkpol")
 
-    def table(name: str, props: dict[str, str]) -> str:
+    def table(name: str, props: dict[str, str], rows: int = 2000) -> str:
         loc = f"{warehouse}/lkpol/{name}"
         spark.sql(f"DROP TABLE IF EXISTS lkpol.{name}")
         tbl = ", ".join(f"'{k}'='{v}'" for k, v in props.items())
         spark.sql(f"CREATE EXTERNAL TABLE lkpol.{name} (id BIGINT, k INT, pad STRING) STORED AS PARQUET "
                   f"LOCATION '{loc}'" + (f" TBLPROPERTIES ({tbl})" if tbl else ""))
-        (spark.range(0, 20000).selectExpr("id", "CAST(id % 97 AS INT) AS k", "concat(sha2(CAST(id AS STRING), 512), sha2(CAST(-id AS STRING), 512)) AS pad")
+        (spark.range(0, rows).selectExpr("id", "CAST(id % 97 AS INT) AS k", "concat(sha2(CAST(id AS STRING), 512), sha2(CAST(-id AS STRING), 512)) AS pad")
          .repartition(24).createOrReplaceTempView("lk_src"))
         spark.sql(f"INSERT INTO lkpol.{name} SELECT * FROM lk_src")
         return loc
 
     plain = table("plain", {})
+    # 24 small files each; only the tagged table needs the MBs its 1 MB target splits into several files
     tagged = table("tagged", {"lakekeeper.target_file_size_mb": "1", "lakekeeper.sort_by": "k DESC",
-                              "lakekeeper.retention.keep_last": "1"})
+                              "lakekeeper.retention.keep_last": "1"}, rows=20000)
     excluded_loc = table("excluded", {"lakekeeper.exclude": "true"})
     table("typo", {"lakekeeper.taget_file_size_mb": "1"})
     rows = {n: frozen(spark, f"lkpol.{n}") for n in ("plain", "tagged")}
