@@ -441,9 +441,16 @@ class Testbed:
                     "--webui-port", "0", "--cores", str(worker_cores), "--memory", worker_memory,
                     "--work-dir", str(run / "spark" / "work"), info["spark"]["master_url"]],
                     logs / "spark-worker.log", senv, run)
-            if hiveserver2:
+            def spawn_hiveserver2() -> None:
                 procs["hiveserver2"], checks["hiveserver2"] = hs2.spawn_server(
                     java, conf / "hiveserver2", run, spark_home, logs / "hiveserver2.log", _clean_env(), hs2_port)
+                bed.procs = procs
+                bed._save_procs()
+                bed._reaper_add(procs["hiveserver2"])
+                bed._write_json()
+
+            if hiveserver2 and not hdfs:
+                spawn_hiveserver2()
             bed.procs = procs
             bed._save_procs()
             if watchdog:
@@ -467,7 +474,18 @@ class Testbed:
                 m, w = procs["spark-master"], procs["spark-worker"]
                 checks["spark-master"] = (m, lambda: master_port in listening_ports(m.pid))
                 checks["spark-worker"] = (w, lambda: log_contains(w.log, "Successfully registered with master"))
-            ready = wait_all(checks, timeout)
+            ready, waited = {}, time.monotonic()
+            if hiveserver2 and hdfs:
+                # HiveServer2 reads HDFS as it starts (its authorization policy) and exits when the NameNode
+                # is not listening yet (on a machine at load 27 it was not, 60 s in): it starts once HDFS is
+                # ready, the other services going on starting meanwhile
+                first = {k: v for k, v in checks.items() if k in ("hadoop", "namenode", "datanode")}
+                ready.update(wait_all(first, timeout))
+                for k in first:
+                    del checks[k]
+                spawn_hiveserver2()
+            offset = time.monotonic() - waited  # the seconds are since the services were spawned
+            ready.update({k: round(v + offset, 1) for k, v in wait_all(checks, timeout).items()})
             if hdfs and line == "3.5":
                 eff = hadoop3.read_effective(conf / "hadoop-effective")
                 if eff.get("fs.defaultFS") != hdfs_uri:
@@ -744,6 +762,12 @@ class Testbed:
             self._reaper.stdin.write(f"{p.pgid} {p.ticks or 0} {p.name}\n".encode())
         self._reaper.stdin.flush()
         self.info["reaper_pid"] = self._reaper.pid
+
+    def _reaper_add(self, p) -> None:
+        """A service spawned after the watchdog started is watched too."""
+        if self._reaper is not None:
+            self._reaper.stdin.write(f"{p.pgid} {p.ticks or 0} {p.name}\n".encode())
+            self._reaper.stdin.flush()
 
     def _stop_reaper(self) -> None:
         r = self._reaper
