@@ -508,8 +508,9 @@ def background_runs(inventory, collections_dir, tmp_path, data, state_file, pid,
     try:
         wait_for(pause / "wt.clicks.table_compacting.paused", started)
         # the thousand polls all come after the go now (the Spark start and the analysis come before the
-        # compaction's wait in one application): held long enough for them on a loaded machine
-        time.sleep(30)
+        # compaction's wait in one application): held long enough for them on a loaded machine (a check is
+        # a shell command: 926 checks in 47 s of waiting, 30 s of them held, on a slow machine at load 12)
+        time.sleep(90)
     finally:
         (pause / "wt.clicks.table_compacting.resume").write_text("go")
     run = started.finish()
