@@ -441,6 +441,7 @@ class Testbed:
                     "--webui-port", "0", "--cores", str(worker_cores), "--memory", worker_memory,
                     "--work-dir", str(run / "spark" / "work"), info["spark"]["master_url"]],
                     logs / "spark-worker.log", senv, run)
+
             def spawn_hiveserver2() -> None:
                 procs["hiveserver2"], checks["hiveserver2"] = hs2.spawn_server(
                     java, conf / "hiveserver2", run, spark_home, logs / "hiveserver2.log", _clean_env(), hs2_port)
