@@ -760,12 +760,11 @@ class Testbed:
             stderr=subprocess.STDOUT, env=env, start_new_session=True, close_fds=True)
         log.close()
         for p in self.procs.values():
-            self._reaper.stdin.write(f"{p.pgid} {p.ticks or 0} {p.name}\n".encode())
-        self._reaper.stdin.flush()
+            self._reaper_add(p)
         self.info["reaper_pid"] = self._reaper.pid
 
     def _reaper_add(self, p) -> None:
-        """A service spawned after the watchdog started is watched too."""
+        """The watchdog watches this service too (also one spawned after the watchdog started)."""
         if self._reaper is not None:
             self._reaper.stdin.write(f"{p.pgid} {p.ticks or 0} {p.name}\n".encode())
             self._reaper.stdin.flush()
