@@ -463,7 +463,7 @@ def main():
     t1 = time.time()
     for db in dict.fromkeys(t["db"] for t in spec["tables"]):
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {db}")
-    batches = {}  # every table's batch: the same rows, written once by Spark and copied file by file
+    first_batch = None  # every table's batch has the same rows: written once by Spark, then copied file by file
     for t in spec["tables"]:
         if t["kind"].startswith("bad:"):
             try:
@@ -475,11 +475,11 @@ def main():
         else:
             create_table(spark, fs, t, spec["templates"])
         if t.get("batch"):
-            if batches:
-                fs.copy(next(iter(batches.values())), t["batch"])
+            if first_batch:
+                fs.copy(first_batch, t["batch"])
             else:
                 write_batch(spark, t["batch"])
-            batches[t["name"]] = t["batch"]
+                first_batch = t["batch"]
     timings["tables"] = round(time.time() - t1, 1)
     originals = {f"{t['db']}.{t['name']}": unit_files(fs, t) for t in spec["tables"]}
 
