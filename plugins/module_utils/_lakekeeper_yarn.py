@@ -321,6 +321,7 @@ def watch(read_fd, helpers, grace=GRACE, log_path=None):
                 pgid = int(value)
             elif word == "app":
                 application_id = value.strip()
+                _log(log_path, "watching application %s (process group %s)" % (application_id, pgid))
             elif word == "exited":
                 _log(log_path, "the engine ended; nothing to stop")
                 return None

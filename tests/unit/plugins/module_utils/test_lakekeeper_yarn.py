@@ -239,6 +239,14 @@ MODULE = textwrap.dedent("""
 """)
 
 
+def told_watchdog(tree):
+    """Wait until the module has read the application id from the engine's log and told the watchdog (which
+    logs it): from then on the module knows the application too."""
+    log = tree["dir"] / "watchdog.log"
+    wait_for(lambda: log.exists() and "watching application %s" % APP in log.read_text(),
+             what="the watchdog told of the application")
+
+
 def start_module(tree, stdout=subprocess.DEVNULL):
     config = json.dumps([tree["argv"], tree["env"], tree["helpers"].yarn_tool[1], str(tree["dir"]),
                          str(tree["dir"] / "watchdog.log")])
@@ -251,7 +259,7 @@ def test_the_watchdog_stops_the_application_when_the_module_is_killed(tree):
     watchdog, in a session of its own, finds the module's pipe closed and stops the application."""
     module = start_module(tree)
     submit_pid, driver_pid = wait_for(lambda: pids(tree["dir"]), what="the engine")
-    time.sleep(0.5)  # the module reads the application id from the log and tells the watchdog
+    told_watchdog(tree)
     os.killpg(module.pid, signal.SIGKILL)
     module.wait()
     wait_for((tree["dir"] / "yarn.calls").exists, what="the kill of the application")
@@ -267,8 +275,9 @@ def test_the_watchdog_does_nothing_after_a_normal_end(tree):
     module = start_module(tree)
     _out, err = module.communicate(timeout=60)
     assert json.loads(err.decode()) == dict(rc=0, cancelled=None, app=APP)
-    log = wait_for(lambda: (tree["dir"] / "watchdog.log").exists() and (tree["dir"] / "watchdog.log").read_text(),
-                   what="the watchdog's log")
+    log = wait_for(lambda: (tree["dir"] / "watchdog.log").exists()
+                   and "nothing to stop" in (tree["dir"] / "watchdog.log").read_text()
+                   and (tree["dir"] / "watchdog.log").read_text(), what="the watchdog's log")
     assert log.endswith("the engine ended; nothing to stop\n")
     assert not (tree["dir"] / "yarn.calls").exists()
 
@@ -278,7 +287,7 @@ def test_the_controller_gone(tree):
     stdout has no reader any more; the module stops the application itself."""
     module = start_module(tree, stdout=subprocess.PIPE)
     submit_pid, driver_pid = wait_for(lambda: pids(tree["dir"]), what="the engine")
-    time.sleep(0.5)
+    told_watchdog(tree)
     module.stdout.close()
     _out, err = module.communicate(timeout=60)
     outcome = json.loads(err.decode())
