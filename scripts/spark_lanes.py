@@ -36,8 +36,9 @@ requirements.txt (the one place versions are pinned):
   2.12) and the main line (4.x, Scala 2.13: inside test_playbooks_on_the_testbed)
   already run (about 100 CPU s
   a run: the lifecycle and the lane's own Spark master and worker);
-- ``crash``: ``CRASH_TESTS`` (the merge killed at its journal steps,
-  which the main line's scripts/test leaves to this lane);
+- ``crash``: ``CRASH_TESTS`` (the merge killed at its journal steps, which
+  scripts/test runs on the main line since 2026-11-30: no default lane is
+  marked ``crash``; by hand, to kill a merge under another line's client);
 - ``full``: the whole engine suite instead of ``LINE_DEPENDENT``, and a
   partitioned table killed at every compaction and rollback step, then
   ``recover`` (by hand: ``scripts/spark-lanes spark-3.4``).
@@ -69,7 +70,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LIFECYCLE = "tests/testbed/test_engine_on_testbed.py::test_cli_under_spark_submit_on_the_standalone_cluster"
 # Every lane: the modules' spark-submit argv with a secret key, under the lane's spark-submit.
 SUBMIT = "tests/engine/test_submit_secret_properties.py"
-# The merge killed at its journal steps runs only on the lane marked ``crash``. The lane's
+# The merge killed at its journal steps: on a lane marked ``crash`` (none by default: the main line runs it). The lane's
 # crash matrix of one shape (a partitioned table killed at every step) only where the whole
 # engine suite runs (``full``, by hand): the main line's file world kills the same shape at
 # every step with the same FileSystem and Metastore calls, and the lane's own Hadoop client's
