@@ -80,7 +80,7 @@ def run_lifecycle(collection_path, workdir, state_dir, data_dir, database):
     shutil.copy(os.path.join(ROOT, "tests", "e2e", "playbooks", "lifecycle.yml"), playbook)
     started = time.time()
     res = run([os.path.join(BIN, "ansible-playbook"), "-i", inventory, "-e", "@%s" % extra, playbook],
-              timeout=900, cwd=str(workdir),
+              timeout=1500, cwd=str(workdir),
               env=tool_env(ANSIBLE_COLLECTIONS_PATH=collection_path,
                            ANSIBLE_LOCAL_TEMP=os.path.join(str(workdir), "ltmp"),
                            ANSIBLE_REMOTE_TEMP=os.path.join(str(workdir), "rtmp")))

@@ -10,10 +10,12 @@ group ``lakekeeper_edge`` runs the engine, an ingestion host in group
 ``lakekeeper_cluster``. Extra variables are passed as ``-e k=v`` strings, the
 way an AWX survey passes them.
 
-* ``test_playbooks_embedded``: the embedded default (local Spark, Derby
-  Metastore in a state dir; one JVM at a time): first the lifecycle playbook
+* ``test_lifecycle_playbook_embedded``: the embedded default (local Spark,
+  Derby Metastore in a state dir; one JVM at a time): the lifecycle playbook
   of tests/e2e (each module on its own, with the built and installed
-  collection) on a database of its own, then analyze.yml (as the collection
+  collection) on a database of its own, lc (the tables of both embedded tests
+  are made by one Spark process, the fixture embedded_tables).
+* ``test_playbooks_embedded``: the same Metastore, then analyze.yml (as the collection
   playbook lakekeeper.hive.analyze), compact.yml failing after the pause (the
   ingestion is resumed anyway), compact.yml for real with a Kerberos ticket
   from a real KDC and a real stand-in ingestion process stopped with SIGSTOP
@@ -248,11 +250,14 @@ def run_id_time(run_id):
 # --------------------------------------------------------------------------- embedded
 
 
-@pytest.mark.e2e
-def test_playbooks_embedded(collections_dir, collection_path, kdc, tmp_path):
-    state_dir, data_dir = tmp_path / "state", tmp_path / "data"
+@pytest.fixture(scope="module")
+def embedded_tables(tmp_path_factory):
+    """One Spark process makes the tables of both embedded tests in one Derby Metastore: database e2e (and
+    fl, wt) for the playbooks, the same tables in database lc for the lifecycle playbook. The tests run one
+    after the other (one JVM at a time on a Derby database) and touch different databases."""
+    root = tmp_path_factory.mktemp("embedded")
+    state_dir, data_dir = root / "state", root / "data"
     started, cpu = time.time(), cpu_meter.cpu_now()
-    # the tables of database e2e for the playbooks, the same tables in database lc for the lifecycle playbook
     res = subprocess.run([sys.executable, CREATE_TABLES, str(state_dir), str(data_dir), "lc", "fleet:fl", "wt"],
                          stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, timeout=900, check=False,
@@ -262,11 +267,25 @@ def test_playbooks_embedded(collections_dir, collection_path, kdc, tmp_path):
     for tables in (summary, summary["more"]["lc"]):
         assert tables["events"]["rows"] == 6000 and tables["clicks"]["rows"] == 3000, summary
     cpu_meter.record("create_tables.py", time.time() - started, cpu)
+    return state_dir, data_dir, summary
 
-    # -- the modules one by one (tests/e2e/playbooks/lifecycle.yml), the built collection, database lc
+
+@pytest.mark.e2e
+def test_lifecycle_playbook_embedded(embedded_tables, collection_path, tmp_path):
+    """The modules one by one (tests/e2e/playbooks/lifecycle.yml), the built collection, database lc: a test
+    of its own (about 270 CPU s, a third of the embedded scenarios), so that neither test's time limit holds
+    both on a loaded machine."""
+    state_dir, data_dir, _summary = embedded_tables
     cpu = cpu_meter.cpu_now()
     seconds = run_lifecycle(collection_path, tmp_path / "lifecycle", state_dir, data_dir / "lc", "lc")
     cpu_meter.record("lifecycle.yml (database lc)", seconds, cpu)
+
+
+# about 380 CPU s of playbooks and drivers: up to 1,100 s at load 10; each playbook run keeps its own limit
+@pytest.mark.timeout(3600)
+@pytest.mark.e2e
+def test_playbooks_embedded(embedded_tables, collections_dir, kdc, tmp_path):
+    state_dir, data_dir, summary = embedded_tables
     originals = {t: data_files(str(data_dir / t)) for t in ("events", "clicks")}
     original_dirs = {t: directories(str(data_dir / t)) for t in ("events", "clicks")}
     assert [len(originals["events"]), len(originals["clicks"])] == [60, 60]
@@ -788,6 +807,9 @@ TABLES = textwrap.dedent(
 )
 
 
+# a chain of playbooks and drivers (about 450 CPU s on a slow machine): 1,314 s at load 10 in CI, where the
+# suite's 1800 s limit is near; each playbook run keeps its own 1500 s limit for a hang
+@pytest.mark.timeout(3600)
 @pytest.mark.testbed
 @pytest.mark.e2e
 def test_playbooks_on_the_testbed(collections_dir, testbed, tmp_path):
