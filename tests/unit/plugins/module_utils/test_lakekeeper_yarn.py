@@ -239,12 +239,21 @@ MODULE = textwrap.dedent("""
 """)
 
 
+def watchdog_log_with(tree, text, what="the watchdog's log"):
+    """The watchdog's log once it holds TEXT (read once a poll)."""
+    path = tree["dir"] / "watchdog.log"
+
+    def holding():
+        log = path.read_text() if path.exists() else ""
+        return log if text in log else None
+
+    return wait_for(holding, what=what)
+
+
 def told_watchdog(tree):
     """Wait until the module has read the application id from the engine's log and told the watchdog (which
     logs it): from then on the module knows the application too."""
-    log = tree["dir"] / "watchdog.log"
-    wait_for(lambda: log.exists() and "watching application %s" % APP in log.read_text(),
-             what="the watchdog told of the application")
+    watchdog_log_with(tree, "watching application %s" % APP, what="the watchdog told of the application")
 
 
 def start_module(tree, stdout=subprocess.DEVNULL):
@@ -265,8 +274,7 @@ def test_the_watchdog_stops_the_application_when_the_module_is_killed(tree):
     wait_for((tree["dir"] / "yarn.calls").exists, what="the kill of the application")
     assert (tree["dir"] / "yarn.calls").read_text().split() == ["application", "-kill", APP]
     wait_for(lambda: not alive(submit_pid) and not alive(driver_pid), what="the engine's end")
-    log = wait_for(lambda: "done:" in (tree["dir"] / "watchdog.log").read_text()
-                   and (tree["dir"] / "watchdog.log").read_text(), what="the watchdog's log")
+    log = watchdog_log_with(tree, "done:")
     assert "the module is gone while the engine runs (process group %d, application %s)" % (submit_pid, APP) in log
 
 
@@ -275,9 +283,7 @@ def test_the_watchdog_does_nothing_after_a_normal_end(tree):
     module = start_module(tree)
     _out, err = module.communicate(timeout=60)
     assert json.loads(err.decode()) == dict(rc=0, cancelled=None, app=APP)
-    log = wait_for(lambda: (tree["dir"] / "watchdog.log").exists()
-                   and "nothing to stop" in (tree["dir"] / "watchdog.log").read_text()
-                   and (tree["dir"] / "watchdog.log").read_text(), what="the watchdog's log")
+    log = watchdog_log_with(tree, "nothing to stop")
     assert log.endswith("the engine ended; nothing to stop\n")
     assert not (tree["dir"] / "yarn.calls").exists()
 
