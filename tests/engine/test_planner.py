@@ -808,6 +808,25 @@ def test_pack_splits_follows_spark():
     assert planner.pack_splits([3, 3], 6, open_cost=1) == [3, 3]
 
 
+def test_batch_read_split_gives_every_core_an_even_share():
+    import random
+
+    rnd = random.Random(11)
+    sizes = [rnd.randint(20_000, 80_000) for _i in range(1200)]  # a batch of 30 units of 40 small files
+    # what Spark makes of it on its own (the total over two cores as the split size, largest file first):
+    # three splits, the third read alone on one core while the other waits
+    assert len(planner.pack_splits(sizes, -(-sum(sizes) // 2))) == 3
+    n, split = planner.batch_read_split(sizes, 2, 128 * MB)
+    parts = planner.pack_splits(sizes, split)
+    assert n == len(parts) == 2 and max(parts) - min(parts) <= max(sizes)
+    # above the largest split allowed: as many splits as that takes, rounded up to a multiple of the cores
+    big = [rnd.randint(MB, 3 * MB) for _i in range(500)]  # about 1 GB
+    for cores, want in ((2, 8), (3, 9), (16, 16)):
+        n, split = planner.batch_read_split(big, cores, 128 * MB)
+        assert n == len(planner.pack_splits(big, split)) == want and split <= 128 * MB + 3 * MB
+    assert planner.batch_read_split([], 2, 128 * MB) == (1, 128 * MB)
+
+
 def test_parse_partition_text():
     from lakekeeper_spark.catalog.partition_names import parse_partition_text
 

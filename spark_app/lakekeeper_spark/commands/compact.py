@@ -357,7 +357,7 @@ def _run_batch(ctx: Context, info: TableInfo, journal: Journal, todo: list[Unit]
     name = spark_codec_name(info.format, codec.get("codec"))
     started = time.time()
     try:
-        out = write_batch(ctx.spark, ctx.fs, info, units, codec, root,
+        out = write_batch(ctx.spark, ctx.fs, info, units, codec, root, cores=ctx.cores(),
                           step=lambda step, when: fault_point(step, when, info.full_name, first),
                           alter=lambda d: alter_batch_value(ctx.spark, ctx.fs, info, d, name))
     except BaseException as exc:

