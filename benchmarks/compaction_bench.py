@@ -34,8 +34,9 @@ One run of this script:
    (a floor or ours that did not write every row once is not a result) and
    its output files;
 5. prints the medians, the ratios ours / floor and lakekeeper / ours, the
-   standard error of ours / floor (whether the runs resolve 5 %) and
-   the load average; ``--scale N`` also times ``analyze`` of a table with N
+   standard error of ours / floor (whether the runs resolve 5 %), the
+   load average and, where a cgroup can be made (``CpuMeter``), each
+   contender's CPU seconds and their ratios, paired per run; ``--scale N`` also times ``analyze`` of a table with N
    partitions (created once, 500 partitions per ALTER TABLE).
 
 ``--via-ansible`` adds the contender ``ours_ansible``: the figure a user
@@ -84,13 +85,72 @@ TABLES = {  # name -> format, codec, partitioned, rows to compact (filled from t
 }
 
 
+class CpuMeter:
+    """The CPU seconds of every process a command starts (its JVMs too, which
+    outlive the Python that launched them by a moment): one cgroup a command
+    (scripts/suite.py's ``Cgroups``), read once the group is empty. Wall time
+    on a shared two-core machine spreads by 10-20 % from one run to the next;
+    CPU time, which waiting for a core does not add to, spreads less. None
+    where no cgroup can be made."""
+
+    def __init__(self) -> None:
+        self.groups = None
+        self.last: float | None = None
+        self._n = 0
+
+    def start(self):
+        if self.groups is None:
+            sys.path.insert(0, os.path.join(ROOT, "scripts"))
+            from suite import Cgroups  # pylint: disable=import-outside-toplevel
+
+            self.groups = Cgroups()
+        self._n += 1
+        return self.groups.make(f"cmd{self._n}")
+
+    def finish(self, group) -> float | None:
+        if group is None:
+            return None
+        deadline = time.time() + 30
+        while time.time() < deadline:  # the JVM a Python launched ends a moment after it
+            try:
+                if not (group / "cgroup.procs").read_text().strip():
+                    break
+            except OSError:
+                break
+            time.sleep(0.1)
+        cpu = self.groups.cpu_seconds(group)
+        try:
+            group.rmdir()
+        except OSError:
+            pass
+        return None if cpu is None else round(cpu, 2)
+
+    def stop(self) -> None:
+        if self.groups is not None:
+            self.groups.cleanup()
+
+
+CPU = CpuMeter()
+
+
 def sh(cmd: list[str], env: dict[str, str] | None = None, cwd: str | None = None,
        log: str | None = None) -> tuple[float, int, str]:
-    """Run a process; (wall seconds, exit code, stdout). Stderr to ``log``."""
+    """Run a process; (wall seconds, exit code, stdout). Stderr to ``log``.
+    Its CPU seconds (every process it started): ``CPU.last``."""
+    group = CPU.start()
+
+    def enter() -> None:  # in the child, before it runs the command
+        if group is not None:
+            with open(group / "cgroup.procs", "w", encoding="utf-8") as fh:
+                fh.write(str(os.getpid()))
+
     t0 = time.time()
     with open(log or os.devnull, "w", encoding="utf-8") as err:
-        p = subprocess.run(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=err, text=True, check=False)
-    return time.time() - t0, p.returncode, p.stdout
+        p = subprocess.run(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=err, text=True, check=False,
+                           preexec_fn=enter)  # noqa: PLW1509 - the bench starts no threads
+    secs = time.time() - t0
+    CPU.last = CPU.finish(group)
+    return secs, p.returncode, p.stdout
 
 
 def base_env() -> dict[str, str]:
@@ -464,8 +524,9 @@ def run_contender(args, work: str, state: str, meta: dict, contender: str, table
     if ok and contender != "lakekeeper" and written != rows:  # lost or doubled rows: not a result
         print(f"  {contender} {table}: wrote {written} rows, {rows} to compact", flush=True)
         ok = False
+    cpu = CPU.last
     return {"contender": contender, "table": table if lane == "main" else f"{table}@{lane}", "lane": lane,
-            "run": run, "seconds": round(secs, 2), "ok": ok, "rows_written": written,
+            "run": run, "seconds": round(secs, 2), "cpu_seconds": cpu, "ok": ok, "rows_written": written,
             "scans": round(records / rows, 2) if rows else None, "bytes_read": nbytes,
             "files_after": files_after, "load": round(os.getloadavg()[0], 2), "log": log}
 
@@ -595,7 +656,8 @@ def median(xs: list[float]) -> float | None:
     return round(statistics.median(xs), 2) if xs else None
 
 
-def paired_ratio(results: list[dict], table: str, num: str, den: str) -> tuple[float | None, list[float]]:
+def paired_ratio(results: list[dict], table: str, num: str, den: str,
+                 key: str = "seconds") -> tuple[float | None, list[float]]:
     """``num / den`` within each run (the two measured one right after the
     other, in the same machine state), and the median of those. The machine's speed
     drifts between runs by more than the differences measured, so a ratio
@@ -604,7 +666,7 @@ def paired_ratio(results: list[dict], table: str, num: str, den: str) -> tuple[f
     by_run: dict[int, dict[str, float]] = {}
     for r in results:
         if r["table"] == table and r["contender"] in (num, den) and r["ok"]:
-            by_run.setdefault(r["run"], {})[r["contender"]] = r["seconds"]
+            by_run.setdefault(r["run"], {})[r["contender"]] = r.get(key)
     ratios = [v[num] / v[den] for _run, v in sorted(by_run.items()) if v.get(num) and v.get(den)]
     return (round(statistics.median(ratios), 2) if ratios else None), [round(x, 2) for x in ratios]
 
@@ -618,19 +680,20 @@ def resolution(ratios: list[float]) -> float | None:
 
 
 def paired_lines(results: list[dict], rows: list[str], contender: str,
-                 ratios: list[tuple[str, str, str]]) -> list[str]:
-    """A line per table the contender ran: its median seconds, then each
+                 ratios: list[tuple[str, str, str]], key: str = "seconds") -> list[str]:
+    """A line per table the contender ran: its median seconds (``key``), then each
     ``(num, den, label)`` ratio paired per run (``paired_ratio``)."""
     out = []
     for t in rows:
-        secs = median([r["seconds"] for r in results if r["table"] == t and r["contender"] == contender])
+        secs = median([r.get(key) for r in results if r["table"] == t and r["contender"] == contender
+                       and r.get(key) is not None])
         if secs is None:
             continue
         parts = []
         for num, den, label in ratios:
-            ratio, runs = paired_ratio(results, t, num, den)
+            ratio, runs = paired_ratio(results, t, num, den, key)
             parts.append(f"{label} {'-' if ratio is None else f'{ratio:.2f}'} ({' '.join(map(str, runs)) or '-'})")
-        out.append(f"{t:16} {secs:.1f} s, " + ", ".join(parts))
+        out.append(f"{t:16} {secs:.1f} s" + "".join(", " + x for x in parts))
     return out
 
 
@@ -688,6 +751,14 @@ def report(results: list[dict], contenders: list[str], tables: list[str]) -> str
                       "write, the copy read back in one job; no Metastore, journal or swap), paired per run"]
         lines += paired_lines(results, rows, "floor_content",
                               [("floor_content", "floor", "/ floor"), ("ours", "floor_content", "ours / it")])
+    if any(r.get("cpu_seconds") for r in results):
+        lines += ["", "CPU seconds (every process of the contender, its JVMs included; waiting for a core adds none), "
+                      "paired per run"]
+        for c, pairs in (("floor", []), ("floor_content", [("floor_content", "floor", "/ floor")]),
+                         ("ours", [("ours", "floor", "/ floor"), ("ours", "floor_content", "/ floor_content")])):
+            if c in contenders:
+                lines += [f"{c:14} " + x for x in paired_lines(
+                    results, rows, c, [p for p in pairs if p[1] in contenders], key="cpu_seconds")]
     return "\n".join(lines)
 
 
@@ -743,7 +814,7 @@ def main() -> int:
                 results.append(r)
                 print(f"run {run} {r['table']:7} {c:10} {r['seconds']:7.1f}s scans {r['scans']} "
                       f"files {r['files_after']} {'ok' if r['ok'] else 'FAILED (' + r['log'] + ')'} "
-                      f"load {r['load']}", flush=True)
+                      f"load {r['load']} cpu {r['cpu_seconds']}", flush=True)
             for lane in [x for x in args.spark_lanes.split(",") if x]:
                 for c in [c for c in contenders if c in ("floor", "ours", "ours_rows") and not (c == "floor" and t == "all")]:
                     r = run_contender(args, work, state, meta, c, t, run, lk_exe, lane=lane,
@@ -751,10 +822,11 @@ def main() -> int:
                     results.append(r)
                     print(f"run {run} {r['table']:7} {c:10} {r['seconds']:7.1f}s scans {r['scans']} "
                           f"files {r['files_after']} {'ok' if r['ok'] else 'FAILED (' + r['log'] + ')'} "
-                          f"load {r['load']}", flush=True)
+                          f"load {r['load']} cpu {r['cpu_seconds']}", flush=True)
     load_end = os.getloadavg()
     if via is not None:
         via.stop()
+    CPU.stop()
     out = {"results": results, "block_size_mb": args.block_size, "master": args.master,
            "load_start": load_start, "load_end": load_end}
     if args.scale:
