@@ -182,9 +182,10 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--result-file", help="also write the JSON result to this local file")
     common.add_argument("--analysis-file", metavar="FILE",
                         help="compact: first analyze the selected tables as the analyze command would and write its "
-                             "JSON result to this local file, then wait for --go-file (report/handoff.py)")
+                             "JSON result to this file (a local path, or a URI such as hdfs://...: a cluster-mode "
+                             "driver's), then wait for --go-file (report/handoff.py)")
     common.add_argument("--go-file", metavar="FILE",
-                        help="compact --analysis-file: the local file that says which of the analyzed tables to "
+                        help="compact --analysis-file: the file (local path or URI) that says which of the analyzed tables to "
                              'compact ({"tables": [...]}) or to stop ({"stop": "why"})')
     common.add_argument("--go-timeout", metavar="SECONDS", type=float, default=3600.0,
                         help="compact --analysis-file: without a go file after this long, compact nothing and end "

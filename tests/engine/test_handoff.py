@@ -1,6 +1,8 @@
 """compact's hand-over (lakekeeper_spark/report/handoff.py): the go file
 judged against the analyzed tables, the wait with a fake clock, the atomic
-write, and the command line's refusals. Pure, no Spark."""
+write, and the command line's refusals (pure, no Spark); the files as URIs
+of the cluster's filesystem, through the session's Hadoop client (the
+warehouse's filesystem: file:// here, HDFS on the test bed)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import pytest
 
 from lakekeeper_spark.args import parse_args
 from lakekeeper_spark.report.errors import UsageError
-from lakekeeper_spark.report.handoff import Go, parse_go, wait_for_go, write_atomic
+from lakekeeper_spark.report.handoff import Go, HadoopFiles, is_uri, parse_go, wait_for_go, write_atomic
 
 ANALYZED = ["db.a", "db.b"]
 
@@ -77,3 +79,36 @@ def test_the_command_line():
     ]:
         with pytest.raises(UsageError, match=why):
             parse_args(argv)
+
+
+def test_which_names_are_uris():
+    for uri in ("hdfs://nn:8020/user/etl/go.json", "viewfs://cluster/a.json", "file:///tmp/a.json", "file:/tmp/a.json",
+                "o3fs://bucket.vol/a"):
+        assert is_uri(uri), uri
+    for path in ("/tmp/lk-run/go.json", "lk-run/go.json", "./a:b/go.json", "C:go.json", ""):
+        assert not is_uri(path), path
+
+
+def test_the_files_as_uris_through_the_hadoop_client(spark, warehouse, files):
+    from lakekeeper_spark.storage.fs import HadoopFS
+
+    hf = HadoopFiles(HadoopFS(spark))
+    root = warehouse + "/handoff-" + __import__("uuid").uuid4().hex[:8]
+    analysis, go_file = root + "/analysis.json", root + "/go.json"
+    assert hf.read(analysis) is None  # not there yet (its directory neither)
+    hf.write_atomic(analysis, '{"command": "analyze"}\n')
+    assert hf.read(analysis) == '{"command": "analyze"}\n'
+    hf.write_atomic(analysis, "{}\n")  # a second write replaces it
+    assert files.read_bytes(analysis) == b"{}\n"
+    assert sorted(files.names(root)) == ["analysis.json"]  # no temporary file left
+    now = [0.0]
+
+    def sleep(seconds):
+        now[0] += seconds
+        if now[0] >= 1.5:
+            hf.write_atomic(go_file, json.dumps({"tables": ["db.b"]}))
+
+    go = wait_for_go(go_file, 60, ANALYZED, clock=lambda: now[0], sleep=sleep, read=hf.read)
+    assert go == Go(tables=["db.b"]) and now[0] == 1.5
+    assert wait_for_go(root + "/none.json", 2, ANALYZED, clock=lambda: now[0],
+                       sleep=lambda x: now.__setitem__(0, now[0] + x), read=hf.read).outcome == "timeout"

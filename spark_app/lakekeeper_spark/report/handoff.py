@@ -16,12 +16,22 @@ No go file within ``--go-timeout`` seconds ends the run the same way (the
 play that started it is gone): nothing compacted, and the document's
 ``handoff`` says why. The pure part (``parse_go``, ``Go``) is apart from the
 files (``write_atomic``, ``wait_for_go``).
+
+Either file may be a local path of the driver's host or a URI of the
+cluster's filesystem (``hdfs://...``; ``HadoopFiles``, through the run's
+Hadoop FileSystem adapter): a driver in a YARN container (``spark-submit
+--deploy-mode cluster``) has no file of the launcher's host, so there the
+launcher names files on HDFS. A URI's file is made under a temporary name
+and renamed (the rename checked, ``HadoopFS.rename``); the directory's
+permissions are the launcher's (the maintenance role makes it for its
+user alone).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -75,8 +85,16 @@ def timed_out(seconds: float) -> Go:
                    f"tables to compact (gone?)", outcome="timeout")
 
 
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:/")  # hdfs://nn/x, viewfs://c/x, file:///x, file:/x
+
+
+def is_uri(path: str) -> bool:
+    """A filesystem URI (``scheme:/...``), not a local path of this host."""
+    return bool(_URI.match(path))
+
+
 def write_atomic(path: str, text: str) -> None:
-    """``text`` to ``path`` by a rename: a reader sees the whole file or none."""
+    """``text`` to the local ``path`` by a rename: a reader sees the whole file or none."""
     tmp = f"{path}.tmp-{os.getpid()}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -84,16 +102,55 @@ def write_atomic(path: str, text: str) -> None:
     os.replace(tmp, path)
 
 
+def read_local(path: str) -> str | None:
+    """The local file's text, or None while there is none."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return None
+
+
+class HadoopFiles:
+    """The hand-over's files as URIs, through the run's ``HadoopFS``."""
+
+    def __init__(self, fs: Any):
+        self.fs = fs
+
+    def write_atomic(self, uri: str, text: str) -> None:
+        """``text`` to ``uri`` under a temporary name, then renamed onto it (an
+        earlier file of that name removed first): a reader sees the whole
+        file or none."""
+        tmp = f"{uri}.tmp-{os.getpid()}"
+        if self.fs.exists(tmp):
+            self.fs.delete(tmp, recursive=False)
+        self.fs.write_text(tmp, text)
+        if self.fs.exists(uri):
+            self.fs.delete(uri, recursive=False)
+        self.fs.rename(tmp, uri)
+
+    def read(self, uri: str) -> str | None:
+        """The file's text, or None while there is none."""
+        if not self.fs.exists(uri):
+            return None
+        try:
+            return self.fs.read_text(uri)
+        except Exception:  # noqa: BLE001 - removed between the two calls (FileNotFoundException): not there yet
+            if self.fs.exists(uri):
+                raise
+            return None
+
+
 def wait_for_go(path: str, timeout: float, analyzed: list[str], clock: Callable[[], float] = time.monotonic,
-                sleep: Callable[[float], None] = time.sleep) -> Go:
-    """Poll for the go file until ``timeout`` seconds have passed."""
+                sleep: Callable[[float], None] = time.sleep,
+                read: Callable[[str], str | None] = read_local) -> Go:
+    """Poll for the go file until ``timeout`` seconds have passed
+    (``read``: its text, or None while there is none)."""
     end = clock() + timeout
     while True:
-        try:
-            with open(path, encoding="utf-8") as fh:
-                return parse_go(fh.read(), analyzed)
-        except FileNotFoundError:
-            pass
+        text = read(path)
+        if text is not None:
+            return parse_go(text, analyzed)
         if clock() >= end:
             return timed_out(timeout)
         sleep(POLL_SECONDS)
