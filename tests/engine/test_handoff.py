@@ -112,3 +112,50 @@ def test_the_files_as_uris_through_the_hadoop_client(spark, warehouse, files):
     assert go == Go(tables=["db.b"]) and now[0] == 1.5
     assert wait_for_go(root + "/none.json", 2, ANALYZED, clock=lambda: now[0],
                        sleep=lambda x: now.__setitem__(0, now[0] + x), read=hf.read).outcome == "timeout"
+
+
+def test_analyze_then_compact_with_uris_in_one_application(spark, warehouse, files):
+    """The driver's side of a cluster-mode window: the analysis written to a URI, the go read from one
+    (written by another thread, as the launcher on the edge node would), the table compacted."""
+    import threading
+    import types
+    import uuid
+
+    from engine_helpers import make_table
+
+    from lakekeeper_spark import cli
+    from lakekeeper_spark.catalog.catalog import Catalog
+    from lakekeeper_spark.catalog.context import Context
+    from lakekeeper_spark.policy.config import build_settings
+    from lakekeeper_spark.report.progress import Progress
+    from lakekeeper_spark.storage.fs import HadoopFS
+    from lakekeeper_spark.storage.layout import new_run_id
+
+    loc = make_table(spark, warehouse, "handoff_uri", rows=600, files=12)
+    root = warehouse + "/handoff-" + uuid.uuid4().hex[:8]
+    fs = HadoopFS(spark)
+    args = types.SimpleNamespace(analysis_file=root + "/analysis.json", go_file=root + "/go.json", go_timeout=120.0,
+                                 database=None)
+    ctx = Context(spark, fs, Catalog(spark), build_settings({}, {}), new_run_id())
+
+    def launcher():  # waits for the analysis, then says go for the table it found in need
+        hf = HadoopFiles(fs)
+        for _i in range(1200):
+            text = hf.read(args.analysis_file)
+            if text is not None:
+                todo = [t["table"] for t in json.loads(text)["tables"] if t.get("needs_compaction")]
+                hf.write_atomic(args.go_file, json.dumps({"tables": todo}))
+                return
+            __import__("time").sleep(0.1)
+
+    helper = threading.Thread(target=launcher)
+    helper.start()
+    doc: dict = {}
+    results = cli._analyze_then_compact(ctx, args, ["lk.handoff_uri"], Progress(None, "compact", ctx.run_id), doc)
+    helper.join(timeout=30)
+    analysis = json.loads(files.read_bytes(args.analysis_file))
+    assert analysis["command"] == "analyze" and analysis["run_id"] == ctx.run_id
+    assert [t["table"] for t in analysis["tables"]] == ["lk.handoff_uri"] and analysis["tables"][0]["files"] == 12
+    assert doc["handoff"]["outcome"] == "go" and doc["handoff"]["tables"] == ["lk.handoff_uri"], doc
+    assert [(r["table"], r["status"]) for r in results] == [("lk.handoff_uri", "compacted")], results
+    assert len(files.data_files(loc)) == 1
