@@ -23,8 +23,9 @@ Hadoop FileSystem adapter): a driver in a YARN container (``spark-submit
 --deploy-mode cluster``) has no file of the launcher's host, so there the
 launcher names files on HDFS. A URI's file is made under a temporary name
 and renamed (the rename checked, ``HadoopFS.rename``); the directory's
-permissions are the launcher's (the maintenance role makes it for its
-user alone).
+permissions are the launcher's to set (for its user alone: the analysis
+names tables and their locations). Each poll of a URI is two NameNode
+calls (exists, read), four a second at most.
 """
 
 from __future__ import annotations
