@@ -327,19 +327,18 @@ def _analyze_then_compact(ctx: Any, args: Any, tables: list[str], progress: Prog
     the tables it names compacted as the compact command compacts them.
     ``doc['handoff']`` says what the go was. The analysis shares the
     application's run id (it writes nothing)."""
-    from .report.handoff import HadoopFiles, is_uri, read_local, wait_for_go, write_atomic
+    from .report.handoff import files_for, wait_for_go
 
     analyzed = _run_tables(ctx, "analyze", tables, args.database)
     analysis = {k: doc[k] for k in ("lakekeeper_version", "deprecations", "runtime", "catalog") if k in doc}
     analysis.update(command="analyze", run_id=ctx.run_id, dry_run=False)
     _outcome(analysis, "analyze", analyzed, ctx.settings)
-    hadoop = HadoopFiles(ctx.fs)  # a URI: the cluster's filesystem (a cluster-mode driver has no launcher's file)
-    (hadoop.write_atomic if is_uri(args.analysis_file) else write_atomic)(args.analysis_file,
-                                                                          document_text(analysis) + "\n")
+    # a URI: the cluster's filesystem (a cluster-mode driver has no file of the launcher's host)
+    files_for(args.analysis_file, ctx.fs).write_atomic(args.analysis_file, document_text(analysis) + "\n")
     log.info("analysis written to %s; waiting up to %g s for %s", args.analysis_file, args.go_timeout, args.go_file)
     waited = time.time()
     go = wait_for_go(args.go_file, args.go_timeout, [t["table"] for t in analyzed],
-                     read=hadoop.read if is_uri(args.go_file) else read_local)
+                     read=files_for(args.go_file, ctx.fs).read)
     doc["handoff"] = dict(go.to_dict(), analysis_file=args.analysis_file, go_file=args.go_file,
                           waited_seconds=round(time.time() - waited, 3), go_at=round(time.time(), 3))
     log.info("go: %s", doc["handoff"])

@@ -123,11 +123,9 @@ class HadoopFiles:
         earlier file of that name removed first): a reader sees the whole
         file or none."""
         tmp = f"{uri}.tmp-{os.getpid()}"
-        if self.fs.exists(tmp):
-            self.fs.delete(tmp, recursive=False)
+        self.fs.delete(tmp, recursive=False)  # False when there was none
         self.fs.write_text(tmp, text)
-        if self.fs.exists(uri):
-            self.fs.delete(uri, recursive=False)
+        self.fs.delete(uri, recursive=False)
         self.fs.rename(tmp, uri)
 
     def read(self, uri: str) -> str | None:
@@ -140,6 +138,19 @@ class HadoopFiles:
             if self.fs.exists(uri):
                 raise
             return None
+
+
+class LocalFiles:
+    """The hand-over's files as local paths of the driver's host."""
+
+    write_atomic = staticmethod(write_atomic)
+    read = staticmethod(read_local)
+
+
+def files_for(path: str, fs: Any) -> LocalFiles | HadoopFiles:
+    """How to write and read ``path``: through ``fs`` (the run's
+    ``HadoopFS``) for a URI, else as a local file."""
+    return HadoopFiles(fs) if is_uri(path) else LocalFiles()
 
 
 def wait_for_go(path: str, timeout: float, analyzed: list[str], clock: Callable[[], float] = time.monotonic,
