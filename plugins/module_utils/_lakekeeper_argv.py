@@ -829,12 +829,13 @@ def deploy_mode(ss, defaults=None):
     return mode
 
 
-def check_cluster_mode(ss, progress_file=None, state_dir=None, defaults=None, analyze_first=None):
+def check_cluster_mode(ss, progress_file=None, state_dir=None, defaults=None):
     """Cluster mode runs the driver in a YARN container: refuse what would
     not reach it, with the fix. The driver's local files are the container's
     (``progress_file``, ``state_dir``); spark-submit must wait for the
     application (the module reads the result after it ends); the engine's
-    package goes with ``--py-files`` (which extra_args must not replace)."""
+    package goes with ``--py-files`` (which extra_args must not replace).
+    ``analyze_first`` reaches it: its files are relayed (handoff_uris)."""
     master = _text(ss.get("master") or "")
     if not master.startswith("yarn"):
         raise LakekeeperError("spark_submit.deploy_mode=cluster runs the driver in a YARN container: master must be "
@@ -842,10 +843,6 @@ def check_cluster_mode(ss, progress_file=None, state_dir=None, defaults=None, an
     if progress_file:
         raise LakekeeperError("progress_file is a file on the host that runs the driver, which in cluster mode is a "
                               "YARN container: unset progress_file, or use spark_submit.deploy_mode=client")
-    if analyze_first:
-        raise LakekeeperError("analyze_first hands the analysis and the go over in files on the host that runs the "
-                              "driver, which in cluster mode is a YARN container: unset analyze_first (analyze, "
-                              "then compact), or use spark_submit.deploy_mode=client")
     if state_dir:
         raise LakekeeperError("state_dir is an embedded catalog on the host that runs the driver, which in cluster "
                               "mode is a YARN container whose directory goes with it: a cluster-mode run uses the "
@@ -864,6 +861,16 @@ def result_uri(result_dir, run_id):
     if not run_id:
         raise LakekeeperError("a cluster-mode run needs its run id for the result's name")
     return "%s/%s.json" % (base, run_id)
+
+
+def handoff_uris(result_dir, run_id):
+    """Cluster mode's hand-over files (analyze_first), beside the result on
+    the cluster's filesystem: ``<result_dir>/<run_id>.analysis.json`` and
+    ``<run_id>.go.json``. The driver in its YARN container writes and reads
+    these; the module relays them to and from analyze_first's files on the
+    edge node (_lakekeeper_yarn.HandoffRelay)."""
+    base = result_uri(result_dir, run_id)[:-len(".json")]
+    return base + ".analysis.json", base + ".go.json"
 
 
 def check_extra_args(ss):
@@ -1076,12 +1083,14 @@ def build_command(command, selectors, ss, script, options=None, config_file=None
             ss = dict(ss, name=default_app_name(command, selectors, job_id, run_id))
         cluster = None
         if (mode or deploy_mode(ss)) == "cluster":
-            check_cluster_mode(ss, progress_file=(options or {}).get("progress_file"), state_dir=state_dir,
-                               analyze_first=(options or {}).get(HANDOFF_OPTION))
+            check_cluster_mode(ss, progress_file=(options or {}).get("progress_file"), state_dir=state_dir)
             if not py_files:
                 raise LakekeeperError("cluster mode needs the engine's package for --py-files")
             cluster = dict(py_files=py_files, files=["%s#%s" % (config_file, CONFIG_ALIAS)] if config_file else [])
             options = dict(options or {}, result_uri=result_uri(ss.get("result_dir"), run_id))
+            if options.get(HANDOFF_OPTION):  # the driver's files are on the cluster's filesystem, relayed
+                analysis, go = handoff_uris(ss.get("result_dir"), run_id)
+                options[HANDOFF_OPTION] = dict(options[HANDOFF_OPTION], analysis_file=analysis, go_file=go)
             python, config_file, result_file = None, CONFIG_ALIAS if config_file else None, None
         flags = spark_submit_flags(ss, driver_python=python, properties_file=properties_file,
                                    spark_version=spark_version, cluster=cluster)

@@ -74,6 +74,7 @@ from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_argv i
     check_cluster_mode,
     config_spark_submit,
     deploy_mode,
+    handoff_uris,
     ignored_embedded_keys,
     join_cmd,
     loads_spark_defaults,
@@ -89,6 +90,7 @@ from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_argv i
     selector_args,
     split_conf,
 )
+from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_handoff import HandoffRelay
 from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_metrics import write_metrics
 from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_result import (
     CATALOG_KEYS,
@@ -103,6 +105,7 @@ from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_result
     tail_lines,
 )
 from ansible_collections.lakekeeper.hive.plugins.module_utils._lakekeeper_yarn import (
+    HELPER_TIMEOUT,
     Helpers,
     Supervised,
     cat_argv,
@@ -375,7 +378,7 @@ def run_mode(module, ss, launch):
     launch.mode = _fail_on(module, deploy_mode, ss, defaults)
     if launch.mode == "cluster":
         _fail_on(module, check_cluster_mode, ss, module.params.get("progress_file"), module.params["state_dir"],
-                 defaults, module.params.get(HANDOFF_OPTION))
+                 defaults)
         if module.params["python"]:
             module.warn("python (%s) is the Python of a client-mode driver on this host; in cluster mode the driver "
                         "runs in a YARN container with spark_submit.python_env, so python is not used"
@@ -556,23 +559,41 @@ def execute(module, argv, launch, helpers):
                          cmd=join_cmd(mask_argv(argv)))
 
 
-def fetch_result(module, helpers, uri, result):
+def fetch_result(module, helpers, uri, result, also_remove=()):
     """Cluster mode: the engine's result, written by the driver to ``uri``
     on the cluster's filesystem, read with the run's Hadoop client and
-    removed. Returns its text, or None (``result['result_fetch']`` says why)."""
+    removed (with ``also_remove``, the hand-over's files, in one command).
+    Returns its text, or None (``result['result_fetch']`` says why)."""
     env, error = helpers.environ(module.tmpdir)
     argv = cat_argv(helpers.fs_tool, uri)
     rc, out, err = module.run_command(argv, environ_update=env, check_rc=False)
     if rc != 0:
         result["result_fetch"] = dict(cmd=join_cmd(argv), rc=rc,
                                       stderr_lines=tail_lines(err, 5) + ([error] if error else []))
+        if also_remove:
+            remove_files(module, helpers, env, list(also_remove))
         return None
-    removal = rm_argv(helpers.fs_tool, uri)
+    remove_files(module, helpers, env, [uri] + list(also_remove))
+    return out
+
+
+def remove_files(module, helpers, env, uris):
+    """Remove the run's own files on the cluster's filesystem (a failure is a warning)."""
+    removal = rm_argv(helpers.fs_tool, *uris)
     rm_rc, _out, rm_err = module.run_command(removal, environ_update=env, check_rc=False)
     if rm_rc != 0:
-        module.warn("could not remove the result file %s (rc %s): %s" % (
-            uri, rm_rc, (tail_lines(rm_err, 1) or [""])[0].strip()))
-    return out
+        module.warn("could not remove %s (rc %s): %s" % (
+            ", ".join(uris), rm_rc, (tail_lines(rm_err, 1) or [""])[0].strip()))
+
+
+def start_relay(module, helpers, ss, run_id):
+    """Cluster mode with analyze_first: the relay of its files between the
+    edge node and the driver (_lakekeeper_handoff), started before the engine."""
+    first = module.params[HANDOFF_OPTION]
+    analysis, go = handoff_uris(ss.get("result_dir"), run_id)
+    relay = HandoffRelay(helpers, module.tmpdir, first["analysis_file"], first["go_file"], analysis, go)
+    relay.start()
+    return relay
 
 
 def cancelled(module, result, outcome):
@@ -711,7 +732,11 @@ def run_module(module, engine):
     if uri:
         result["result_uri"] = uri
     started = time.time()
+    relay = start_relay(module, helpers, ss, run_id) if uri and params.get(HANDOFF_OPTION) else None
     outcome = execute(module, argv, launch, helpers)
+    if relay:
+        relay.stop(HELPER_TIMEOUT)
+        result["handoff_relay"] = relay.report()
     result["rc"] = outcome.rc
     if outcome.application_id:
         result["application_id"] = outcome.application_id
@@ -722,7 +747,11 @@ def run_module(module, engine):
         # the driver's own exit code, which spark-submit logs with the application's end
         status = driver_exit_status(outcome.stderr)
         result["rc"] = status if status is not None else outcome.rc
-        result_text = fetch_result(module, helpers, uri, result) if outcome.application_id else None
+        handoff_files = relay.remote_files if relay else []
+        if outcome.application_id:
+            result_text = fetch_result(module, helpers, uri, result, handoff_files)
+        elif relay and relay.go_at is not None:  # no application, but the play's go went over
+            remove_files(module, helpers, helpers.environ(module.tmpdir)[0], handoff_files)
     elif os.path.isfile(result_file):
         result_text = _read_text(result_file)
     doc = parse(module, engine, command, result, result["rc"], outcome.stdout, outcome.stderr, result_text, started)

@@ -124,9 +124,9 @@ def cat_argv(tool, uri):
     return fs_argv(tool, "-cat", uri)
 
 
-def rm_argv(tool, uri):
-    """Remove a file now (not into the trash: it is ours, and small)."""
-    return fs_argv(tool, "-rm", "-f", "-skipTrash", uri)
+def rm_argv(tool, uri, *more):
+    """Remove files now (not into the trash: they are ours, and small; -f: one not there is no error)."""
+    return fs_argv(tool, "-rm", "-f", "-skipTrash", uri, *more)
 
 
 def application_argv(tool, *args):

@@ -48,17 +48,25 @@ options:
         then rename, as M(ansible.builtin.copy) does) - a JSON object with C(tables) (a list of some of the analyzed
         tables; an empty list is none) or C(stop) (the reason).
       - No go file within O(analyze_first.timeout) seconds ends the run with nothing compacted; RV(handoff) says why.
-      - The role C(lakekeeper.hive.maintenance) uses it for a compaction in the background in client mode.
-      - Not in check mode, nor in cluster deploy mode (the files are on the host that runs the driver).
+      - The role C(lakekeeper.hive.maintenance) uses it for a compaction in the background.
+      - In cluster deploy mode the driver, in a YARN container, has no file of the target - it writes
+        C(<run_id>.analysis.json) and waits for C(<run_id>.go.json) beside its result in O(spark_submit.result_dir)
+        on the cluster's filesystem, and the module relays both with its Hadoop client while the application runs
+        (the analysis to O(analyze_first.analysis_file) once it is there, looked for every 2 to 10 seconds, one
+        client command a look; O(analyze_first.go_file) to the driver once it is there), then removes them with the
+        result. RV(handoff_relay) says what went over.
+      - Not in check mode.
     type: dict
     version_added: 0.1.0
     suboptions:
       analysis_file:
-        description: The local file the analysis is written to (on the target, which runs the driver).
+        description: The local file the analysis is written to, on the target (by the driver in client mode, by the
+          module in cluster mode).
         type: path
         required: true
       go_file:
-        description: The local file the driver waits for.
+        description: The local file the driver waits for, on the target (in cluster mode the module copies it to the
+          driver's).
         type: path
         required: true
       timeout:
@@ -934,6 +942,22 @@ handoff:
     go_file: /tmp/lk-run/go.json
     waited_seconds: 12.4
     go_at: 1764438000.5
+handoff_relay:
+  description:
+    - Cluster mode with O(analyze_first) - the driver's files on the cluster's filesystem (C(analysis_file),
+      C(go_file)), how often the module looked for the analysis (C(looks)), whether each went over
+      (C(analysis_relayed), C(go_relayed)) and the last Hadoop client errors (C(errors); a file not there yet is
+      none).
+  returned: in cluster mode with O(analyze_first)
+  type: dict
+  version_added: 0.1.0
+  sample:
+    analysis_file: .lakekeeper/results/20261122T013000-3f9a1c.analysis.json
+    go_file: .lakekeeper/results/20261122T013000-3f9a1c.go.json
+    looks: 6
+    analysis_relayed: true
+    go_relayed: true
+    errors: []
 rc:
   description:
     - Exit code of the engine (0 success, also with refused tables; 1 a table failed, or was refused with

@@ -327,19 +327,22 @@ def _analyze_then_compact(ctx: Any, args: Any, tables: list[str], progress: Prog
     the tables it names compacted as the compact command compacts them.
     ``doc['handoff']`` says what the go was. The analysis shares the
     application's run id (it writes nothing)."""
-    from .report.handoff import files_for, wait_for_go
+    from .report.handoff import files_for, handoff_names, wait_for_go
 
     analyzed = _run_tables(ctx, "analyze", tables, args.database)
     analysis = {k: doc[k] for k in ("lakekeeper_version", "deprecations", "runtime", "catalog") if k in doc}
     analysis.update(command="analyze", run_id=ctx.run_id, dry_run=False)
     _outcome(analysis, "analyze", analyzed, ctx.settings)
-    # a URI: the cluster's filesystem (a cluster-mode driver has no file of the launcher's host)
-    files_for(args.analysis_file, ctx.fs).write_atomic(args.analysis_file, document_text(analysis) + "\n")
-    log.info("analysis written to %s; waiting up to %g s for %s", args.analysis_file, args.go_timeout, args.go_file)
+    # a URI, or any name in cluster mode (--result-uri): the cluster's filesystem (a cluster-mode driver has no
+    # file of the launcher's host)
+    cluster = bool(getattr(args, "result_uri", None))
+    analysis_file, go_file = handoff_names(args.analysis_file, args.go_file, ctx.fs, cluster)
+    files_for(analysis_file, ctx.fs, cluster).write_atomic(analysis_file, document_text(analysis) + "\n")
+    log.info("analysis written to %s; waiting up to %g s for %s", analysis_file, args.go_timeout, go_file)
     waited = time.time()
-    go = wait_for_go(args.go_file, args.go_timeout, [t["table"] for t in analyzed],
-                     read=files_for(args.go_file, ctx.fs).read)
-    doc["handoff"] = dict(go.to_dict(), analysis_file=args.analysis_file, go_file=args.go_file,
+    go = wait_for_go(go_file, args.go_timeout, [t["table"] for t in analyzed],
+                     read=files_for(go_file, ctx.fs, cluster).read)
+    doc["handoff"] = dict(go.to_dict(), analysis_file=analysis_file, go_file=go_file,
                           waited_seconds=round(time.time() - waited, 3), go_at=round(time.time(), 3))
     log.info("go: %s", doc["handoff"])
     if not go.tables:

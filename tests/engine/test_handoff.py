@@ -12,7 +12,17 @@ import pytest
 
 from lakekeeper_spark.args import parse_args
 from lakekeeper_spark.report.errors import UsageError
-from lakekeeper_spark.report.handoff import Go, HadoopFiles, is_uri, parse_go, wait_for_go, write_atomic
+from lakekeeper_spark.report.handoff import (
+    Go,
+    HadoopFiles,
+    LocalFiles,
+    files_for,
+    handoff_names,
+    is_uri,
+    parse_go,
+    wait_for_go,
+    write_atomic,
+)
 
 ANALYZED = ["db.a", "db.b"]
 
@@ -87,6 +97,22 @@ def test_which_names_are_uris():
         assert is_uri(uri), uri
     for path in ("/tmp/lk-run/go.json", "lk-run/go.json", "./a:b/go.json", "C:go.json", ""):
         assert not is_uri(path), path
+
+
+def test_a_cluster_mode_driver_takes_every_name_on_the_clusters_filesystem():
+    """With --result-uri (a driver in a YARN container) the names go through the Hadoop client, qualified
+    there: a relative name is in the user's home on the default filesystem, as the result's."""
+    class FS:  # what HadoopFS.qualify answers on a cluster whose default filesystem is hdfs://nn:8020
+        @staticmethod
+        def qualify(name):
+            return name if is_uri(name) else "hdfs://nn:8020/user/etl/" + name
+
+    names = (".lakekeeper/results/r1.analysis.json", "hdfs://nn:8020/tmp/r1.go.json")
+    assert handoff_names(*names, FS, cluster=True) == ("hdfs://nn:8020/user/etl/.lakekeeper/results/r1.analysis.json",
+                                                       "hdfs://nn:8020/tmp/r1.go.json")
+    assert handoff_names(*names, FS, cluster=False) == names  # a client-mode driver's names stay as given
+    assert isinstance(files_for(names[0], FS, cluster=True), HadoopFiles)
+    assert isinstance(files_for(names[0], FS), LocalFiles) and isinstance(files_for(names[1], FS), HadoopFiles)
 
 
 def test_the_files_as_uris_through_the_hadoop_client(spark, warehouse, files):

@@ -22,7 +22,10 @@ many assertions (a YARN application costs 30-80 s here):
    compaction launch the same way as the first: CLUSTER_STEPS), the driver in a YARN container
    with the packed environment (its python prefix in the NodeManager's
    appcache), the config file shipped with --files (its backup_prefix), the
-   result read back from HDFS and removed;
+   result read back from HDFS and removed; the compaction is one application
+   that analyzes first and waits for the play's go (analyze_first, as the
+   maintenance role runs it), its analysis and go relayed by the module
+   between the edge node's files and the driver's on HDFS;
 4. a cancelled run: ansible-playbook gets SIGTERM while a cluster-mode
    compaction of yn.term_t waits after its first swap (a test pause point of
    the engine): the module kills the YARN application (ApplicationReport
@@ -225,7 +228,7 @@ class Runs:
                      if "PYSPARK_PYTHON" not in k and not k.startswith("spark.pyspark.")}
         self.conf.update({"spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "4"})
 
-    def variables(self, name, tables, mode, steps=(), pause=None, config_file=None):
+    def variables(self, name, tables, mode, steps=(), pause=None, config_file=None, analyze_first=False):
         environment = {"SPARK_CONF_DIR": str(self.bed.conf_dir), "SPARK_LOCAL_IP": "127.0.0.1"}
         conf = dict(self.conf)
         if pause:  # the engine's test pause point, in the driver's environment (cluster mode: its container's)
@@ -247,6 +250,10 @@ class Runs:
             variables["yarn_driver_python"] = str(self.bed.python)  # the edge node's interpreter
         if config_file:
             variables["yarn_config_file"] = str(config_file)
+        if analyze_first:
+            handoff = self.tmp / ("handoff-" + name)
+            handoff.mkdir()
+            variables.update(yarn_analyze_first=True, yarn_handoff_dir=str(handoff))
         path = self.tmp / ("vars-%s.json" % name)
         path.write_text(json.dumps(variables, indent=1))
         return path
@@ -365,9 +372,24 @@ def test_yarn_client_and_cluster_mode_with_cancels(bed, tmp_path):
         # -- 3. cluster mode: the driver in YARN, the config file shipped, the result through HDFS -------
         config = tmp_path / "lakekeeper.yaml"
         config.write_text("backup_prefix: __ybk\n")
-        rc, output, results = runs.run("cluster", ["cluster_t"], "cluster", steps=CLUSTER_STEPS, config_file=config)
+        rc, output, results = runs.run("cluster", ["cluster_t"], "cluster", steps=CLUSTER_STEPS, config_file=config,
+                                       analyze_first=True)
         assert rc == 0, failure(output)
         cluster_ids = check_lifecycle(results, "cluster", CLUSTER_STEPS)
+        # one application analyzed, then compacted what the play named: the analysis and the go went through
+        # the driver's files on HDFS, relayed by the module (removed with the result: see the last check)
+        compact, analysis = results["compact"], results["analysis"]
+        assert [(t["table"], t["needs_compaction"]) for t in analysis["tables"]] == [("yn.cluster_t", True)], analysis
+        assert analysis["run_id"] == compact["run_id"] and analysis["finished"] == 0, analysis
+        run_files = "/.lakekeeper/results/%s" % compact["run_id"]
+        assert compact["handoff"]["outcome"] == "go" and compact["handoff"]["tables"] == ["yn.cluster_t"], compact
+        assert compact["handoff"]["analysis_file"].startswith("hdfs://") and \
+            compact["handoff"]["analysis_file"].endswith(run_files + ".analysis.json"), compact["handoff"]
+        relay = compact["handoff_relay"]
+        assert relay["analysis_relayed"] and relay["go_relayed"] and relay["errors"] == [] and relay["looks"] >= 1, \
+            relay
+        assert relay["go_file"] == ".lakekeeper/results/%s.go.json" % compact["run_id"], relay
+        assert flag(compact["cmd"], "--analysis-file") == ".lakekeeper/results/%s.analysis.json" % compact["run_id"]
         assert results["compact"]["tables"][0]["backup_table"].startswith("yn.__ybk_cluster_t_")  # from the config
         assert flag(results["compact"]["cmd"], "--files") == "%s#lakekeeper-config.yaml" % config
         assert "ok: [edge]" in output.split("TASK [lakekeeper.hive.python_env : Export the archive")[1][:300]

@@ -25,7 +25,11 @@ launcher names files on HDFS. A URI's file is made under a temporary name
 and renamed (the rename checked, ``HadoopFS.rename``); the directory's
 permissions are the launcher's to set (for its user alone: the analysis
 names tables and their locations). Each poll of a URI is two NameNode
-calls (exists, read), four a second at most.
+calls (exists, read), four a second at most. A cluster-mode driver
+(``--result-uri`` given) takes every name as one of the cluster's
+filesystem, a name without a scheme in the user's home there, as the
+result's (``files_for(..., cluster=True)``): the launcher need not know the
+default filesystem's URI.
 """
 
 from __future__ import annotations
@@ -147,10 +151,20 @@ class LocalFiles:
     read = staticmethod(read_local)
 
 
-def files_for(path: str, fs: Any) -> LocalFiles | HadoopFiles:
+def files_for(path: str, fs: Any, cluster: bool = False) -> LocalFiles | HadoopFiles:
     """How to write and read ``path``: through ``fs`` (the run's
-    ``HadoopFS``) for a URI, else as a local file."""
-    return HadoopFiles(fs) if is_uri(path) else LocalFiles()
+    ``HadoopFS``) for a URI or any name of a cluster-mode driver
+    (``cluster``), else as a local file."""
+    return HadoopFiles(fs) if cluster or is_uri(path) else LocalFiles()
+
+
+def handoff_names(analysis: str, go: str, fs: Any, cluster: bool) -> tuple[str, str]:
+    """The two files' names as the run uses them: a cluster-mode driver's
+    qualified on the cluster's filesystem (``fs.qualify``: a relative name in
+    the user's home, as ``--result-uri``'s), others as given."""
+    if not cluster:
+        return analysis, go
+    return fs.qualify(analysis), fs.qualify(go)
 
 
 def wait_for_go(path: str, timeout: float, analyzed: list[str], clock: Callable[[], float] = time.monotonic,

@@ -968,10 +968,20 @@ def test_engine_args_analyze_first():
             lk.handoff_args(command, value, dry_run)
 
 
-def test_cluster_mode_refuses_analyze_first():
-    ss = reference_ss(deploy_mode="cluster")
-    with pytest.raises(lk.LakekeeperError, match="analyze_first hands the analysis"):
-        lk.check_cluster_mode(ss, analyze_first={"analysis_file": "a", "go_file": "g"})
+def test_cluster_mode_hands_over_on_the_clusters_filesystem():
+    """The driver in a YARN container gets the hand-over's files beside the result on the cluster (the module
+    relays them to and from the edge node's analysis_file and go_file); a client-mode driver gets those."""
+    first = {"analysis_file": "/tmp/lk/a.json", "go_file": "/tmp/lk/g.json", "timeout": 600}
+    argv = cluster_command(reference_ss(deploy_mode="cluster"), options={"analyze_first": first})
+    assert argv[argv.index("--analysis-file"):argv.index("--go-timeout") + 2] == [
+        "--analysis-file", ".lakekeeper/results/%s.analysis.json" % RUN_ID,
+        "--go-file", ".lakekeeper/results/%s.go.json" % RUN_ID, "--go-timeout", "600.0"]
+    assert argv[argv.index("--result-uri") + 1] == ".lakekeeper/results/%s.json" % RUN_ID
+    assert lk.handoff_uris("hdfs://nn1/tmp/lk/", RUN_ID) == ("hdfs://nn1/tmp/lk/%s.analysis.json" % RUN_ID,
+                                                             "hdfs://nn1/tmp/lk/%s.go.json" % RUN_ID)
+    client = cluster_command(reference_ss(), options={"analyze_first": first})
+    assert client[client.index("--analysis-file"):client.index("--go-file") + 2] == [
+        "--analysis-file", "/tmp/lk/a.json", "--go-file", "/tmp/lk/g.json"]
 
 
 def test_module_fields_of_an_analysis_document():
