@@ -25,7 +25,9 @@ many assertions (a YARN application costs 30-80 s here):
    result read back from HDFS and removed; the compaction is one application
    that analyzes first and waits for the play's go (analyze_first, as the
    maintenance role runs it), its analysis and go relayed by the module
-   between the edge node's files and the driver's on HDFS;
+   between the edge node's files and the driver's on HDFS; then the
+   maintenance role itself (compact.yml) in cluster mode on yn.role_t: one
+   application for the analysis and the compaction;
 4. a cancelled run: ansible-playbook gets SIGTERM while a cluster-mode
    compaction of yn.term_t waits after its first swap (a test pause point of
    the engine): the module kills the YARN application (ApplicationReport
@@ -67,7 +69,8 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 PLAYBOOK = Path(__file__).resolve().parent / "playbooks" / "yarn.yml"
 APP_ID = re.compile(r"^application_\d+_\d{4,}$")
-TABLES = ("client_t", "cluster_t", "term_t", "kill_t")
+TABLES = ("client_t", "cluster_t", "term_t", "kill_t", "role_t")
+COMPACT_YML = ROOT / "playbooks" / "compact.yml"
 TIMINGS = cpu_meter.TIMINGS  # printed at the end of the run (tests/conftest.py)
 
 pytestmark = [pytest.mark.testbed, pytest.mark.e2e, pytest.mark.timeout(3600)]
@@ -300,6 +303,46 @@ class Runs:
     def run(self, name, *args, **kwargs):
         return self.finish(self.start(name, *args, **kwargs))
 
+    def compact_yml(self, name, tables, mode):
+        """The collection's compact.yml (the maintenance role) on this bed: the edge host in lakekeeper_edge,
+        no ingestion host to pause; returns (rc, output, the run's set_stats)."""
+        edge = {
+            "lakekeeper_spark_submit": {"enabled": True, "master": "yarn", "deploy_mode": mode,
+                                        "extra_conf": self.conf},
+            "lakekeeper_spark_home": str(self.bed.spark_home), "lakekeeper_hadoop_conf_dir": str(self.bed.conf_dir),
+            "lakekeeper_environment": {"SPARK_CONF_DIR": str(self.bed.conf_dir), "SPARK_LOCAL_IP": "127.0.0.1"},
+            "lakekeeper_app_cache_dir": str(self.tmp / ("app-cache-" + name)),
+            "lakekeeper_run_record_dir": str(self.tmp / "runs"),
+            "lakekeeper_python_env": True, "python_env_dest": str(self.tmp / "env"),  # the archive built before
+            "python_env_interpreter": str(self.bed.python),
+        }
+        inventory = self.tmp / ("inventory-%s.json" % name)
+        inventory.write_text(json.dumps({"all": {
+            "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable},
+            "children": {"lakekeeper_edge": {"hosts": {"edge": edge}},
+                         "yarnbed": {"hosts": {"edge": {}}, "vars": {"lakekeeper_cluster": "yarnbed"}}}}}))
+        argv = [str(BIN / "ansible-playbook"), "-i", str(inventory), str(COMPACT_YML),
+                "-e", "lakekeeper_tables=%s" % ",".join("yn." + t for t in tables),
+                "-e", "lakekeeper_async=1200", "-e", "lakekeeper_poll_seconds=5",
+                "-e", "lakekeeper_pause_ingestion=false"]  # no ingestion host here (the role refuses that otherwise)
+        env = dict(os.environ)
+        env.pop("ANSIBLE_CONFIG", None)
+        env.update({
+            "PATH": "%s%s%s" % (BIN, os.pathsep, env.get("PATH", "")),
+            "ANSIBLE_COLLECTIONS_PATH": str(self.tmp / "collections"), "ANSIBLE_NOCOLOR": "1",
+            "ANSIBLE_SHOW_CUSTOM_STATS": "1", "ANSIBLE_RETRY_FILES_ENABLED": "0",
+            "ANSIBLE_DEPRECATION_WARNINGS": "0", "ANSIBLE_LOCALHOST_WARNING": "0",
+            "ANSIBLE_LOCAL_TEMP": str(self.tmp / "ansible-local"),
+            "ANSIBLE_REMOTE_TEMP": str(self.tmp / "ansible-remote"), "PYTHONUNBUFFERED": "1",
+        })
+        started = time.time()
+        done = subprocess.run(argv, cwd=str(self.tmp), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, timeout=1800, check=False)
+        TIMINGS.append("ansible-playbook %s (compact.yml): %.0f s" % (name, time.time() - started))
+        stats = [json.loads(line.strip()[len("RUN: "):]) for line in done.stdout.splitlines()
+                 if line.strip().startswith("RUN: ")]
+        return done.returncode, done.stdout, stats[-1] if stats else {}
+
 
 def failure(output):
     """A failed playbook's message: the exceptions and their causes the JVMs
@@ -360,7 +403,7 @@ def test_yarn_client_and_cluster_mode_with_cancels(bed, tmp_path):
     (tmp_path / "pause").mkdir()
     try:
         before = tables(bed, tmp_path, "create")
-        assert [before[t]["files"] for t in TABLES] == [{"dt=2024-01-01": 20, "dt=2024-01-02": 20}] * 4
+        assert [before[t]["files"] for t in TABLES] == [{"dt=2024-01-01": 20, "dt=2024-01-02": 20}] * len(TABLES)
 
         # -- 2. client mode: the driver here, the executors with the packed environment ------------------
         rc, output, results = runs.run("client", ["client_t"], "client", steps=LIFECYCLE)
@@ -393,6 +436,20 @@ def test_yarn_client_and_cluster_mode_with_cancels(bed, tmp_path):
         assert results["compact"]["tables"][0]["backup_table"].startswith("yn.__ybk_cluster_t_")  # from the config
         assert flag(results["compact"]["cmd"], "--files") == "%s#lakekeeper-config.yaml" % config
         assert "ok: [edge]" in output.split("TASK [lakekeeper.hive.python_env : Export the archive")[1][:300]
+
+        # -- 3b. the maintenance role (compact.yml) in cluster mode: one application analyzes, waits for the
+        # play's go (after the pre-flight) and compacts, the hand-over relayed through HDFS -------------
+        rc, output, stats = runs.compact_yml("role", ["role_t"], "cluster")
+        assert rc == 0, failure(output)
+        summary = stats["lakekeeper_summary"]["edge"]
+        assert summary["ok"] and summary["applications"] == 1, summary
+        (app,) = summary["application_list"]
+        assert app["what"] == "analysis and compaction" and app["tables"] == ["yn.role_t"], app
+        assert summary["handoff"]["outcome"] == "go" and summary["handoff"]["tables"] == ["yn.role_t"], summary
+        assert summary["handoff"]["go_file"].startswith("hdfs://"), summary["handoff"]
+        assert [(t["table"], t["status"], t["files_before"], t["files_after"]) for t in summary["tables"]] == [
+            ("yn.role_t", "compacted", 40, 2)], summary["tables"]
+        assert "TASK [lakekeeper.hive.maintenance : Wait for the analysis of the tables" in output, output[-3000:]
 
         # -- 4. ansible-playbook stopped (SIGTERM, as AWX cancels a job) during a cluster-mode compaction ---
         proc = runs.start("term", ["term_t"], "cluster", pause="moving_in:after@yn.term_t#0")
