@@ -191,6 +191,8 @@ def _records(action, analysis, results, todo, error, tables):
                "backup_table": r.get("backup_table"), "run_id": r.get("run_id") or ""}
         if r.get("code"):  # why it was refused, skipped or failed (docs/engine-contract.md)
             rec["code"] = _str(r["code"])
+        if r.get("recovered") and action != "analyze":  # the earlier runs it finished or undid first
+            rec["recovered"] = sorted(set(_str(a.get("run_id", "")) for a in r["recovered"] if isinstance(a, Mapping)))
         if r.get("order"):  # compact: the order its partitions started in (docs/engine-contract.md)
             rec["order"] = _str(r["order"])
         if isinstance(r.get("sort"), Mapping):  # compact with sort_by: {strategy: linear|zorder, columns}

@@ -81,6 +81,22 @@ def test_a_compaction():
             {"host": "edge", "table": "e2e.clicks", "status": "failed", "run_id": "20261124T230100-aaa111"}]}
 
 
+def test_a_table_whose_earlier_run_was_recovered_names_that_run():
+    """compact's recovery of an earlier run left unfinished (the role compacts a table with pending_recovery
+    though it needs no compaction): the record names the runs recovered; others carry no such key."""
+    analysis = {"run_id": "R2", "tables": [
+        {"table": "db.t", "status": "analyzed", "needs_compaction": False, "pending_recovery": ["R1"], "files": 2},
+        {"table": "db.u", "status": "analyzed", "needs_compaction": True, "files": 40}]}
+    actions = [{"run_id": "R1", "action": "forward", "spec": "dt=a"}, {"run_id": "R1", "action": "finished"}]
+    result = {"run_id": "R2", "tables": [
+        {"table": "db.t", "status": "not_needed", "recovered": actions, "partitions": []},
+        {"table": "db.u", "status": "compacted", "partitions": [{"files_before": 40, "files_after": 2}]}]}
+    s = run(analysis=analysis, result=result, todo=["db.u", "db.t"])
+    assert [(t["table"], t["status"], t.get("recovered")) for t in s["tables"]] == [
+        ("db.t", "not_needed", ["R1"]), ("db.u", "compacted", None)]
+    assert "recovered" not in run(action="analyze", analysis=analysis)["tables"][0]
+
+
 def test_a_dry_run_counts_the_planned_target_files():
     result = {"tables": [{"table": "e2e.events", "status": "planned", "partitions": [
         {"status": "planned", "files_before": 30, "target_files": 1, "bytes_before": 10},
