@@ -868,7 +868,7 @@ def handoff_uris(result_dir, run_id):
     the cluster's filesystem: ``<result_dir>/<run_id>.analysis.json`` and
     ``<run_id>.go.json``. The driver in its YARN container writes and reads
     these; the module relays them to and from analyze_first's files on the
-    edge node (_lakekeeper_yarn.HandoffRelay)."""
+    edge node (_lakekeeper_handoff.HandoffRelay)."""
     base = result_uri(result_dir, run_id)[:-len(".json")]
     return base + ".analysis.json", base + ".go.json"
 

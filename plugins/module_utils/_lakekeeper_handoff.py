@@ -70,7 +70,7 @@ class HandoffRelay(threading.Thread):
     the go from ``local_go`` to ``remote_go`` (see the module docstring) until
     both went over or ``stop()``. ``helpers`` (_lakekeeper_yarn.Helpers) give
     the Hadoop client and its credentials; ``cache_dir`` holds the relay's
-    own ticket. ``sleep`` and ``clock`` are for tests."""
+    own ticket. The look intervals and ``clock`` are for tests."""
 
     def __init__(self, helpers, cache_dir, local_analysis, local_go, remote_analysis, remote_go,
                  first_look=FIRST_LOOK, max_look=MAX_LOOK, go_look=GO_LOOK, clock=time.time):
