@@ -468,11 +468,13 @@ def write_result_uri(uri: str, text: str, hadoop: Any = None) -> bool:
     JVM and configuration), else, when the run stopped before Spark started
     (a refused command line), through the JVM that spark-submit started
     this process from, with the cluster configuration on its class path. The
-    file is made readable by its owner only (mode 0600; a new parent
-    directory 0700). A relative URI is resolved in the user's home directory
-    on the default filesystem. Best effort: a failure is logged and the run's
+    file is readable by its owner only and appears whole (mode 0600, a new
+    parent directory 0700, renamed into place: ``storage.fs.write_private``).
+    A relative URI is resolved in the user's home directory on the default
+    filesystem. Best effort: a failure is logged and the run's
     exit code stays."""
     from .session import under_spark_submit
+    from .storage.fs import write_private
 
     try:
         if hadoop is not None:
@@ -485,18 +487,9 @@ def write_result_uri(uri: str, text: str, hadoop: Any = None) -> bool:
         else:
             log.warning("no Hadoop client to write the result to %s (Spark did not start)", uri)
             return False
-        permission = jvm.org.apache.hadoop.fs.permission.FsPermission
         path = jvm.org.apache.hadoop.fs.Path(uri)
         fs = path.getFileSystem(conf)
-        parent = path.getParent()
-        if parent is not None and not fs.exists(parent):
-            fs.mkdirs(parent, permission("700"))
-        out = fs.create(path, True)
-        try:
-            out.write(bytearray(text.encode("utf-8")))
-        finally:
-            out.close()
-        fs.setPermission(path, permission("600"))
+        write_private(jvm, fs, path, text)
         log.info("result written to %s", fs.makeQualified(path).toString())
         return True
     except Exception:  # noqa: BLE001 - the launcher reports the missing result with the exit code

@@ -81,6 +81,10 @@ class Files:
     def data_files(self, uri: str) -> list[str]:
         return [f"{uri.rstrip('/')}/{f.name}" for f in sorted(self.fs.list_dir(uri).files, key=lambda f: f.name)]
 
+    def mode(self, uri: str) -> int:
+        """The permission bits of a file or directory, as the filesystem reports them."""
+        return int(self.fs.fs(uri).getFileStatus(self.fs.path(uri)).getPermission().toShort()) & 0o7777
+
     def rmtree(self, uri: str) -> None:
         self.fs.delete(uri)
 

@@ -124,9 +124,11 @@ def test_the_files_as_uris_through_the_hadoop_client(spark, warehouse, files):
     assert hf.read(analysis) is None  # not there yet (its directory neither)
     hf.write_atomic(analysis, '{"command": "analyze"}\n')
     assert hf.read(analysis) == '{"command": "analyze"}\n'
+    # for the owner's eyes only, as the result's document: the analysis names every table's paths and sizes
+    assert (files.mode(root), files.mode(analysis)) == (0o700, 0o600)
     hf.write_atomic(analysis, "{}\n")  # a second write replaces it
-    assert files.read_bytes(analysis) == b"{}\n"
-    assert sorted(files.names(root)) == ["analysis.json"]  # no temporary file left
+    assert files.read_bytes(analysis) == b"{}\n" and files.mode(analysis) == 0o600
+    assert [n for n in files.names(root) if not n.endswith(".crc")] == ["analysis.json"]  # no temporary file left
     now = [0.0]
 
     def sleep(seconds):

@@ -40,7 +40,9 @@ def test_the_result_through_the_sessions_hadoop_client(spark, warehouse, files):
     assert str(_status(spark, warehouse + "/results-a/new").getPermission().toString()) == "rwx------"
     # a second write (the same run id) replaces it
     assert cli.write_result_uri(uri, "{}\n", (spark._jvm, spark._jsc.hadoopConfiguration())) is True
-    assert files.read_bytes(uri) == b"{}\n"
+    assert files.read_bytes(uri) == b"{}\n" and str(_status(spark, uri).getPermission().toString()) == "rw-------"
+    assert [n for n in files.names(warehouse + "/results-a/new") if not n.endswith(".crc")] == [
+        "20261122T013000-3f9a1c.json"]  # written under a temporary name, renamed: none left
 
 
 def test_no_hadoop_client_outside_spark_submit(tmp_path, monkeypatch):

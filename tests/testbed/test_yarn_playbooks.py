@@ -521,6 +521,10 @@ def test_yarn_client_and_cluster_mode_with_cancels(bed, tmp_path):
         assert apps[term_id][1:] == ("KILLED", "KILLED") and apps[kill_id][1:] == ("KILLED", "KILLED")
         listing = hadoop(bed, "org.apache.hadoop.fs.FsShell", "-count", ".lakekeeper/results")
         assert listing.returncode == 0 and listing.stdout.split()[:2] == ["1", "0"], listing  # one dir, no file
+        # made by the first cluster-mode driver's first hand-over file (the analysis): its owner's only, as the
+        # result's (the files in it are 0600: tests/engine/test_handoff.py, test_result_uri.py)
+        mode = hadoop(bed, "org.apache.hadoop.fs.FsShell", "-stat", "%a", ".lakekeeper/results")
+        assert mode.returncode == 0 and mode.stdout.split() == ["700"], mode
     finally:
         runs.stop()
         sys.stdout.write("\n".join(["timings:"] + TIMINGS) + "\n")

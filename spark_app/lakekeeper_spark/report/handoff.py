@@ -123,14 +123,11 @@ class HadoopFiles:
         self.fs = fs
 
     def write_atomic(self, uri: str, text: str) -> None:
-        """``text`` to ``uri`` under a temporary name, then renamed onto it (an
-        earlier file of that name removed first): a reader sees the whole
-        file or none."""
-        tmp = f"{uri}.tmp-{os.getpid()}"
-        self.fs.delete(tmp, recursive=False)  # False when there was none
-        self.fs.write_text(tmp, text)
-        self.fs.delete(uri, recursive=False)
-        self.fs.rename(tmp, uri)
+        """``text`` to ``uri`` as the result is written: under a temporary
+        name renamed onto it (a reader sees the whole file or none; an
+        earlier file of the name replaced), mode 0600 in a parent made 0700
+        when missing (``HadoopFS.write_private``)."""
+        self.fs.write_private(uri, text)
 
     def read(self, uri: str) -> str | None:
         """The file's text, or None while there is none."""

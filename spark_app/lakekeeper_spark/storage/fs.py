@@ -72,6 +72,37 @@ def atomic_rename(filesystem_class: str, filecontext_class: str) -> bool:
     return filesystem_class == HDFS_FILESYSTEM and filecontext_class == HDFS_FILECONTEXT
 
 
+def write_private(jvm: Any, fs: Any, path: Any, text: str) -> None:
+    """``text`` to ``path`` (a Java ``Path`` of the Java ``FileSystem`` ``fs``)
+    for its owner's eyes only: a missing parent directory is made 0700, the
+    file is made 0600 while still empty (as ``FileSystem.create(fs, path,
+    permission)`` does: the mode as given, whatever the umask) under a hidden temporary name
+    beside it and renamed onto ``path`` once written and closed, so a reader
+    sees the whole file or none. The one writer of the files a run hands
+    to its launcher through the cluster's filesystem: the result of a
+    cluster-mode driver (``--result-uri``) and its analysis
+    (``analyze_first``)."""
+    owner_only = java_class(jvm, "org.apache.hadoop.fs.permission.FsPermission")
+    path = fs.makeQualified(path)  # a relative name in the user's home directory, as every call below takes it
+    parent = path.getParent()
+    if parent is not None and not fs.exists(parent):
+        # what FileSystem.mkdirs(fs, dir, permission) does (py4j cannot call that static method: FileSystem's
+        # instance methods of the same name hide it): the mode as given, whatever the umask
+        fs.mkdirs(parent, owner_only("700"))
+        fs.setPermission(parent, owner_only("700"))
+    tmp = java_class(jvm, "org.apache.hadoop.fs.Path")(parent, f".{path.getName()}.tmp-{os.getpid()}")
+    out = fs.create(tmp, True)
+    try:
+        fs.setPermission(tmp, owner_only("600"))  # while it is still empty (FileSystem.create(fs, file, permission))
+        out.write(bytearray(text.encode("utf-8")))
+    finally:
+        out.close()
+    fs.delete(path, False)  # an earlier file of the name (a second write replaces it)
+    if not fs.rename(tmp, path):
+        fs.delete(tmp, False)
+        raise LakekeeperError("fs_error", f"could not rename {tmp.toString()} onto {path.toString()}")
+
+
 class HadoopFS(Listings, Attributes):
     """Thin wrapper: URIs in, plain Python values out."""
 
@@ -310,6 +341,10 @@ class HadoopFS(Listings, Attributes):
             log_file.append(text)
         finally:
             log_file.close()
+
+    def write_private(self, uri: str, text: str) -> None:
+        """``text`` to ``uri`` readable by its owner only, whole or not at all (``write_private``)."""
+        write_private(self._jvm, self.fs(uri), self.path(uri), text)
 
     def open_log(self, uri: str) -> AppendLog | None:
         """A new file (fails if it exists) kept open for records appended one
