@@ -545,13 +545,14 @@ def build_argv(module, engine, command, selectors, ss, launch, config_file, resu
     return argv
 
 
-def execute(module, argv, launch, helpers):
+def execute(module, argv, launch, helpers, remote_files=()):
     """Run the engine under supervision (_lakekeeper_yarn.Supervised: its
     YARN application is killed if the task is stopped, by a signal, the
-    controller going away, or, through the watchdog, SIGKILL). Returns the
-    Outcome."""
+    controller going away, or, through the watchdog, SIGKILL; then
+    ``remote_files``, a cluster-mode run's result and hand-over files, are
+    removed). Returns the Outcome."""
     env = dict(_host_env(launch), **module.run_command_environ_update)
-    run = Supervised(argv, env, cwd=launch.cwd, helpers=helpers, cache_dir=module.tmpdir)
+    run = Supervised(argv, env, cwd=launch.cwd, helpers=helpers, cache_dir=module.tmpdir, remote_files=remote_files)
     try:
         return run.run()
     except OSError as exc:
@@ -603,6 +604,8 @@ def cancelled(module, result, outcome):
     for action in outcome.cancelled["actions"]:
         if action["action"] == "kill_application":
             done.append("killed the YARN application %s (rc %s)" % (action["application_id"], action["rc"]))
+        elif action["action"] == "remove_files":
+            done.append("removed the run's files on the cluster (rc %s)" % action["rc"])
         elif action["signal"]:
             done.append("stopped the engine's process group %s (%s)" % (action["pgid"], action["signal"]))
     module.fail_json(msg="lakekeeper %s cancelled: %s; %s. The next run recovers the tables from their journal"
@@ -733,7 +736,8 @@ def run_module(module, engine):
         result["result_uri"] = uri
     started = time.time()
     relay = start_relay(module, helpers, ss, run_id) if uri and params.get(HANDOFF_OPTION) else None
-    outcome = execute(module, argv, launch, helpers)
+    remote_files = ([uri] + (relay.remote_files if relay else [])) if uri else []
+    outcome = execute(module, argv, launch, helpers, remote_files)
     if relay:
         relay.stop(HELPER_TIMEOUT)
         result["handoff_relay"] = relay.report()

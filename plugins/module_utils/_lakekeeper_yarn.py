@@ -49,6 +49,7 @@ order), read together.
 from __future__ import annotations
 
 import collections
+import json
 import os
 import re
 import select
@@ -268,11 +269,14 @@ def terminate_group(pgid, grace=GRACE, proc=None):
     return "SIGKILL"
 
 
-def stop_application(pgid, application_id, helpers, cache_dir, grace=GRACE, proc=None):
+def stop_application(pgid, application_id, helpers, cache_dir, grace=GRACE, proc=None, files=()):
     """Stop a run: kill its YARN application (when its id is known and a
-    YARN client is), then its engine's process group (``pgid``). The
-    application first: a client-mode driver stopped first would end it as
-    if it had succeeded. Returns what was done, one dict per action."""
+    YARN client is), then its engine's process group (``pgid``), then
+    remove the run's ``files`` on the cluster's filesystem (a cluster-mode
+    run's result and hand-over files: no one reads them after a stop, and
+    the analysis names every table's paths and sizes). The application
+    first: a client-mode driver stopped first would end it as if it had
+    succeeded. Returns what was done, one dict per action."""
     actions = []
     if application_id and helpers is not None and helpers.yarn_tool:
         argv = kill_argv(helpers.yarn_tool, application_id)
@@ -282,6 +286,12 @@ def stop_application(pgid, application_id, helpers, cache_dir, grace=GRACE, proc
                             stderr_lines=tail(err, 5) + ([error] if error else [])))
     if pgid:
         actions.append(dict(action="stop_engine", pgid=pgid, signal=terminate_group(pgid, grace, proc)))
+    if files and helpers is not None and helpers.fs_tool:
+        argv = rm_argv(helpers.fs_tool, *files)
+        env, error = helpers.environ(cache_dir)
+        rc, _out, err = run_argv(argv, env)
+        actions.append(dict(action="remove_files", files=list(files), cmd=join_cmd(argv), rc=rc,
+                            stderr_lines=tail(err, 5) + ([error] if error else [])))
     return actions
 
 
@@ -300,11 +310,12 @@ def _log(path, text):
 
 
 def watch(read_fd, helpers, grace=GRACE, log_path=None):
-    """The watchdog's loop: read ``pgid N``, ``app ID`` and ``exited`` lines
-    until the pipe closes; if it closes before ``exited``, stop the
-    application (stop_application). Returns the actions taken (None when
-    there was nothing to do)."""
+    """The watchdog's loop: read ``pgid N``, ``files [JSON list]``, ``app ID``
+    and ``exited`` lines until the pipe closes; if it closes before
+    ``exited``, stop the application (stop_application). Returns the actions
+    taken (None when there was nothing to do)."""
     pgid = application_id = None
+    files = []
     pending = b""
     while True:
         try:
@@ -319,6 +330,8 @@ def watch(read_fd, helpers, grace=GRACE, log_path=None):
             word, _sep, value = line.decode("utf-8", "replace").partition(" ")
             if word == "pgid":
                 pgid = int(value)
+            elif word == "files":
+                files = json.loads(value)
             elif word == "app":
                 application_id = value.strip()
                 _log(log_path, "watching application %s (process group %s)" % (application_id, pgid))
@@ -329,7 +342,7 @@ def watch(read_fd, helpers, grace=GRACE, log_path=None):
          % (pgid, application_id))
     cache_dir = tempfile.mkdtemp(prefix="lakekeeper-watchdog-")
     try:
-        actions = stop_application(pgid, application_id, helpers, cache_dir, grace)
+        actions = stop_application(pgid, application_id, helpers, cache_dir, grace, files=files)
     finally:
         shutil.rmtree(cache_dir, ignore_errors=True)
     _log(log_path, "done: %r" % (actions,))
@@ -423,10 +436,12 @@ class Supervised:
     ``argv`` runs (no shell) with ``env`` (complete) in ``cwd``, in a new
     session. ``helpers`` (Helpers, or None) stop its application;
     ``cache_dir`` is a private directory for their ticket; ``watchdog``
-    starts the watchdog; ``controller_fd`` is the module's output."""
+    starts the watchdog; ``controller_fd`` is the module's output;
+    ``remote_files`` are the run's files on the cluster's filesystem, removed
+    if the run is stopped (``stop_application``)."""
 
     def __init__(self, argv, env, cwd=None, helpers=None, cache_dir=None, watchdog=True, grace=GRACE,
-                 poll=0.5, controller_fd=1, watchdog_log=None):
+                 poll=0.5, controller_fd=1, watchdog_log=None, remote_files=()):
         self.argv = list(argv)
         self.env = env
         self.cwd = cwd
@@ -437,6 +452,7 @@ class Supervised:
         self.poll = poll
         self.controller_fd = controller_fd
         self.watchdog_log = watchdog_log
+        self.remote_files = list(remote_files)
         self.application_id = None
         self._pipe = None
         self._lock = threading.Lock()
@@ -475,6 +491,8 @@ class Supervised:
             proc = subprocess.Popen(self.argv, env=self.env, cwd=self.cwd, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
             _send(self._pipe, "pgid %d" % proc.pid)
+            if self.remote_files:
+                _send(self._pipe, "files %s" % json.dumps(self.remote_files))
             readers = [threading.Thread(target=self._read_stdout, args=(proc.stdout,), daemon=True),
                        threading.Thread(target=self._read_stderr, args=(proc.stderr,), daemon=True)]
             for reader in readers:
@@ -516,5 +534,5 @@ class Supervised:
                 with self._lock:
                     application_id = self.application_id
                 actions = stop_application(proc.pid, application_id, self.helpers, self.cache_dir, self.grace,
-                                           proc=proc)
+                                           proc=proc, files=self.remote_files)
                 cancelled = dict(reason=reason, actions=actions)

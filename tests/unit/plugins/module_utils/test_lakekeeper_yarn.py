@@ -173,9 +173,16 @@ def tree(tmp_path):
     submit = tmp_path / "spark-submit.py"
     submit.write_text(FAKE_SUBMIT)
     cli = write_exe(tmp_path / "yarn", '#!/bin/sh\necho "$@" >> %s\n' % (tmp_path / "yarn.calls"))
+    hdfs = write_exe(tmp_path / "hdfs", '#!/bin/sh\necho "$@" >> %s\n' % (tmp_path / "hdfs.calls"))
     env = dict(os.environ)
     return dict(dir=tmp_path, argv=[sys.executable, str(submit), str(tmp_path)], env=env,
-                helpers=yarn.Helpers(env, yarn_tool=("yarn", cli)))
+                helpers=yarn.Helpers(env, yarn_tool=("yarn", cli), fs_tool=("hdfs", hdfs)))
+
+
+# a cluster-mode run's result and hand-over files (_lakekeeper_argv.result_uri, handoff_uris)
+RUN_FILES = [".lakekeeper/results/20261201T020000-3f9a1c.json", ".lakekeeper/results/20261201T020000-3f9a1c.analysis.json",
+             ".lakekeeper/results/20261201T020000-3f9a1c.go.json"]
+REMOVAL = ["dfs", "-rm", "-f", "-skipTrash"] + RUN_FILES
 
 
 def pids(tmp_path):
@@ -189,7 +196,7 @@ def test_a_signal_to_the_module_kills_the_application_and_the_engine(tree):
     handlers are back."""
     before = signal.getsignal(signal.SIGTERM)
     run = yarn.Supervised(tree["argv"], tree["env"], helpers=tree["helpers"], cache_dir=str(tree["dir"]),
-                          grace=5, poll=0.05, controller_fd=-1)
+                          grace=5, poll=0.05, controller_fd=-1, remote_files=RUN_FILES)
 
     def stop_when_running():
         wait_for(lambda: pids(tree["dir"]) and run.application_id
@@ -203,10 +210,13 @@ def test_a_signal_to_the_module_kills_the_application_and_the_engine(tree):
     stopper.join()
     submit_pid, driver_pid = pids(tree["dir"])
     assert outcome.cancelled["reason"] == "received SIGTERM"
-    kill, stop = outcome.cancelled["actions"]
+    kill, stop, remove = outcome.cancelled["actions"]
     assert kill["action"] == "kill_application" and kill["application_id"] == APP and kill["rc"] == 0
     assert (tree["dir"] / "yarn.calls").read_text().split() == ["application", "-kill", APP]
     assert stop == dict(action="stop_engine", pgid=submit_pid, signal="SIGTERM")
+    # then the run's own files on the cluster, which nothing reads after a stop
+    assert (remove["action"], remove["files"], remove["rc"]) == ("remove_files", RUN_FILES, 0), remove
+    assert (tree["dir"] / "hdfs.calls").read_text().split() == REMOVAL
     assert outcome.application_id == APP and outcome.rc == -signal.SIGTERM
     wait_for(lambda: not alive(driver_pid), what="the driver's end")
     assert not alive(submit_pid)
@@ -231,9 +241,9 @@ MODULE = textwrap.dedent("""
     spec = importlib.util.spec_from_file_location("_lakekeeper_yarn", sys.argv[1])
     yarn = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(yarn)
-    argv, env, cli, cache, log = json.loads(sys.argv[2])
-    run = yarn.Supervised(argv, env, helpers=yarn.Helpers(env, yarn_tool=("yarn", cli)), cache_dir=cache, grace=5,
-                          poll=0.05, watchdog_log=log)
+    argv, env, cli, hdfs, files, cache, log = json.loads(sys.argv[2])
+    run = yarn.Supervised(argv, env, helpers=yarn.Helpers(env, yarn_tool=("yarn", cli), fs_tool=("hdfs", hdfs)),
+                          cache_dir=cache, grace=5, poll=0.05, watchdog_log=log, remote_files=files)
     outcome = run.run()
     sys.stderr.write(json.dumps(dict(rc=outcome.rc, cancelled=outcome.cancelled, app=outcome.application_id)))
 """)
@@ -257,8 +267,8 @@ def told_watchdog(tree):
 
 
 def start_module(tree, stdout=subprocess.DEVNULL):
-    config = json.dumps([tree["argv"], tree["env"], tree["helpers"].yarn_tool[1], str(tree["dir"]),
-                         str(tree["dir"] / "watchdog.log")])
+    config = json.dumps([tree["argv"], tree["env"], tree["helpers"].yarn_tool[1], tree["helpers"].fs_tool[1],
+                         RUN_FILES, str(tree["dir"]), str(tree["dir"] / "watchdog.log")])
     return subprocess.Popen([sys.executable, "-c", MODULE, yarn.__file__, config], stdout=stdout,
                             stderr=subprocess.PIPE, start_new_session=True)
 
@@ -275,6 +285,7 @@ def test_the_watchdog_stops_the_application_when_the_module_is_killed(tree):
     assert (tree["dir"] / "yarn.calls").read_text().split() == ["application", "-kill", APP]
     wait_for(lambda: not alive(submit_pid) and not alive(driver_pid), what="the engine's end")
     log = watchdog_log_with(tree, "done:")
+    assert (tree["dir"] / "hdfs.calls").read_text().split() == REMOVAL  # the run's files on the cluster, after
     assert "the module is gone while the engine runs (process group %d, application %s)" % (submit_pid, APP) in log
 
 
@@ -286,6 +297,7 @@ def test_the_watchdog_does_nothing_after_a_normal_end(tree):
     log = watchdog_log_with(tree, "nothing to stop")
     assert log.endswith("the engine ended; nothing to stop\n")
     assert not (tree["dir"] / "yarn.calls").exists()
+    assert not (tree["dir"] / "hdfs.calls").exists()  # the module reads and removes the run's files itself
 
 
 def test_the_controller_gone(tree):
@@ -298,6 +310,6 @@ def test_the_controller_gone(tree):
     _out, err = module.communicate(timeout=60)
     outcome = json.loads(err.decode())
     assert outcome["cancelled"]["reason"] == "the controller is gone (the module's output has no reader)"
-    assert [a["action"] for a in outcome["cancelled"]["actions"]] == ["kill_application", "stop_engine"]
+    assert [a["action"] for a in outcome["cancelled"]["actions"]] == ["kill_application", "stop_engine", "remove_files"]
     assert (tree["dir"] / "yarn.calls").read_text().split() == ["application", "-kill", APP]
     wait_for(lambda: not alive(submit_pid) and not alive(driver_pid), what="the engine's end")
