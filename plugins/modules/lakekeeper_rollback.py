@@ -364,7 +364,7 @@ cancelled:
       V(received SIGHUP), or the controller gone - the module's output has no reader any more) and C(actions), what
       the module did, in order - C(kill_application) (C(application_id), C(cmd), C(rc), C(stderr_lines)) and
       C(stop_engine) (C(pgid), C(signal) - V(SIGTERM), V(SIGKILL) when it did not end within 10 seconds, null when
-      it had already ended), then in cluster deploy mode C(remove_files) (C(files), C(cmd), C(rc), C(stderr_lines)):
+      it had already ended), then in cluster deploy mode C(remove_files) (C(files), C(cmd), C(rc), C(stderr_lines)) -
       the run's result and hand-over files on the cluster's filesystem, which nothing reads after a stop.
     - The tables are left as the engine's journal records them; the next run of any command finishes or undoes
       what this one left.
