@@ -622,9 +622,17 @@ def scale_compact(run, work: str, table: str, n: int, parallelism: int) -> dict:
     partitions compacted (the run's fixed cost included)."""
     print(f"compacting the {n} partitions of {table} ...", flush=True)
     result = os.path.join(work, "scale-compact.json")
+    # the driver's CPU by thread (benchmarks/thread_cpu.py): its protocol's share against its jobs'
+    threads_out = os.path.join(work, "scale-compact-threads.json")
+    sampler = subprocess.Popen([PY, os.path.join(HERE, "thread_cpu.py"), threads_out,  # noqa: S603
+                                f"--result-file {result}"])
     secs, rc, _out = run(os.path.join(ROOT, "spark_app", "run_lakekeeper.py"), "compact", "--table", table,
                          "--parallelism", str(parallelism), "--result-file", result,
                          log=os.path.join(work, "logs", "scale-compact.log"))
+    try:
+        sampler.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        sampler.kill()
     with open(result, encoding="utf-8") as fh:
         t = json.load(fh)["tables"][0]
     statuses: dict[str, int] = {}
@@ -644,6 +652,12 @@ def scale_compact(run, work: str, table: str, n: int, parallelism: int) -> dict:
     if out["files_after"] != n:
         print(f"  after the compaction {out['files_after']} files in {n} partitions (expected one each)", flush=True)
         out["ok"] = False
+    if done and os.path.exists(threads_out):
+        with open(threads_out, encoding="utf-8") as fh:
+            threads = json.load(fh)
+        out["driver_cpu_ms_per_partition"] = {role: round(1000 * v / done, 1) for role, v in threads["seconds"].items()}
+        out["driver_jvm_ms_per_partition_by_kind"] = {k: round(1000 * v / done, 1) for k, v in threads["kinds"].items()}
+        out["driver_threads"] = threads["threads"]
     print(f"  compact: {out}", flush=True)
     return out
 
