@@ -436,7 +436,15 @@ class HadoopFS(Listings, Attributes):
         self.fs(uri).setTimes(self.path(uri), int(mtime_ms), -1)
 
     def mtime(self, uri: str) -> int | None:
-        """A file's modification time (ms), None when it does not exist."""
+        """A file's modification time (ms), None when it does not exist.
+        A plain local path is looked at by this process (no gateway call;
+        a missing file costs no Java exception either: ``read_text``)."""
+        local = self._local_path(uri)
+        if local is not None:
+            try:
+                return os.stat(local).st_mtime_ns // 1_000_000  # what Hadoop's local filesystem reports
+            except FileNotFoundError:
+                return None
         fs, p = self.fs(uri), self.path(uri)
         try:
             return int(fs.getFileStatus(p).getModificationTime())
@@ -457,6 +465,15 @@ class HadoopFS(Listings, Attributes):
             return False
 
     def read_text(self, uri: str) -> str:
+        """A small file's text. A plain local path is read by this process:
+        no gateway call, and a missing file is a Python ``FileNotFoundError``
+        instead of a Java exception, which PySpark's error handler inspects
+        through about 80 gateway calls (the lease's checks read its file
+        several times a partition)."""
+        local = self._local_path(uri)
+        if local is not None:
+            with open(local, encoding="utf-8", newline="") as fh:  # the bytes as written, line ends too
+                return fh.read()
         stream = self.fs(uri).open(self.path(uri))
         try:
             # byte[] returned by a JVM method arrives as Python bytes
