@@ -166,8 +166,16 @@ if args[:2] == ['dfs', '-cat']:
         sys.stderr.write("cat: `%s': No such file or directory\n" % args[-1])
         sys.exit(1)
     sys.stdout.write(open(path).read())
-elif args[:2] == ['dfs', '-rm']:
-    os.remove(path)
+elif args[:2] == ['dfs', '-rm']:  # as FsShell: every path named; with -f a missing one is no error
+    code = 0
+    for name in [a for a in args[2:] if not a.startswith('-')]:
+        try:
+            os.remove(os.path.join(os.environ['STUB_FS'], name))
+        except FileNotFoundError:
+            if '-f' not in args:
+                sys.stderr.write("rm: `%s': No such file or directory\n" % name)
+                code = 1
+    sys.exit(code)
 """
 
 
@@ -651,7 +659,8 @@ def test_cluster_mode_without_a_result(cluster, tmp_path, monkeypatch):
 
 def test_a_stopped_task_kills_its_application(cluster, tmp_path, monkeypatch):
     """SIGTERM to the module while a cluster-mode application runs (an AWX job cancelled): the module kills it
-    with yarn_binary, stops spark-submit, and fails with what it did and the application id."""
+    with yarn_binary, stops spark-submit, removes the run's result file on the cluster (nothing reads it after a
+    stop), and fails with what it did and the application id."""
     monkeypatch.setenv("STUB_BEHAVIOUR", "hang")
     yarn = write_exe(tmp_path / "bin" / "yarn", '#!/bin/sh\necho "$@" >> %s\n' % (tmp_path / "yarn.calls"))
     running = tmp_path / "fs.running"
@@ -670,11 +679,14 @@ def test_a_stopped_task_kills_its_application(cluster, tmp_path, monkeypatch):
     assert res["failed"] is True and res["application_id"] == "application_1700000000000_0007"
     assert res["msg"].startswith("lakekeeper compact cancelled: received SIGTERM; killed the YARN application "
                                  "application_1700000000000_0007 (rc 0); stopped the engine's process group"), res["msg"]
-    kill, stop = res["cancelled"]["actions"]
+    kill, stop, remove = res["cancelled"]["actions"]
     assert kill["cmd"] == "%s application -kill application_1700000000000_0007" % yarn and kill["rc"] == 0
     assert stop["action"] == "stop_engine" and stop["signal"] == "SIGTERM"
     assert (tmp_path / "yarn.calls").read_text().split() == ["application", "-kill", "application_1700000000000_0007"]
-    assert "--result-uri" in res["cmd"] and not _calls(tmp_path / "fs.calls")  # no result to read
+    assert "removed the run's files on the cluster (rc 0)" in res["msg"], res["msg"]
+    assert (remove["action"], remove["files"], remove["rc"]) == ("remove_files", [res["result_uri"]], 0), remove
+    # no result read, only the run's file removed
+    assert [c["args"] for c in _calls(tmp_path / "fs.calls")] == [["dfs", "-rm", "-f", "-skipTrash", res["result_uri"]]]
 
 
 @pytest.mark.parametrize("change, message", [
