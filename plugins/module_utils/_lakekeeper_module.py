@@ -736,8 +736,8 @@ def run_module(module, engine):
         result["result_uri"] = uri
     started = time.time()
     relay = start_relay(module, helpers, ss, run_id) if uri and params.get(HANDOFF_OPTION) else None
-    remote_files = ([uri] + (relay.remote_files if relay else [])) if uri else []
-    outcome = execute(module, argv, launch, helpers, remote_files)
+    handoff_files = relay.remote_files if relay else []
+    outcome = execute(module, argv, launch, helpers, [uri] + handoff_files if uri else [])
     if relay:
         relay.stop(HELPER_TIMEOUT)
         result["handoff_relay"] = relay.report()
@@ -751,7 +751,6 @@ def run_module(module, engine):
         # the driver's own exit code, which spark-submit logs with the application's end
         status = driver_exit_status(outcome.stderr)
         result["rc"] = status if status is not None else outcome.rc
-        handoff_files = relay.remote_files if relay else []
         if outcome.application_id:
             result_text = fetch_result(module, helpers, uri, result, handoff_files)
         elif relay and relay.go_at is not None:  # no application, but the play's go went over
