@@ -53,10 +53,13 @@ each test runs few playbooks and checks several things per run.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
+import select
 import signal
+import struct
 import subprocess
 import sys
 import textwrap
@@ -493,6 +496,31 @@ def test_playbooks_embedded(embedded_tables, collections_dir, kdc, tmp_path):
         sys.stdout.write("\n".join(["timings:"] + TIMINGS) + "\n")
 
 
+def wait_for_reads(directory, count, timeout):
+    """Until the files in ``directory`` have been read ``count`` times (inotify's IN_ACCESS: a read that
+    returned data), or ``timeout`` seconds; returns the reads counted. Unread identical events are merged
+    by the kernel, so this may count fewer reads than were made, never more."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+    assert fd >= 0, "inotify_init1: %s" % os.strerror(ctypes.get_errno())
+    try:
+        wd = libc.inotify_add_watch(fd, os.fsencode(str(directory)), 0x00000001)  # IN_ACCESS
+        assert wd >= 0, "inotify_add_watch %s: %s" % (directory, os.strerror(ctypes.get_errno()))
+        seen, deadline = 0, time.time() + timeout
+        while seen < count and time.time() < deadline:
+            if not select.select([fd], [], [], 1.0)[0]:
+                continue
+            data = os.read(fd, 65536)
+            at = 0
+            while at + 16 <= len(data):
+                _wd, mask, _cookie, size = struct.unpack_from("iIII", data, at)
+                seen += bool(mask & 0x00000001)
+                at += 16 + size
+        return seen
+    finally:
+        os.close(fd)
+
+
 def background_runs(inventory, collections_dir, tmp_path, data, state_file, pid, async_limit):
     """compact.yml in the background (async): a job its async limit stops,
     then a job polled over a thousand times; the ingestion is resumed after both."""
@@ -522,15 +550,20 @@ def background_runs(inventory, collections_dir, tmp_path, data, state_file, pid,
     # -- a long background job polled every 5 ms: over a thousand polls in one task (a task file
     # that included itself once per poll hit Python's recursion limit), every progress line shown,
     # the ingestion resumed; the journal the killed job left on wt.clicks is finished or undone first
+    # the job's own async directory: each check of the wait reads its results file there (one `cat`)
+    async_dir = tmp_path / "async-wt"
+    async_dir.mkdir()
     started = start_playbook(os.path.join(PLAYBOOKS, "compact.yml"), inventory, collections_dir, tmp_path,
                              ["lakekeeper_database=wt", "lakekeeper_async=900", "lakekeeper_poll_seconds=0.005"],
-                             env=hold)
+                             env=dict(hold, ANSIBLE_ASYNC_DIR=str(async_dir)))
     try:
         wait_for(pause / "wt.clicks.table_compacting.paused", started)
         # the thousand polls all come after the go now (the Spark start and the analysis come before the
-        # compaction's wait in one application): held long enough for them on a loaded machine (a check is
-        # a shell command: 926 checks in 47 s of waiting, 30 s of them held, on a slow machine at load 12)
-        time.sleep(90)
+        # compaction's wait in one application): held until the results file has been read a thousand times
+        # (a check is a shell command: 926 checks in 47 s on a slow machine at load 12; a fixed 30 s hold
+        # was too short there, a fixed 90 s kept a quick machine checking for a minute more than needed)
+        reads = wait_for_reads(async_dir, 1000, 600)
+        TIMINGS.append("wt held for %d reads of its results file" % reads)
     finally:
         (pause / "wt.clicks.table_compacting.resume").write_text("go")
     run = started.finish()
