@@ -181,8 +181,26 @@ def count_gateway_calls(meter: Meter) -> None:
                     meter.seconds["gateway.calls"] += spent
                     meter.calls[f"gateway@{step}"] += 1  # by the step of commands/compact.py that made them
                     meter.seconds[f"gateway@{step}"] += spent
+                    meter.calls[f"gateway:{gateway_kind(command)}"] += 1  # by what was asked of the JVM
 
         cls.send_command = counted
+
+
+def gateway_kind(command: str) -> str:
+    """What a py4j command asks of the JVM, from its first lines: a method's
+    name for a call (``c``), the class for a constructor (``i``), a
+    finalizer's release of an object (``m d``: each Python wrapper of a JVM
+    object the driver drops), a class or package lookup (``r``), an array's
+    or a list's element (``a``, ``l``)."""
+    lines = command.split("\n", 4)
+    head = lines[0]
+    if head == "c" and len(lines) > 2:
+        return f"call {lines[2]}"
+    if head == "i" and len(lines) > 1:
+        return f"new {lines[1].rsplit('.', 1)[-1]}"
+    if head in ("m", "r", "a", "l") and len(lines) > 1:
+        return {"m": "release", "r": "lookup", "a": "array", "l": "list"}[head] + f" {lines[1]}"
+    return head
 
 
 # DatanodeProtocol's methods: the DataNodes' heartbeats and reports, on the same port, not the clients' calls
