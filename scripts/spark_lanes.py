@@ -84,6 +84,7 @@ FULL_CRASH_TESTS = ["tests/crash/test_crash_matrix.py::test_older_spark_lane_cra
 # FileSystem and Metastore calls on every line.
 LINE_DEPENDENT = [
     "tests/engine/test_compat.py",                # the seam itself
+    "tests/engine/test_py4j_releases.py",         # py4j's releases in batches: py4j 0.10.9.5 (3.3) to .9 (4.x)
     # formats and codecs, the rewrite and its pieces, footers, the Hadoop client's listing and permissions,
     # the catalog (partitions outside the root, bulk listing, statistics), a full cycle
     *(f"tests/engine/test_engine.py::{t}" for t in (
@@ -122,6 +123,7 @@ LINE_DEPENDENT = [
 ]
 SEAM = [
     "tests/engine/test_compat.py",
+    "tests/engine/test_py4j_releases.py",
     "tests/engine/test_engine.py::test_files_fewer_than_the_cores_are_written_in_pieces_and_joined",
 ]
 _WORDS = ("default", "crash", "full", "line", "seam")

@@ -8,7 +8,7 @@ import logging
 import os
 from typing import Any
 
-from .compat.jvm import java_class
+from .compat.jvm import BatchedReleases, java_class
 from .storage.fs import HDFS_CLOSE_RETRY
 
 log = logging.getLogger(__name__)
@@ -59,6 +59,7 @@ def build_session(
     for key, value in quick_file_close(launched | set(confs or {}), os.environ).items():
         builder = builder.config(f"spark.hadoop.{key}", value)
     spark = builder.enableHiveSupport().getOrCreate()
+    BatchedReleases.install(spark)  # py4j's releases of JVM objects a batch at a time (compat/jvm.py)
     spark.sparkContext.setLogLevel("ERROR" if log_level == "ERROR" else "WARN")
     log.info("Spark %s, application %s, master %s, scheduler mode %s", spark.version, spark.sparkContext.appName,
              spark.sparkContext.master, spark.sparkContext.getConf().get("spark.scheduler.mode", "FIFO"))
