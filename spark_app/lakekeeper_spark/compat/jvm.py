@@ -97,7 +97,7 @@ class BatchedReleases:
     BATCH = 256
     FLUSH = "lakekeeper-flush-releases"  # the finalizer thread's task that removes a batch (no object id)
 
-    def __init__(self, client: Any, keys: Any, split: Any, release_one: Any) -> None:
+    def __init__(self, client: Any, keys: Any, split: Any, release_one: Any, fixed: frozenset[str] = frozenset()) -> None:
         import collections
 
         self._client = client
@@ -107,7 +107,7 @@ class BatchedReleases:
         self._pending: Any = collections.deque()
         self._asked = False  # a FLUSH is in the finalizer thread's queue
         self.batches = 0  # batches removed (for tests and profiles)
-        self._fixed: set[str] = set()  # the gateway's own objects (its entry point, its server): never released
+        self._fixed = fixed  # the gateway's own objects (its entry point, its server): py4j keeps them
 
     @classmethod
     def install(cls, spark: Any) -> "BatchedReleases | None":
@@ -130,8 +130,8 @@ class BatchedReleases:
             keys = gateway.java_gateway_server.getGateway().getBindings().keySet()
             split = java_class(spark.sparkContext._jvm,  # pylint: disable=protected-access
                                "org.apache.hadoop.util.StringUtils").getStringCollection
-            batched = cls(client, keys, split, functools.partial(GatewayClient.garbage_collect_object, client))
-            batched._fixed = {protocol.ENTRY_POINT_OBJECT_ID, protocol.GATEWAY_SERVER_OBJECT_ID}
+            batched = cls(client, keys, split, functools.partial(GatewayClient.garbage_collect_object, client),
+                          frozenset({protocol.ENTRY_POINT_OBJECT_ID, protocol.GATEWAY_SERVER_OBJECT_ID}))
             client.garbage_collect_object = batched.release
             return batched
         except Exception:  # pylint: disable=broad-except
