@@ -168,9 +168,10 @@ class Attributes:
         moved-aside original: its ACL and its quotas (HDFS). Best effort on
         filesystems without them; returns warnings."""
         warnings: list[str] = []
-        fs, s, d = self.fs(src), self.path(src), self.path(dst)
-        if str(fs.getScheme()) != "hdfs":
+        fs = self.fs(src)
+        if self.scheme_of(fs) != "hdfs":
             return warnings
+        s, d = self.path(src), self.path(dst)
         plain = plain_uri(src)
         key = plain[0] if plain is not None else None
         if key not in self._no_acls:  # asked once a run: the refusal is an exception, about 30 ms through the gateway

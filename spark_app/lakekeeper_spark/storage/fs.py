@@ -116,6 +116,7 @@ class HadoopFS(Listings, Attributes):
         self._fs_cache: dict[str, Any] = {}
         self._identity: set[str] = set()  # filesystems whose plain URIs qualify to themselves
         self._no_acls: set[str] = set()  # filesystems whose NameNode said ACLs are disabled (it says so until restarted)
+        self._schemes: dict[int, tuple[Any, str]] = {}  # scheme_of: by the filesystem object's id, with the object
 
     # ------------------------------------------------------------ basics
     def path(self, uri: str) -> Any:
@@ -160,7 +161,15 @@ class HadoopFS(Listings, Attributes):
         return conf
 
     def scheme(self, uri: str) -> str:
-        return str(self.fs(uri).getScheme())
+        return self.scheme_of(self.fs(uri))
+
+    def scheme_of(self, fs: Any) -> str:
+        """A Java ``FileSystem``'s scheme, asked once per filesystem object
+        (which is kept with the answer: its id cannot be reused meanwhile)."""
+        known = self._schemes.get(id(fs))
+        if known is None or known[0] is not fs:
+            known = self._schemes[id(fs)] = (fs, str(fs.getScheme()))
+        return known[1]
 
     def qualify(self, uri: str) -> str:
         plain = plain_uri(uri)
@@ -254,6 +263,9 @@ class HadoopFS(Listings, Attributes):
         return None
 
     def _file_context(self, uri: str) -> Any:
+        plain = plain_uri(uri)
+        if plain is not None and f"fc:{plain[0]}" in self._fs_cache:  # no gateway call for the common case
+            return self._fs_cache[f"fc:{plain[0]}"]
         p = self.fs(uri).makeQualified(self.path(uri)).toUri()
         key = f"fc:{p.getScheme()}://{p.getAuthority() or ''}"
         if key not in self._fs_cache:
@@ -373,7 +385,7 @@ class HadoopFS(Listings, Attributes):
         DataNodes hold, what was synced at least). True once it is closed;
         False on other filesystems or after ``timeout`` seconds."""
         fs = self.fs(uri)
-        if str(fs.getScheme()) != "hdfs":
+        if self.scheme_of(fs) != "hdfs":
             return False
         path = self.path(uri)
         deadline = time.time() + timeout

@@ -112,7 +112,7 @@ class Listings:
             return {u: local[q] for q, u in qualified.items()}
         statuses = fs.listStatus(self._path_array(uris))
         entries = None
-        remote = str(fs.getScheme()) != "file"
+        remote = self.scheme_of(fs) != "file"
         if remote:
             # One round trip for the whole batch. Not on file://, where
             # toString() would load each file's owner and permission.
