@@ -10,7 +10,8 @@ here, per concern, chosen by the running versions (``runtime``):
 - ``catalog_internals``  the session catalog and its case classes
 - ``hive_client``        Spark's Hive client (partitions without SQL)
 - ``file_joins``         joining Parquet/ORC files without decoding
-- ``jvm``                JVM classes by their full name (py4j)
+- ``jvm``                JVM classes by their full name, their static methods kept, and the
+                         releases of dropped JVM objects in batches (py4j 0.10.9.5-0.10.9.9)
 
 A feature a Spark line cannot support (e.g. joining Parquet pieces without
 ``ParquetRewriter``) is reported as unavailable with the reason, and the
