@@ -126,7 +126,7 @@ def test_a_namenode_without_acls_is_asked_once_a_run():
 
     def adapter(java_fs):
         fs = object.__new__(HadoopFS)
-        fs._fs_cache, fs._identity, fs._no_acls = {}, set(), set()
+        fs._fs_cache, fs._identity, fs._no_acls, fs._schemes = {}, set(), set(), {}
         fs.fs = lambda _uri: java_fs
         fs.path = lambda uri: uri
         fs.quota_usage = lambda _uri: {"quota": -1, "space_quota": -1}
