@@ -156,7 +156,7 @@ class BatchedReleases:
         objects made here are released through the queue too)."""
         self._asked = False
         while len(self._pending) >= self.BATCH:
-            ids = [self._pending.popleft() for _ in range(self.BATCH)]
+            ids = [self._pending.popleft() for _count in range(self.BATCH)]
             try:
                 self._keys.removeAll(self._split(",".join(ids)))
                 self.batches += 1
