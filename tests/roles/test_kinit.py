@@ -172,9 +172,9 @@ def test_ticket_renewed_when_expired_too_short_or_for_another_principal(
                                 kinit_lifetime="4s", kinit_min_lifetime="0"))
     assert first.rc == 0 and first.changed == 1, first
     start, end = ticket_times(kdc, expired)
-    # 4 s asked; the KDC counts the end from the request and prints whole seconds, so a request made near a
-    # second's end on a busy machine shows 3 (the default lifetime would show hours)
-    assert (end - start).total_seconds() in (3, 4), (start, end)
+    # 4 s asked; klist prints whole seconds of the KDC's start and of the end the request asked for, so on a
+    # busy machine it shows 3 to 5 (seen: 3 and 5); the default lifetime would show hours
+    assert 3 <= (end - start).total_seconds() <= 6, (start, end)
     # a valid ticket with 10 minutes left does not satisfy kinit_min_lifetime=1h
     short = f"FILE:{tmp_path}/krb5cc_short"
     kdc.kinit(principal, keytabs["good"], short, lifetime="10m")
