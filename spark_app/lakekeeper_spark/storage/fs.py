@@ -264,8 +264,9 @@ class HadoopFS(Listings, Attributes):
 
     def _file_context(self, uri: str) -> Any:
         plain = plain_uri(uri)
-        if plain is not None and f"fc:{plain[0]}" in self._fs_cache:  # no gateway call for the common case
-            return self._fs_cache[f"fc:{plain[0]}"]
+        known = self._fs_cache.get(f"fc:{plain[0]}") if plain is not None else None
+        if known is not None:  # no gateway call for the common case
+            return known
         p = self.fs(uri).makeQualified(self.path(uri)).toUri()
         key = f"fc:{p.getScheme()}://{p.getAuthority() or ''}"
         if key not in self._fs_cache:
@@ -372,7 +373,7 @@ class HadoopFS(Listings, Attributes):
         try:
             syncs = bool(out.hasCapability("hsync"))
         except Exception:  # noqa: BLE001 - a client without StreamCapabilities: HDFS syncs, others are unknown
-            syncs = str(fs.getScheme()) == "hdfs"
+            syncs = self.scheme_of(fs) == "hdfs"
         if syncs:
             return HadoopAppendLog(out)
         out.close()
