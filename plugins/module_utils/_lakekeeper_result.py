@@ -64,14 +64,14 @@ def _find_json_object(text):
 
 
 def find_application_id(*texts):
-    """The first YARN application id spark-submit's log names (its
-    ``Submitted application ...`` line: _lakekeeper_yarn.application_id_in),
-    or None. An id elsewhere in the texts (a container's path) is not it."""
+    """The YARN application id spark-submit's log names (its ``Submitted
+    application ...`` lines: _lakekeeper_yarn.application_id_in; the last,
+    when a retried start submitted a second one), or None. An id elsewhere in
+    the texts (a container's path) is not it."""
+    found = None
     for text in texts:
-        found = application_id_in(text)
-        if found:
-            return found
-    return None
+        found = application_id_in(text) or found
+    return found
 
 
 def tail_lines(text, count=40):

@@ -67,6 +67,7 @@ import time
 # "Application report for <id> (state: ...)" (Spark 3.3 to 4.x, plain or JSON-structured log lines).
 _APP_ID_LINE = re.compile(r"(?:Submitted application|Submitting application|Application report for)\s+"
                           r"(application_\d+_\d+)")
+_SUBMITTED = re.compile(r"(?:Submitted application|Submitting application)\s+(application_\d+_\d+)")
 # A cluster-mode driver's exit code, in the application's diagnostics that spark-submit logs at its end
 # ("Application diagnostics message: User application exited with status 1").
 _USER_EXIT = re.compile(r"User application exited with status (-?\d+)")
@@ -84,7 +85,13 @@ STDERR_LINES = 2000
 
 
 def application_id_in(text):
-    """The YARN application id a spark-submit log line (or text) names, or None."""
+    """The YARN application id a spark-submit log line (or text) names, or
+    None; in a text naming more than one, the last submitted: a driver whose
+    context failed to start and was started once more (the engine's
+    session.py) has submitted a second application, the one that runs."""
+    submitted = _SUBMITTED.findall(text or "")
+    if submitted:
+        return submitted[-1]
     match = _APP_ID_LINE.search(text or "")
     return match.group(1) if match else None
 
@@ -471,12 +478,12 @@ class Supervised:
         for raw in iter(stream.readline, b""):
             line = raw.decode("utf-8", "replace").rstrip("\r\n")
             self._stderr.append(line)
-            if self.application_id is None:
-                found = application_id_in(line)
-                if found:
-                    with self._lock:
-                        self.application_id = found
-                        _send(self._pipe, "app %s" % found)
+            found = application_id_in(line)
+            # the first id named; then only a second submission (a retried start) replaces it
+            if found and found != self.application_id and (self.application_id is None or _SUBMITTED.search(line)):
+                with self._lock:
+                    self.application_id = found
+                    _send(self._pipe, "app %s" % found)
 
     def _install(self):
         if threading.current_thread() is not threading.main_thread():

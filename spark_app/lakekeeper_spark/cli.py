@@ -410,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
                 ctx = Context(spark=spark, fs=HadoopFS(spark), catalog=Catalog(spark), settings=settings, run_id=run_id)
             except Exception as exc:  # noqa: BLE001
                 log.exception("the engine could not start")
-                doc["msg"] = f"the engine could not start: {str(exc).splitlines()[0] if str(exc) else repr(exc)}"
+                doc["msg"] = f"the engine could not start: {_start_reason(exc)}"
                 code = 3
                 raise _Done() from exc
             try:  # the Metastore: fail once, clearly, instead of once per table
@@ -529,6 +529,22 @@ def _reserve_stdout() -> Any:
     except OSError:  # no real descriptors (e.g. an embedding host): keep the Python object
         return sys.stdout
     return os.fdopen(saved, "w", encoding="utf-8", closefd=True)
+
+
+def _start_reason(exc: Exception) -> str:
+    """What stopped the engine's start: a Py4J error's first line only says
+    which Java call failed ("An error occurred while calling
+    None.org.apache.spark.api.java.JavaSparkContext."); the Java exception
+    and its innermost cause say why."""
+    if getattr(exc, "java_exception", None) is None and "\n" not in str(exc).strip():
+        return str(exc) if str(exc) else repr(exc)
+    first, prefix = (str(exc).splitlines() or [""])[0].strip(), "An error occurred while calling "
+    called = first[len(prefix):].rstrip(".").removeprefix("None.") if first.startswith(prefix) else ""
+    reason = " ".join(root_cause(exc).split())
+    if reason.startswith(prefix):  # no Java exception object: its headline is the trace's ": <class>: ..." line
+        heads = [ln[2:].strip() for ln in str(exc).splitlines() if ln.startswith(": ")]
+        reason = heads[0] if heads else reason
+    return (f"{reason} (calling {called})" if called else reason)[:600]
 
 
 def _metastore_reason(exc: Exception, spark: Any = None) -> str:

@@ -58,7 +58,7 @@ def build_session(
         builder = builder.config(key, value)
     for key, value in quick_file_close(launched | set(confs or {}), os.environ).items():
         builder = builder.config(f"spark.hadoop.{key}", value)
-    spark = builder.enableHiveSupport().getOrCreate()
+    spark = _start(builder.enableHiveSupport())
     BatchedReleases.install(spark)  # py4j's releases of JVM objects a batch at a time (compat/jvm.py)
     spark.sparkContext.setLogLevel("ERROR" if log_level == "ERROR" else "WARN")
     log.info("Spark %s, application %s, master %s, scheduler mode %s", spark.version, spark.sparkContext.appName,
@@ -74,6 +74,38 @@ def build_session(
 # session starts (a client reads it once, when its filesystem is first opened), unless the launch
 # (spark.hadoop.*) or the edge node's Hadoop configuration (hdfs-site.xml, core-site.xml) sets it.
 QUICK_FILE_CLOSE = HDFS_CLOSE_RETRY
+
+
+# Where a context's start fails when its web UI's pages do not start: SparkContext attaches them
+# (SparkUI.attachAllHandlers, Spark 3.3+) after the scheduler started, without the UI's lock, while in
+# YARN client mode the ApplicationMaster's AddWebUIFilter message, which arrives once the AM has
+# registered, adds the AM's filter to those same pages from another thread. Seen once on the test bed (a
+# loaded machine): the context stopped, "the engine could not start". Nothing has been touched then, so
+# the start is tried once more; a failure that is not this one is never retried.
+UI_PAGES_FRAME = "org.apache.spark.ui.SparkUI.attachAllHandlers"
+
+
+def ui_pages_failure(text: str) -> bool:
+    """True when a failed start's Java stack trace (a Py4J error's text)
+    shows the web UI's pages failing to start."""
+    return UI_PAGES_FRAME in (text or "")
+
+
+def _start(builder: Any) -> Any:
+    """``getOrCreate``, once more when the UI's pages failed to start
+    (``UI_PAGES_FRAME``); pyspark stops a context that failed to start, so a
+    second one can be made in the same process."""
+    try:
+        return builder.getOrCreate()
+    except Exception as exc:  # noqa: BLE001 - py4j's error, whatever the pyspark line calls it
+        if not ui_pages_failure(str(exc)):
+            raise
+        from .report.errors import root_cause
+
+        log.warning("the Spark context did not start: its web UI's pages failed to start (%s); in YARN client "
+                    "mode that is Spark's UI set-up racing the ApplicationMaster's web filter: starting it once "
+                    "more", root_cause(exc))
+    return builder.getOrCreate()
 
 
 def launch_conf_keys() -> set[str]:

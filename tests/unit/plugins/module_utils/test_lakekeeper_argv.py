@@ -824,6 +824,11 @@ class TestParseResult:
         stderr = "INFO Client: Submitted application application_1732240000000_0042\nINFO ..."
         assert rs.find_application_id(stderr) == "application_1732240000000_0042"
         assert rs.find_application_id("", None, "no id") is None
+        # a driver whose context was started once more (session.py: its UI's pages failed) submitted two
+        retried = stderr + "\nINFO Client: Submitted application application_1732240000000_0043\n" \
+            "INFO Client: Application report for application_1732240000000_0043 (state: RUNNING)"
+        assert rs.find_application_id(retried) == "application_1732240000000_0043"
+        assert rs.find_application_id(stderr, "", None) == "application_1732240000000_0042"
 
     def test_tail_lines(self):
         assert rs.tail_lines("\n".join(str(i) for i in range(100)), 3) == ["97", "98", "99"]

@@ -14,6 +14,7 @@ controller gone), killed as async_wrapper and ansible-playbook kill it."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -61,6 +62,26 @@ def test_application_id_from_spark_submit_log(line):
 @pytest.mark.parametrize("line", NOT_THE_APPLICATION)
 def test_an_id_elsewhere_is_not_the_application(line):
     assert yarn.application_id_in(line) is None
+
+
+def test_a_second_submission_replaces_the_application_id():
+    """A client-mode driver whose context failed to start and was started once more (the engine's
+    session.py) submits a second application: that one runs, and is the one to kill and to return; a
+    report line naming the first one again does not take it back."""
+    second = APP[:-2] + "43"
+    submitting, submitted, report = SUBMIT_LOG[:3]
+    log = "\n".join([submitting, submitted, report, "ERROR SparkContext: Error initializing SparkContext.",
+                     SUBMIT_LOG[4].replace(APP, second), submitted.replace(APP, second),
+                     report.replace(APP, second), report])
+    run = yarn.Supervised(["true"], {})
+    read, write = os.pipe()
+    run._pipe = write  # pylint: disable=protected-access  # what the watchdog is told, in order
+    run._read_stderr(io.BytesIO((log + "\n").encode()))  # pylint: disable=protected-access
+    os.close(write)
+    with os.fdopen(read, "rb") as told:
+        assert told.read().decode().split("\n") == ["app " + APP, "app " + second, ""]
+    assert run.application_id == second
+    assert yarn.application_id_in(log) == second and yarn.application_id_in(report) == APP
 
 
 def test_driver_exit_status_from_the_diagnostics():
