@@ -78,6 +78,10 @@ def recover_table(ctx: Context, info: TableInfo) -> list[dict[str, Any]]:
         doc, units = Journal.load(fs, jdir, run_id)
         journal = Journal(fs, jdir, run_id)
         if not doc:
+            if not fs.exists(journal.run_dir):
+                # removed by a run settled before it here: a rollback removes its compaction's journal, and two
+                # runs of one second sort by their random suffix, not by when they started
+                continue
             if Journal.is_empty(fs, jdir, run_id):  # crashed inside Journal.start: nothing was done
                 journal.remove()
                 actions.append({"run_id": run_id, "spec": None, "action": "removed_empty_journal"})
