@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from lakekeeper_spark.storage.status import parse_status_dump
+from lakekeeper_spark.storage.status import parse_attributes, parse_status_dump
 from lakekeeper_spark.storage.hdfs_checks import (
     ENCRYPTION_ZONE,
     ERASURE_CODING,
@@ -102,6 +102,28 @@ def test_status_dump_details():
     assert parse_status_dump(dump) == [("hdfs://h:1/t/a", False, 10, 5), ("hdfs://h:1/t/d", True, 0, 6)]
 
 
+def test_status_attributes():
+    """Mode (as FsPermission.toShort: sticky bit included), owner and group from a status's text, for
+    copy_permissions: Hadoop 3's HDFS statuses, Hadoop 2.7's shorter form, one status alone."""
+    dump = (
+        "{HdfsNamedFileStatus{path=hdfs://h:1/t/a; isDirectory=false; length=10; replication=2; blocksize=1; "
+        "modification_time=5; access_time=1; owner=ingest; group=lakers; permission=rw-r-----; isSymlink=false; "
+        "hasAcl=false; isEncrypted=false; isErasureCoded=false},HdfsNamedFileStatus{path=hdfs://h:1/t/d; "
+        "isDirectory=true; modification_time=6; access_time=0; owner=etl; group=g; permission=rwxrwxrwt; "
+        "isSymlink=false; hasAcl=true; isEncrypted=false; isErasureCoded=false}}"
+    )
+    assert parse_attributes(dump) == [("hdfs://h:1/t/a", False, 0o640, "ingest", "lakers"),
+                                      ("hdfs://h:1/t/d", True, 0o1777, "etl", "g")]
+    old = ("FileStatus{path=hdfs://nn:8020/w/t/dt=1; isDirectory=true; modification_time=7; access_time=0; "
+           "owner=hive; group=hadoop; permission=rwxr-x--T; isSymlink=false}")
+    assert parse_attributes(old) == [("hdfs://nn:8020/w/t/dt=1", True, 0o1750, "hive", "hadoop")]
+    assert parse_attributes("[]") == [] and parse_attributes("{}") == []
+    # a status without its permission (another filesystem's text): not read, the caller asks field by field
+    assert parse_attributes(old.replace("; permission=rwxr-x--T", "")) is None
+    assert parse_attributes(dump.replace("permission=rw-r-----", "permission=(hidden)")) is None
+    assert parse_attributes("garbage") is None
+
+
 def test_a_namenode_without_acls_is_asked_once_a_run():
     """``copy_dir_attributes`` asks for a directory's ACL before its swap; a
     NameNode with ACLs disabled (the default before Hadoop 3.3) refuses with
@@ -129,7 +151,7 @@ def test_a_namenode_without_acls_is_asked_once_a_run():
         fs._fs_cache, fs._identity, fs._no_acls, fs._schemes = {}, set(), set(), {}
         fs.fs = lambda _uri: java_fs
         fs.path = lambda uri: uri
-        fs.quota_usage = lambda _uri: {"quota": -1, "space_quota": -1}
+        fs.quota_limits = lambda _uri, _path=None: {"quota": -1, "space_quota": -1}
         return fs
 
     off = FakeJavaFS("org.apache.hadoop.hdfs.protocol.AclException: The ACL operation has been rejected. "

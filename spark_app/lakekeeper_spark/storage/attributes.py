@@ -14,7 +14,7 @@ from typing import Any
 
 from ..report.errors import LakekeeperError, java_message
 from ..compat.jvm import java_class
-from .status import is_checksum_name, plain_uri
+from .status import is_checksum_name, parse_attributes, plain_uri
 from .threads import threaded
 
 log = logging.getLogger(__name__)
@@ -38,14 +38,69 @@ class Attributes:
         local_src, local_dst = self._local_path(src), self._local_path(dst)
         if local_src is not None and local_dst is not None:
             return self._copy_local_permissions(local_src, local_dst, recursive_files, keep_owner)
-        warnings: list[str] = self.copy_dir_attributes(src, dst)
         fs = self.fs(src)
-        st = fs.getFileStatus(self.path(src))
-        dst_path = self.path(dst)
+        src_path, dst_path = self.path(src), self.path(dst)
+        warnings: list[str] = self.copy_dir_attributes(src, dst, src_path, dst_path)
+        targets = self._permission_targets(fs, src_path, dst_path, recursive_files)
+        if targets is None:  # a status whose text does not parse: field by field
+            return warnings + self._copy_permissions_by_fields(fs, src_path, dst_path, recursive_files, keep_owner)
+        # Only what differs is changed: every setPermission or setOwner is a NameNode edit (a journal
+        # transaction on an HA cluster), and a copy written with the usual umask mostly has the mode already.
+        perm = None
+        for path, (mode, owner, group), (want_mode, want_owner, want_group) in targets:
+            if mode != want_mode:
+                perm = perm or java_class(self._jvm, "org.apache.hadoop.fs.permission.FsPermission")
+                try:
+                    fs.setPermission(path if path is dst_path else self.path(path), perm.createImmutable(want_mode))
+                except Exception as exc:  # noqa: BLE001
+                    warnings.append(f"setPermission {path if isinstance(path, str) else dst}: {java_message(exc)}")
+            if keep_owner and (owner, group) != (want_owner, want_group):
+                try:
+                    fs.setOwner(path if path is dst_path else self.path(path), want_owner, want_group)
+                except Exception as exc:  # noqa: BLE001
+                    warnings.append(f"setOwner {path if isinstance(path, str) else dst}: {java_message(exc)}")
+        return warnings
+
+    def _permission_targets(self, fs: Any, src_path: Any, dst_path: Any, recursive_files: bool) -> list[Any] | None:
+        """(path, (mode, owner, group) now, (mode, owner, group) to give it)
+        for ``dst`` (from ``src``) and each of its files (from ``src``'s first
+        file), read from the statuses' text: a status and a listing are one
+        call each, not four per entry. None when a text does not parse."""
+        got = parse_attributes(str(fs.getFileStatus(src_path).toString()))
+        now = parse_attributes(str(fs.getFileStatus(dst_path).toString()))
+        if not got or not now:
+            return None
+        targets: list[Any] = [(dst_path, now[0][2:], got[0][2:])]
+        if not recursive_files:
+            return targets
+        first = None  # the first file of src: stop there (one gateway call per entry looked at)
+        it = fs.listStatusIterator(src_path)
+        while first is None and it.hasNext():
+            entry = parse_attributes(str(it.next().toString()))
+            if not entry:
+                return None
+            if not entry[0][1]:
+                first = entry[0]
+        if first is None:
+            return targets
+        files = parse_attributes(str(java_class(self._jvm, "org.apache.commons.lang3.ArrayUtils")
+                                     .toString(fs.listStatus(dst_path))))
+        if files is None:
+            return None
+        targets += [(path, (mode, owner, group), first[2:]) for path, is_dir, mode, owner, group in files if not is_dir]
+        return targets
+
+    @staticmethod
+    def _copy_permissions_by_fields(fs: Any, src_path: Any, dst_path: Any, recursive_files: bool,
+                                    keep_owner: bool) -> list[str]:
+        """``copy_permissions`` asking each status for its fields (a status
+        text that ``parse_attributes`` does not read)."""
+        warnings: list[str] = []
+        st = fs.getFileStatus(src_path)
         targets = [(dst_path, fs.getFileStatus(dst_path), st)]  # (path, its status now, the status to give it)
         if recursive_files:
             fst = None  # the first file of src: stop there (one gateway call per entry looked at)
-            it = fs.listStatusIterator(self.path(src))
+            it = fs.listStatusIterator(src_path)
             while fst is None and it.hasNext():
                 x = it.next()
                 if not x.isDirectory():
@@ -119,6 +174,17 @@ class Attributes:
             "space_quota": int(cs.getSpaceQuota()),
         }
 
+    def quota_limits(self, uri: str, path: Any = None) -> dict[str, Any]:
+        """A directory's namespace and space quotas alone (``quota``,
+        ``space_quota``: -1 for none), what a copy of it is given: two fields
+        of ``getQuotaUsage`` where ``quota_usage`` reads four; its answer
+        (and its fallbacks) otherwise."""
+        try:
+            q = self.fs(uri).getQuotaUsage(path or self.path(uri))
+            return {"quota": int(q.getQuota()), "space_quota": int(q.getSpaceQuota())}
+        except Exception:  # noqa: BLE001 - Hadoop 2.7, or a refusal: quota_usage says which
+            return self.quota_usage(uri)
+
     def quota_usage(self, uri: str) -> dict[str, Any]:
         """Namespace and space quota of a directory and what counts against
         them. ``getQuotaUsage`` is cheap on the NameNode; Hadoop 2.7 lacks it,
@@ -163,15 +229,16 @@ class Attributes:
     def block_size(self, uri: str) -> int:
         return int(self.fs(uri).getDefaultBlockSize(self.path(uri)))
 
-    def copy_dir_attributes(self, src: str, dst: str) -> list[str]:
+    def copy_dir_attributes(self, src: str, dst: str, src_path: Any = None, dst_path: Any = None) -> list[str]:
         """What lives on a directory's inode and would stay behind with the
         moved-aside original: its ACL and its quotas (HDFS). Best effort on
-        filesystems without them; returns warnings."""
+        filesystems without them; returns warnings. ``src_path``,
+        ``dst_path``: their Hadoop paths, when the caller has them."""
         warnings: list[str] = []
         fs = self.fs(src)
         if self.scheme_of(fs) != "hdfs":
             return warnings
-        s, d = self.path(src), self.path(dst)
+        s, d = src_path or self.path(src), dst_path or self.path(dst)
         plain = plain_uri(src)
         key = plain[0] if plain is not None else None
         if key not in self._no_acls:  # asked once a run: the refusal is an exception, about 30 ms through the gateway
@@ -185,7 +252,7 @@ class Attributes:
                     warnings.append(f"ACL of {src}: {java_message(exc)}")
                 elif key is not None and "disabled" in str(exc):
                     self._no_acls.add(key)  # no directory there can have an ACL to lose
-        q = self.quota_usage(src)
+        q = self.quota_limits(src, s)
         if q.get("unknown"):
             warnings.append(f"quota of {src} not readable, not copied to {dst}: {q['unknown']}")
         elif q["quota"] >= 0 or q["space_quota"] >= 0:

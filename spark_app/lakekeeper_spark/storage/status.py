@@ -42,6 +42,36 @@ def parse_status_dump(text: str, details: bool = False) -> list[tuple[Any, ...]]
     return out
 
 
+_ATTRS = re.compile(
+    r"\w+\{path=(?P<path>.*?); isDirectory=(?P<dir>true|false);.*?; owner=(?P<owner>[^;{}]*); "
+    r"group=(?P<group>[^;{}]*); permission=(?P<perm>[-rwxtT]{9})[;}]"
+)
+_BITS = (0o400, 0o200, 0o100, 0o040, 0o020, 0o010, 0o004, 0o002, 0o001)
+
+
+def parse_attributes(text: str) -> list[tuple[str, bool, int, str, str]] | None:
+    """(path, is_dir, mode, owner, group) of each status in the text of a
+    ``FileStatus`` or of ``ArrayUtils.toString(FileStatus[])`` (Hadoop 2.7
+    to 3.5 write ``...; owner=u; group=g; permission=rwxr-x--t; ...``), the
+    mode as ``FsPermission.toShort`` gives it (the sticky bit included); None
+    when any status does not parse (the caller asks field by field)."""
+    text = text.strip()
+    if text in ("[]", "{}"):
+        return []
+    out = []
+    for m in _ATTRS.finditer(text):
+        sym, mode = m.group("perm"), 0
+        for bit, char in zip(_BITS, sym):
+            if char in "rwxt":
+                mode |= bit
+        if sym[-1] in "tT":
+            mode |= 0o1000
+        out.append((m.group("path"), m.group("dir") == "true", mode, m.group("owner"), m.group("group")))
+    if not out or len(out) != text.count("{path="):
+        return None
+    return out
+
+
 _PLAIN = re.compile(r"^(?P<scheme>[a-z][a-z0-9+.-]*):(?://(?P<auth>[A-Za-z0-9.:_-]*))?(?P<path>(?:/[A-Za-z0-9_=+,.~@-]+)+)$")
 
 
