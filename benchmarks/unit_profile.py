@@ -159,6 +159,10 @@ def time_job_slots(meter: Meter, compact: Any) -> None:
     compact._compact_unit = timed_unit  # pylint: disable=protected-access
 
 
+# LAKEKEEPER_PROFILE_KINDS=1: the gateway's calls by step and kind too (``gateway@<step>:<kind>``; many lines)
+BY_STEP_AND_KIND = os.environ.get("LAKEKEEPER_PROFILE_KINDS") == "1"
+
+
 def count_gateway_calls(meter: Meter) -> None:
     """Every command the Python driver sends to its JVM (py4j's pinned-thread
     client, as PySpark runs it, and its classic one), counted as
@@ -182,6 +186,8 @@ def count_gateway_calls(meter: Meter) -> None:
                     meter.calls[f"gateway@{step}"] += 1  # by the step of commands/compact.py that made them
                     meter.seconds[f"gateway@{step}"] += spent
                     meter.calls[f"gateway:{gateway_kind(command)}"] += 1  # by what was asked of the JVM
+                    if BY_STEP_AND_KIND:
+                        meter.calls[f"gateway@{step}:{gateway_kind(command)}"] += 1
 
         cls.send_command = counted
 

@@ -164,10 +164,9 @@ def parquet_footer(spark: Any, uri: str, spark_schema: bool = False) -> dict[str
     try:
         footer = reader.getFooter()
         blocks = footer.getBlocks()
-        rows = sum(int(blocks.get(i).getRowCount()) for i in range(blocks.size()))
-        codec = None
-        if blocks.size() and blocks.get(0).getColumns().size():
-            codec = str(blocks.get(0).getColumns().get(0).getCodec().name())
+        count = int(blocks.size())
+        rows = sum(int(blocks.get(i).getRowCount()) for i in range(count))
+        codec = _first_codec(blocks, count)
         meta = footer.getFileMetaData()
         out = {"rows": rows, "codec": codec, "schema": str(meta.getSchema().toString())}
         out["timestamps"] = timestamp_types(parquet_timestamp_types(out["schema"]))
@@ -181,6 +180,15 @@ def parquet_footer(spark: Any, uri: str, spark_schema: bool = False) -> dict[str
         return out
     finally:
         reader.close()
+
+
+def _first_codec(blocks: Any, count: int) -> str | None:
+    """The codec of a Parquet footer's first column chunk (``CompressionCodecName``),
+    None without row groups (``count``) or columns; each object asked for once."""
+    if not count:
+        return None
+    columns = blocks.get(0).getColumns()
+    return str(columns.get(0).getCodec().name()) if columns.size() else None
 
 
 def orc_footer(spark: Any, uri: str, spark_schema: bool = False) -> dict[str, Any]:
@@ -290,15 +298,15 @@ def file_facts(spark: Any, fmt: str, uri: str) -> dict[str, Any]:
         try:
             footer = reader.getFooter()
             blocks = footer.getBlocks()
-            codec = None
-            if blocks.size() and blocks.get(0).getColumns().size():
-                codec = str(blocks.get(0).getColumns().get(0).getCodec().name()).lower()
-            physical = footer.getFileMetaData().getSchema()
+            codec = _first_codec(blocks, int(blocks.size()))
+            codec = codec.lower() if codec else None
+            meta = footer.getFileMetaData()
+            physical = meta.getSchema()
             text = str(physical.toString())
             types = parquet_timestamp_types(text)
-            keys = footer.getFileMetaData().getKeyValueMetaData()
+            keys = meta.getKeyValueMetaData()
             return {"codec": codec, "columns": _columns_of(spark, fmt, physical),
-                    "created_by": str(footer.getFileMetaData().getCreatedBy() or ""),
+                    "created_by": str(meta.getCreatedBy() or ""),
                     "layout": parquet_layout(text), "timestamps": timestamp_types(types),
                     "int96": sorted(n for n, t in types.items() if t == INT96),
                     "spark_written": bool(keys.containsKey(_SPARK_VERSION_KEY) or keys.containsKey(_SPARK_PARQUET_SCHEMA))}
