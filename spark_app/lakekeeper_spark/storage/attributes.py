@@ -47,30 +47,32 @@ class Attributes:
         # Only what differs is changed: every setPermission or setOwner is a NameNode edit (a journal
         # transaction on an HA cluster), and a copy written with the usual umask mostly has the mode already.
         perm = None
-        for path, (mode, owner, group), (want_mode, want_owner, want_group) in targets:
+        for name, (mode, owner, group), (want_mode, want_owner, want_group) in targets:
+            path = dst_path if name is None else self.path(name)  # None: dst itself
             if mode != want_mode:
                 perm = perm or java_class(self._jvm, "org.apache.hadoop.fs.permission.FsPermission")
                 try:
-                    fs.setPermission(path if path is dst_path else self.path(path), perm.createImmutable(want_mode))
+                    fs.setPermission(path, perm.createImmutable(want_mode))
                 except Exception as exc:  # noqa: BLE001
-                    warnings.append(f"setPermission {path if isinstance(path, str) else dst}: {java_message(exc)}")
+                    warnings.append(f"setPermission {name or dst}: {java_message(exc)}")
             if keep_owner and (owner, group) != (want_owner, want_group):
                 try:
-                    fs.setOwner(path if path is dst_path else self.path(path), want_owner, want_group)
+                    fs.setOwner(path, want_owner, want_group)
                 except Exception as exc:  # noqa: BLE001
-                    warnings.append(f"setOwner {path if isinstance(path, str) else dst}: {java_message(exc)}")
+                    warnings.append(f"setOwner {name or dst}: {java_message(exc)}")
         return warnings
 
     def _permission_targets(self, fs: Any, src_path: Any, dst_path: Any, recursive_files: bool) -> list[Any] | None:
-        """(path, (mode, owner, group) now, (mode, owner, group) to give it)
-        for ``dst`` (from ``src``) and each of its files (from ``src``'s first
-        file), read from the statuses' text: a status and a listing are one
-        call each, not four per entry. None when a text does not parse."""
+        """(name, (mode, owner, group) now, (mode, owner, group) to give it)
+        for ``dst`` (name None; from ``src``) and each of its files (their
+        paths; from ``src``'s first file), read from the statuses' text: a
+        status and a listing are one call each, not four per entry. None when
+        a text does not parse."""
         got = parse_attributes(str(fs.getFileStatus(src_path).toString()))
         now = parse_attributes(str(fs.getFileStatus(dst_path).toString()))
         if not got or not now:
             return None
-        targets: list[Any] = [(dst_path, now[0][2:], got[0][2:])]
+        targets: list[Any] = [(None, now[0][2:], got[0][2:])]
         if not recursive_files:
             return targets
         first = None  # the first file of src: stop there (one gateway call per entry looked at)
@@ -180,7 +182,7 @@ class Attributes:
         of ``getQuotaUsage`` where ``quota_usage`` reads four; its answer
         (and its fallbacks) otherwise."""
         try:
-            q = self.fs(uri).getQuotaUsage(path or self.path(uri))
+            q = self.fs(uri).getQuotaUsage(self.path(uri) if path is None else path)
             return {"quota": int(q.getQuota()), "space_quota": int(q.getSpaceQuota())}
         except Exception:  # noqa: BLE001 - Hadoop 2.7, or a refusal: quota_usage says which
             return self.quota_usage(uri)
@@ -238,7 +240,8 @@ class Attributes:
         fs = self.fs(src)
         if self.scheme_of(fs) != "hdfs":
             return warnings
-        s, d = src_path or self.path(src), dst_path or self.path(dst)
+        s = self.path(src) if src_path is None else src_path
+        d = self.path(dst) if dst_path is None else dst_path
         plain = plain_uri(src)
         key = plain[0] if plain is not None else None
         if key not in self._no_acls:  # asked once a run: the refusal is an exception, about 30 ms through the gateway
