@@ -85,8 +85,7 @@ class Attributes:
                 first = entry[0]
         if first is None:
             return targets
-        files = parse_attributes(str(java_class(self._jvm, "org.apache.commons.lang3.ArrayUtils")
-                                     .toString(fs.listStatus(dst_path))))
+        files = parse_attributes(self._statuses_text(fs.listStatus(dst_path)))
         if files is None:
             return None
         targets += [(path, (mode, owner, group), first[2:]) for path, is_dir, mode, owner, group in files if not is_dir]

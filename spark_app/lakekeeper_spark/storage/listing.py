@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Iterable
+from typing import Any, Iterable
 
 from ..report.errors import LakekeeperError
 from ..report.model import FileEntry, Listing
@@ -116,8 +116,7 @@ class Listings:
         if remote:
             # One round trip for the whole batch. Not on file://, where
             # toString() would load each file's owner and permission.
-            dump = java_class(self._jvm, "org.apache.commons.lang3.ArrayUtils").toString(statuses)
-            entries = parse_status_dump(dump, details=True)
+            entries = parse_status_dump(self._statuses_text(statuses), details=True)
         if entries is None:
             entries = []
             for st in statuses:
@@ -172,6 +171,13 @@ class Listings:
             out[q] = listing
         return out
 
+    def _statuses_text(self, statuses: Any) -> str:
+        """A ``FileStatus[]`` as one text (``ArrayUtils.toString``: one gateway
+        call for them all), for ``storage/status.py``'s parsers. Not on
+        ``file://`` without need: there each status's text loads its owner and
+        permission."""
+        return str(java_class(self._jvm, "org.apache.commons.lang3.ArrayUtils").toString(statuses))
+
     def list_names(self, uri: str) -> list[tuple[str, bool]]:
         """All entries (hidden included) of a directory: (name, is_dir); none
         when it does not exist. A table root can hold 100,000 partition
@@ -191,8 +197,7 @@ class Listings:
         if not fs.exists(p):
             return []
         statuses = fs.listStatus(p)
-        dump = java_class(self._jvm, "org.apache.commons.lang3.ArrayUtils").toString(statuses)
-        entries = parse_status_dump(dump)
+        entries = parse_status_dump(self._statuses_text(statuses))
         if entries is None:  # a name the text cannot carry unambiguously: field by field
             return [(str(st.getPath().getName()), bool(st.isDirectory())) for st in statuses]
         return [(path.rstrip("/").rpartition("/")[2], is_dir) for path, is_dir, *_rest in entries]
