@@ -1018,6 +1018,13 @@ def test_statistics_retention_pins_and_analyze_sizes(spark, engine, files, wareh
     described = {r.col_name: r.data_type for r in spark.sql(f"DESCRIBE TABLE EXTENDED {t} PARTITION (dt='a')").collect()}
     assert described["Partition Statistics"] == f"{part_a['bytes_after']} bytes, 500 rows"  # what Spark plans with
     assert len(backup_tables(spark, "keep")) == 3
+    # the backups' creation times order them (keep_last, the newest): distinct and in the runs' order, also when
+    # runs come less than a second apart (their run ids' random suffixes would not say which came first)
+    created = {}
+    for b in backup_tables(spark, "keep"):
+        props = {r.key: r.value for r in spark.sql(f"SHOW TBLPROPERTIES lk.{b}").collect()}
+        created[props["lakekeeper.run_id"]] = float(props["lakekeeper.created_at"])
+    assert [created[r] for r in runs] == sorted(created.values()) and len(set(created.values())) == 3, created
     res = engine.one("cleanup", t, pin=runs[0])
     assert res["status"] == "pinned" and res["changed"]
     assert engine.one("cleanup", t, pin=runs[0])["changed"] is False

@@ -55,7 +55,9 @@ def create_backup(catalog: Catalog, table: TableInfo, plan: TablePlan, units: li
         {
             PROP_OF: table.full_name,
             PROP_RUN: plan.run_id,
-            PROP_CREATED: str(int(time.time())),
+            # to the millisecond: backups are ordered by it ("newest", keep_last), and two runs a second apart
+            # or less happen (their run ids' random suffixes do not say which came first)
+            PROP_CREATED: f"{time.time():.3f}",
             PROP_JOURNAL: plan.journal_dir,
         },
     )
