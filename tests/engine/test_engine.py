@@ -985,11 +985,18 @@ def documented_analyze_fields() -> set[str]:
 
 
 @pytest.mark.hdfs
-def test_statistics_retention_pins_and_analyze_sizes(spark, engine, files, warehouse):
+def test_statistics_retention_pins_and_analyze_sizes(spark, engine, files, warehouse, monkeypatch):
     """Three real backups of one table (three compactions): partition
     statistics read back from the Metastore after each and after a rollback;
     keep_last, grace period and a pin; analyze reports backup sizes,
-    verdicts and histograms."""
+    verdicts and histograms. The three runs are made to fall in one second
+    (their ids and the backups' clock), their ids' random suffixes in the
+    reverse of the runs' order: what quick runs do now and then, forced."""
+    import types
+
+    from lakekeeper_spark.catalog import backup as backup_module
+    from lakekeeper_spark.storage import layout
+
     t = "lk.keep"
     loc = make_table(spark, warehouse, "keep", rows=300, partitions={"a": 20, "b": 20})
     res = engine.one("analyze", t)
@@ -1000,6 +1007,15 @@ def test_statistics_retention_pins_and_analyze_sizes(spark, engine, files, wareh
     documented = documented_analyze_fields()
     assert set(res) <= documented, sorted(set(res) - documented)  # the module's RETURN is complete
 
+    # one second for the three runs: ids whose suffixes sort against the runs' order, and the backups' creation
+    # times 0.3 s apart in that second (whole seconds would tie, and the ids would then order them backwards)
+    second = layout.new_run_id()[:-7]
+    ids = iter([f"{second}-ffffff", f"{second}-888888", f"{second}-000001"])
+    real_id = layout.new_run_id
+    monkeypatch.setattr(layout, "new_run_id", lambda *a, **k: next(ids, None) or real_id(*a, **k))
+    base = layout.run_id_time(second + "-000000").timestamp()
+    clock = iter([base + 0.1, base + 0.4, base + 0.7])
+    monkeypatch.setattr(backup_module, "time", types.SimpleNamespace(time=lambda: next(clock)))
     runs = []
     for i in range(3):  # three real backups, each of a compaction of new small files
         if i:
@@ -1018,6 +1034,8 @@ def test_statistics_retention_pins_and_analyze_sizes(spark, engine, files, wareh
     described = {r.col_name: r.data_type for r in spark.sql(f"DESCRIBE TABLE EXTENDED {t} PARTITION (dt='a')").collect()}
     assert described["Partition Statistics"] == f"{part_a['bytes_after']} bytes, 500 rows"  # what Spark plans with
     assert len(backup_tables(spark, "keep")) == 3
+    monkeypatch.undo()
+    assert runs == sorted(runs, reverse=True) and len({r[:-7] for r in runs}) == 1, runs  # as forced
     # the backups' creation times order them (keep_last, the newest): distinct and in the runs' order, also when
     # runs come less than a second apart (their run ids' random suffixes would not say which came first)
     created = {}
