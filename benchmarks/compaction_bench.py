@@ -51,6 +51,11 @@ start to its exit counts: Ansible, the module, the application's transfer
 and unpacking, the driver's start, the Metastore's round trips. Its rows
 are checked from its Spark event log like the others'.
 
+``ours_svc`` (with ``--via-ansible``) is ``ours`` as an edge node runs it:
+``run_lakekeeper.py compact`` against that Metastore service instead of
+the embedded Derby one, over the same copy as ``ours_ansible`` (``lkb_svc``),
+without Ansible: what the engine costs where users run it.
+
 ``--spark-lanes spark-3.3,spark-3.5`` adds a row per table for each older
 Spark line (the virtualenvs of ``scripts/spark-lanes``, ``.lanes/<name>``):
 the floor and ours run again with that lane's Python and pyspark, one right
@@ -314,7 +319,7 @@ class AnsiblePath:
                 "environment": {"SPARK_CONF_DIR": conf_dir, "SPARK_LOCAL_IP": "127.0.0.1"},
                 "app_cache_dir": os.path.join(work, "ansible", "app-cache"),
                 "spark_submit": {"enabled": True, "master": args.master, "python_env": PY,
-                                 "extra_conf": dict(confs, **{"spark.ui.enabled": "false"})}}
+                                 "extra_conf": dict(confs, **{"spark.ui.enabled": "false"}, **JVM_DEFAULTS)}}
         # One task, the compaction: its result comes from the ``minimal``
         # callback's output ("host | CHANGED => {...}"), not from a second
         # task (a copy task to keep it cost about a second of every run).
@@ -336,6 +341,13 @@ class AnsiblePath:
     def stop(self) -> None:
         if self.owned:
             self.bed.stop()
+
+
+# The test bed's client spark-defaults.conf (SPARK_CONF_DIR above, for its Metastore) gives its drivers the
+# test suite's quick-start JVM options (C1 only, the serial collector: tests/testbed/testbed/confs.py), which
+# start a JVM sooner but run the data path slower: ``flat``'s write took 11.1 s that way against 8.1 s with
+# the JVM's defaults (2026-12-01). Every other contender runs with the defaults; so does this one.
+JVM_DEFAULTS = {"spark.driver.extraJavaOptions": "", "spark.executor.extraJavaOptions": ""}
 
 
 def minimal_result(stdout: str) -> dict | None:
@@ -381,6 +393,43 @@ def task_records(events: str) -> tuple[int, int, int]:
                 nbytes += int(im.get("Bytes Read", 0))
                 written += int(om.get("Records Written", 0))
     return read, nbytes, written
+
+
+def phases(events: str, seconds: float) -> dict[str, float] | None:
+    """Where a contender's run went, from its Spark event log(s): ``start``
+    (the process's start to the application's: Python, the JVM's launch and,
+    through Ansible, ansible-playbook and the module), ``to_jobs`` (the
+    application's start to its first job's: the SparkContext and whatever
+    the contender does before any data - ours: the Hive client's start,
+    lease, table load, listing, plan), ``jobs`` (the first job's start to
+    the last one's end: the data, with whatever the driver does between the
+    jobs) and ``after`` (the last job's end to the process's exit: swaps,
+    journal, Metastore writes, stopping). None without an event log."""
+    app_start = app_end = first = last = None
+    for path in glob.glob(os.path.join(events, "**", "*"), recursive=True):
+        if os.path.isdir(path):
+            continue
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                head = line[:60]
+                if "JobStart" not in head and "JobEnd" not in head and "Application" not in head:
+                    continue
+                e = json.loads(line)
+                kind = e.get("Event")
+                if kind == "SparkListenerApplicationStart":
+                    app_start = e["Timestamp"] if app_start is None else min(app_start, e["Timestamp"])
+                elif kind == "SparkListenerApplicationEnd":
+                    app_end = e["Timestamp"] if app_end is None else max(app_end, e["Timestamp"])
+                elif kind == "SparkListenerJobStart":
+                    first = e["Submission Time"] if first is None else min(first, e["Submission Time"])
+                elif kind == "SparkListenerJobEnd":
+                    last = e["Completion Time"] if last is None else max(last, e["Completion Time"])
+    if None in (app_start, first, last):
+        return None
+    app = ((app_end or last) - app_start) / 1000
+    start = max(0.0, seconds - app)
+    return {"start": round(start, 2), "to_jobs": round((first - app_start) / 1000, 2),
+            "jobs": round((last - first) / 1000, 2), "after": round(seconds - start - (last - app_start) / 1000, 2)}
 
 
 def floor_split_bytes(inputs: list[str], files: int | None, block_mb: int, master: str) -> int:
@@ -438,7 +487,7 @@ def run_contender(args, work: str, state: str, meta: dict, contender: str, table
     py = lane_python(lane)
     state = lane_state(state, lane)
     tabs = list(TABLES) if table == "all" else [table]
-    db = {"lakekeeper": "lkb_ref", "ours_ansible": AnsiblePath.DB}.get(contender, "lkb_ours")
+    db = {"lakekeeper": "lkb_ref", "ours_ansible": AnsiblePath.DB, "ours_svc": AnsiblePath.DB}.get(contender, "lkb_ours")
     for t in tabs:
         reset(work, db, t)
     tag = f"r{run}-{table}-{contender}" + ("" if lane == "main" else f"-{lane}")
@@ -490,6 +539,21 @@ def run_contender(args, work: str, state: str, meta: dict, contender: str, table
         except ValueError:
             ok = False
         files_after = sum(visible_files(data_dir(work, db, t)) for t in tabs)
+    elif contender == "ours_svc":  # ours as an edge node runs it: the Metastore service, no embedded Derby
+        if via is None:
+            raise SystemExit("ours_svc needs --via-ansible (its Metastore service)")
+        env["SPARK_CONF_DIR"] = str(via.bed.conf_dir)
+        cmd = [py, os.path.join(ROOT, "spark_app", "run_lakekeeper.py"), "compact",
+               "--tables" if table == "all" else "--table", names, "--require-metastore", "--master", args.master,
+               "--block-size", block, "--parallelism", str(args.parallelism)]
+        cmd += [x for k, v in dict(confs, **JVM_DEFAULTS).items() for x in ("--conf", f"{k}={v}")]
+        secs, rc, stdout = sh(cmd, env=env, log=log)
+        try:
+            doc = json.loads(stdout)
+            ok = rc == 0 and all(r["status"] == "compacted" for r in doc["tables"])
+        except ValueError:
+            ok = False
+        files_after = sum(visible_files(data_dir(work, db, t)) for t in tabs)
     elif contender == "ours_ansible":
         if via is None:
             raise SystemExit("ours_ansible needs --via-ansible")
@@ -520,6 +584,7 @@ def run_contender(args, work: str, state: str, meta: dict, contender: str, table
         ok = rc == 0 and "FAILED" not in stdout.upper()
         files_after = sum(visible_files(data_dir(work, db, t)) for t in tabs)
     records, nbytes, written = task_records(events)
+    profile = phases(events, secs)
     rows = sum(meta[t].get("rows_to_compact", meta[t]["rows"]) for t in tabs)
     if ok and contender != "lakekeeper" and written != rows:  # lost or doubled rows: not a result
         print(f"  {contender} {table}: wrote {written} rows, {rows} to compact", flush=True)
@@ -528,7 +593,7 @@ def run_contender(args, work: str, state: str, meta: dict, contender: str, table
     return {"contender": contender, "table": table if lane == "main" else f"{table}@{lane}", "lane": lane,
             "run": run, "seconds": round(secs, 2), "cpu_seconds": cpu, "ok": ok, "rows_written": written,
             "scans": round(records / rows, 2) if rows else None, "bytes_read": nbytes,
-            "files_after": files_after, "load": round(os.getloadavg()[0], 2), "log": log}
+            "files_after": files_after, "load": round(os.getloadavg()[0], 2), "log": log, "phases": profile}
 
 
 class TestbedRunner:
@@ -751,7 +816,15 @@ def report(results: list[dict], contenders: list[str], tables: list[str]) -> str
         lines += ["", "through Ansible (ours_ansible: ansible-playbook, the module, spark-submit, a Metastore service), "
                       "paired per run"]
         lines += paired_lines(results, rows, "ours_ansible",
-                              [("ours_ansible", "floor", "/ floor"), ("ours_ansible", "ours", "/ ours")])
+                              [p for p in (("ours_ansible", "floor", "/ floor"), ("ours_ansible", "ours", "/ ours"),
+                                           ("ours_ansible", "floor_content", "/ floor_content"))
+                               if p[1] in contenders])
+    if "ours_svc" in contenders:
+        lines += ["", "ours against the Metastore service (ours_svc: as ours, without the embedded Derby Metastore, "
+                      "as an edge node runs it), paired per run"]
+        lines += paired_lines(results, rows, "ours_svc",
+                              [p for p in (("ours_svc", "floor", "/ floor"), ("ours_svc", "ours", "/ ours"),
+                                           ("ours_svc", "floor_content", "/ floor_content")) if p[1] in contenders])
     if "ours_rows" in contenders:
         lines += ["", "verify content / verify rows (ours / ours --verify rows, paired per run): what reading the copy "
                       "back costs"]
@@ -765,11 +838,22 @@ def report(results: list[dict], contenders: list[str], tables: list[str]) -> str
                       "write, the copy read back in one job; no Metastore, journal or swap), paired per run"]
         lines += paired_lines(results, rows, "floor_content",
                               [("floor_content", "floor", "/ floor"), ("ours", "floor_content", "ours / it")])
+    lines += ["", "where the time goes (median seconds, from the event logs): start = process start to the "
+                  "application's start; to_jobs = to the first Spark job (ours: the Hive client's start, lease, "
+                  "table load, listing, plan); jobs = first job's start to last job's end; after = to the exit "
+                  "(ours: swaps, journal, Metastore writes)"]
+    for t in rows:
+        for c in contenders:
+            ps = [r["phases"] for r in results if r["table"] == t and r["contender"] == c and r.get("phases")]
+            if ps:
+                lines.append(f"{t:16} {c:14} " + "  ".join(
+                    f"{k} {median([p[k] for p in ps]):5.1f}" for k in ("start", "to_jobs", "jobs", "after")))
     if any(r.get("cpu_seconds") for r in results):
         lines += ["", "CPU seconds (every process of the contender, its JVMs included; waiting for a core adds none), "
                       "paired per run"]
         for c, pairs in (("floor", []), ("floor_content", [("floor_content", "floor", "/ floor")]),
-                         ("ours", [("ours", "floor", "/ floor"), ("ours", "floor_content", "/ floor_content")])):
+                         ("ours", [("ours", "floor", "/ floor"), ("ours", "floor_content", "/ floor_content")]),
+                         ("ours_svc", [("ours_svc", "floor", "/ floor"), ("ours_svc", "floor_content", "/ floor_content")])):
             if c in contenders:
                 lines += [f"{c:14} " + x for x in paired_lines(
                     results, rows, c, [p for p in pairs if p[1] in contenders], key="cpu_seconds")]
@@ -786,7 +870,8 @@ def main() -> int:
     p.add_argument("--tables", default="flat,parted,orc,all")
     p.add_argument("--contenders", default="floor,ours,lakekeeper",
                    help="floor, ours, lakekeeper, ours_rows (ours with --verify rows: the cost of content "
-                        "verification), floor_content (the floor verifying its copy's content as ours does)")
+                        "verification), floor_content (the floor verifying its copy's content as ours does), "
+                        "ours_svc (ours against the Metastore service of --via-ansible instead of embedded Derby)")
     p.add_argument("--lakekeeper-venv", default=os.path.expanduser("~/.cache/lakekeeper-bench/venv"))
     p.add_argument("--scale", type=int, default=0, help="also time analyze of a table with this many partitions")
     p.add_argument("--scale-runs", type=int, default=1)
@@ -809,6 +894,8 @@ def main() -> int:
     lk_exe = ensure_lakekeeper(args.lakekeeper_venv) if "lakekeeper" in contenders else ""
     if args.via_ansible and "ours_ansible" not in contenders:
         contenders.append("ours_ansible")
+    if "ours_svc" in contenders and not args.via_ansible:
+        sys.exit("ours_svc runs against the Metastore service of --via-ansible: add --via-ansible")
     via = AnsiblePath(work, meta) if "ours_ansible" in contenders and tables else None
     if tables:
         create_tables(work, state, meta)
