@@ -420,6 +420,10 @@ def main(argv: list[str] | None = None) -> int:
                 doc["msg"] = f"the engine could not start: the Hive Metastore is unreachable: {_metastore_reason(exc, spark)}"
                 code = 3
                 raise _Done() from exc
+            try:  # before any thread lists a partition (compat/hive_client.py)
+                ctx.catalog.settle_authorization()
+            except Exception as exc:  # noqa: BLE001 - Hive sets it up on first need again, as it would have
+                log.warning("the Hive client's session authorization could not be set up ahead: %s", exc)
             if args.analysis_file:  # analyze first, then the go (report/handoff.py): one application
                 results = _analyze_then_compact(ctx, args, tables, progress, doc)
             else:

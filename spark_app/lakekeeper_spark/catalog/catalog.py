@@ -85,6 +85,11 @@ class Catalog(Statistics):
         self._writers_lock = threading.Lock()
         self._counts: dict[tuple[str, str], int] = {}  # partitions per table, as last listed
 
+    def settle_authorization(self) -> None:
+        """The Hive client's session authorization set up before the run's
+        concurrent work (``HiveClient.settle_authorization``)."""
+        self._hive.settle_authorization()
+
     # ------------------------------------------------------------ helpers
     def _session_catalog(self) -> Any:
         return self._internals.session_catalog()

@@ -21,6 +21,22 @@ class HiveClient:
         shared = self._spark._jsparkSession.sharedState()  # pylint: disable=protected-access
         return shared.externalCatalog().unwrapped().client()
 
+    def settle_authorization(self) -> None:
+        """Hive's session authorization (authenticator, authorizer) set up now.
+        Hive does it on first need, and for a V2 authorizer (Hive 2.3's
+        default, SQL standard; Ranger's too) it then changes the session's
+        ``hive.metastore.filter.hook``, finds the shared client's
+        configuration no longer matching, and closes that client. The first
+        need is the first partition listing (``Hive.getPartitions`` asks for
+        the user's groups after taking the client): that listing then writes
+        to the closed connection and is retried a second later, with a
+        ``MetaStoreClient lost connection`` warning and its stack trace, in
+        every run on a partitioned table against a Metastore service. Called
+        once, on the thread that made the run's first Metastore call, before
+        any other thread uses the client: the close then cuts no call, and
+        the next call opens the client with the settled configuration."""
+        self._client().state().getAuthenticator()
+
     def get_table(self, db: str, table: str) -> Any:
         return self._client().getTable(db, table)
 
