@@ -526,27 +526,20 @@ def run_contender(args, work: str, state: str, meta: dict, contender: str, table
         shutil.rmtree(out, ignore_errors=True)
         with open(log, "a", encoding="utf-8") as fh:  # its copy's (and verification's) seconds
             fh.write("\n--- stdout ---\n" + stdout)
-    elif contender in ("ours", "ours_rows"):  # ours_rows: --verify rows (what content verification costs)
+    elif contender in ("ours", "ours_rows", "ours_svc"):
+        # ours_rows: --verify rows (what content verification costs); ours_svc: ours as an edge node runs it,
+        # against the Metastore service of --via-ansible instead of the embedded Derby one
+        where, extra = ["--state-dir", state], {}
+        if contender == "ours_svc":
+            if via is None:
+                raise SystemExit("ours_svc needs --via-ansible (its Metastore service)")
+            env["SPARK_CONF_DIR"] = str(via.bed.conf_dir)
+            where, extra = ["--require-metastore"], JVM_DEFAULTS
         cmd = [py, os.path.join(ROOT, "spark_app", "run_lakekeeper.py"), "compact",
-               "--tables" if table == "all" else "--table", names, "--state-dir", state, "--master", args.master,
+               "--tables" if table == "all" else "--table", names, *where, "--master", args.master,
                "--block-size", block, "--parallelism", str(args.parallelism)]
         cmd += ["--verify", "rows"] if contender == "ours_rows" else []
-        cmd += [x for k, v in confs.items() for x in ("--conf", f"{k}={v}")]
-        secs, rc, stdout = sh(cmd, env=env, log=log)
-        try:
-            doc = json.loads(stdout)
-            ok = rc == 0 and all(r["status"] == "compacted" for r in doc["tables"])
-        except ValueError:
-            ok = False
-        files_after = sum(visible_files(data_dir(work, db, t)) for t in tabs)
-    elif contender == "ours_svc":  # ours as an edge node runs it: the Metastore service, no embedded Derby
-        if via is None:
-            raise SystemExit("ours_svc needs --via-ansible (its Metastore service)")
-        env["SPARK_CONF_DIR"] = str(via.bed.conf_dir)
-        cmd = [py, os.path.join(ROOT, "spark_app", "run_lakekeeper.py"), "compact",
-               "--tables" if table == "all" else "--table", names, "--require-metastore", "--master", args.master,
-               "--block-size", block, "--parallelism", str(args.parallelism)]
-        cmd += [x for k, v in dict(confs, **JVM_DEFAULTS).items() for x in ("--conf", f"{k}={v}")]
+        cmd += [x for k, v in dict(confs, **extra).items() for x in ("--conf", f"{k}={v}")]
         secs, rc, stdout = sh(cmd, env=env, log=log)
         try:
             doc = json.loads(stdout)
